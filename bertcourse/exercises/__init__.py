@@ -1,0 +1,21 @@
+"""Auto-checked exercises: ``q1.check()``, ``q1.hint()``, ``q1.solution()``.
+
+Each chapter has a module (``bertcourse.exercises.ch01`` …) that defines its exercises
+with :class:`Exercise`. In a notebook::
+
+    from bertcourse.exercises.ch01 import q1
+    def scaled_scores(Q, K):
+        ...                      # the learner's code
+    q1.check()                   # finds `scaled_scores` in the notebook and checks it
+    q1.hint()                    # first hint; call again for the next one
+    q1.solution()                # the reference solution
+
+``check()`` runs the learner's answer against the package's reference implementation on
+several inputs (edge cases included) and prints PASS / FAIL with the first difference.
+An answer that is still the starter stub (``...``, ``None`` or ``raise NotImplementedError``)
+is reported as *not attempted yet*, which is not a failure. An exception raised by the
+learner's code becomes a failed check with its message; it never crashes the notebook.
+"""
+from .core import CheckFailed, CheckResult, Exercise, compare_tensors, run_cases
+
+__all__ = ["CheckFailed", "CheckResult", "Exercise", "compare_tensors", "run_cases"]

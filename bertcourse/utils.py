@@ -1,0 +1,50 @@
+"""Small helpers every notebook uses: seeding and showing the package's own source."""
+from __future__ import annotations
+
+import inspect
+import random
+import textwrap
+
+import numpy as np
+import torch
+
+__all__ = ["set_seed", "show_source", "SourceCode"]
+
+
+def set_seed(seed: int = 0) -> None:
+    """Seed Python's, NumPy's and PyTorch's generators, so a notebook repeats exactly."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class SourceCode:
+    """Source text that renders with syntax highlighting in Jupyter and as plain text
+    elsewhere (on GitHub, in a terminal, in nbval's comparison)."""
+
+    def __init__(self, source: str, name: str = ""):
+        self.source, self.name = source, name
+
+    def __repr__(self) -> str:
+        return self.source.rstrip("\n")
+
+    def _repr_html_(self) -> str:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+        formatter = HtmlFormatter(noclasses=True, style="default")
+        return highlight(self.source, PythonLexer(), formatter)
+
+
+def show_source(obj) -> SourceCode:
+    """Show the source of a bertcourse function, class or method, highlighted.
+
+    The notebooks call this instead of pasting a second copy of the code, so what the
+    reader sees is exactly what runs (and what the tests check).
+    """
+    try:
+        source = inspect.getsource(obj)
+    except (TypeError, OSError) as e:
+        raise TypeError(f"show_source needs a function, class or method defined in Python, "
+                        f"got {type(obj).__name__}: {e}") from None
+    return SourceCode(textwrap.dedent(source), getattr(obj, "__qualname__", ""))
