@@ -11,8 +11,8 @@ import torch
 
 
 def shape_str(x) -> str:
-    """`(2, 5, 16)` for a tensor (or anything with a `.shape`)."""
-    return "(" + ", ".join(str(int(s)) for s in x.shape) + ")"
+    """`(2, 5, 16)` for a tensor (or anything with a `.shape`); `(10,)` for 1-D, like a tuple."""
+    return str(tuple(int(s) for s in x.shape))
 
 
 def check_tensor(name: str, x, *, ndim: int | Sequence[int] | None = None,
