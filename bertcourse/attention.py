@@ -87,7 +87,8 @@ def key_mask(valid_lens: torch.Tensor | None, scores_shape: torch.Size,
     multi_head = len(scores_shape) == 4
     mask = None
     if valid_lens is not None:
-        if valid_lens.dtype == torch.bool:
+        # isinstance first: a list must get check_tensor's TypeError, not an AttributeError
+        if isinstance(valid_lens, torch.Tensor) and valid_lens.dtype == torch.bool:
             mask = _bool_mask(valid_lens, batch, num_queries, num_keys)
         else:
             _check_valid_lens(valid_lens, batch, num_queries, num_keys)
@@ -110,7 +111,8 @@ def _bool_mask(mask: torch.Tensor, batch: int, num_queries: int, num_keys: int) 
     ok = ((mask.dim() == 2 and tuple(mask.shape) == (batch, num_keys)) or
           (mask.dim() == 3 and tuple(mask.shape) == (batch, num_queries, num_keys)))
     if not ok:
-        raise ValueError(f"a boolean key mask must have shape {expected}, got shape {shape_str(mask)}")
+        raise ValueError(f"valid_lens given as a boolean key mask (True = attend) must have shape "
+                         f"{expected}, got shape {shape_str(mask)}")
     return mask.unsqueeze(1) if mask.dim() == 2 else mask
 
 
@@ -148,12 +150,13 @@ def _check_qkv(queries, keys, values, width_name: str = "d") -> None:
     check_tensor("queries", queries, ndim=(3, 4), floating=True,
                  expected="(batch, queries, d) or (batch, heads, queries, d)")
     rank = queries.dim()
-    lead = "(batch, " if rank == 3 else "(batch, heads, "
     b = queries.shape[:-2]
     d = queries.shape[-1]
+    # "(batch=2, " or "(batch=2, heads=4, ": the leading sizes keys and values must share
+    lead = "(" + "".join(f"{n}={s}, " for n, s in zip(("batch", "heads"), b))
     check_tensor("keys", keys, ndim=rank, floating=True, expected=f"{lead}keys, d={d})")
     if keys.shape[:-2] != b or keys.shape[-1] != d:
-        raise ValueError(f"keys must have shape {lead[:-2]}={tuple(b)}, keys, d={d}), got shape "
+        raise ValueError(f"keys must have shape {lead}keys, d={d}), got shape "
                          f"{shape_str(keys)} (queries has shape {shape_str(queries)})")
     nk = keys.shape[-2]
     check_tensor("values", values, ndim=rank, floating=True, expected=f"{lead}keys={nk}, d_v)")
@@ -185,8 +188,12 @@ def dot_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: tor
                                              dropout_p=dropout_p, scale=scale)
         if mask is not None:
             # Older PyTorch versions return NaN for a query with no visible key; the
-            # course's convention is a zero output (see the module docstring).
-            out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+            # course's convention is a zero output (see the module docstring). Only
+            # fill when such a row exists: masked_fill copies the output into a new
+            # layout, which also makes the caller's merge of the heads copy again.
+            empty = ~mask.any(-1, keepdim=True)
+            if empty.any():
+                out = out.masked_fill(empty, 0.0)
         return out, None
     # (batch, [heads,] queries, d) @ (batch, [heads,] d, keys) -> (batch, [heads,] queries, keys)
     scores = queries @ keys.transpose(-2, -1) * scale

@@ -21,6 +21,14 @@ class _NotAttempted(Exception):
     pass
 
 
+class _Printed(str):
+    """Text that has already been printed. It is a plain ``str`` in every other way, but
+    Jupyter does not echo it a second time when it is a cell's last expression."""
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
 @dataclass
 class CheckResult:
     """What ``check()`` returns: truthy only when the answer passed."""
@@ -35,8 +43,13 @@ class CheckResult:
         mark = {"pass": "PASS", "fail": "FAIL", "not attempted": "NOT ATTEMPTED YET"}[self.status]
         return f"[{mark}] {self.exercise}: {self.message}"
 
-    def __repr__(self) -> str:   # notebooks show the result as plain text
+    def __repr__(self) -> str:
         return str(self)
+
+    def _ipython_display_(self) -> None:
+        # check() has already printed this line; without this, a cell ending in
+        # `q1.check()` would show it twice (the print and the echoed return value).
+        pass
 
 
 def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
@@ -159,11 +172,11 @@ class Exercise:
         """Print the next hint (they get more specific)."""
         i = min(self._hints_shown, len(self.hints) - 1)
         self._hints_shown += 1
-        text = f"Hint {i + 1}/{len(self.hints)}: {self.hints[i]}"
+        text = _Printed(f"Hint {i + 1}/{len(self.hints)}: {self.hints[i]}")
         print(text)
         return text
 
     def solution(self) -> str:
         """Print the reference solution."""
         print(self._solution)
-        return self._solution
+        return _Printed(self._solution)

@@ -12,10 +12,21 @@ can be tested headlessly:
 """
 from __future__ import annotations
 
+import base64
+import io
+
 import ipywidgets as W
 from IPython.display import display
 
 __all__ = ["FigureWidget"]
+
+
+def figure_html(fig, dpi: int = 90) -> str:
+    """``fig`` as an ``<img>`` tag holding an inline base64 PNG (for an HTML widget)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" style="max-width:100%"/>'
 
 
 class FigureWidget:
@@ -28,7 +39,13 @@ class FigureWidget:
 
     def __init__(self, controls: list):
         self.controls = controls
-        self.output = W.Output()
+        # The figure is shown as an <img> inside an HTML widget, not displayed into an
+        # Output widget: an Output widget captures by routing the kernel's display
+        # messages, which nbval does not understand (a later cell that sets a control's
+        # value would get the figure as an unexpected output), and whose behaviour
+        # differs between Colab and Jupyter. An HTML value is plain widget state.
+        self.output = W.HTML()
+        self.output.add_class("bertcourse-figure")  # lets tests/test_browser.py find the figure
         self.widget = W.VBox([*controls, self.output])
         self.state: dict = {}
         self.figure = None
@@ -53,9 +70,7 @@ class FigureWidget:
         if self.figure is not None:
             plt.close(self.figure)
         self.figure = self.draw(self.state)
-        self.output.clear_output(wait=True)
-        with self.output:
-            display(self.figure)
+        self.output.value = figure_html(self.figure)
 
     def _ipython_display_(self):
         display(self.widget)

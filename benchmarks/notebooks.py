@@ -1,0 +1,61 @@
+"""Wall time and peak memory of every chapter notebook, each in a fresh kernel.
+
+    python benchmarks/notebooks.py            # all chapters
+    python benchmarks/notebooks.py 03 07      # some
+
+Each notebook is executed (a copy, in a temporary folder; the committed file is left
+alone) by a separate Python process. That process's only child is the kernel, so its
+RUSAGE_CHILDREN peak RSS after the kernel has exited is the kernel's peak memory.
+Budgets are the course's limits; the script prints a table and exits non-zero if a
+notebook is over budget. A script, not a test: timings depend on the machine's load.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+# (seconds, MB) limits from the issues; chapter 1 is the foundation's 30 s / 1 GB.
+BUDGETS = {"01": (30, 1024), "02": (60, 1024), "03": (60, 1024), "04": (45, 1024), "05": (45, 1024),
+           "06": (45, 1024), "07": (120, 1229), "08": (60, 1229)}
+
+CHILD = r"""
+import json, pathlib, resource, shutil, sys, tempfile, time
+import nbformat
+from nbclient import NotebookClient
+src = pathlib.Path(sys.argv[1])
+with tempfile.TemporaryDirectory() as tmp:
+    nb = nbformat.read(src, as_version=4)
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": tmp}}).execute()
+    seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+"""
+
+
+def measure(path: pathlib.Path) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(prefixes: list[str]) -> int:
+    paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    paths = [p for p in paths if not prefixes or p.name[:2] in prefixes]
+    over = 0
+    print(f"{'notebook':34} {'seconds':>8} {'budget':>7} {'peak MB':>8} {'budget':>7}")
+    for p in paths:
+        r = measure(p)
+        s_budget, m_budget = BUDGETS.get(p.name[:2], (90, 1229))
+        flag = "" if r["seconds"] <= s_budget and r["peak_mb"] <= m_budget else "  OVER BUDGET"
+        over += bool(flag)
+        print(f"{p.name:34} {r['seconds']:8.1f} {s_budget:7d} {r['peak_mb']:8.0f} {m_budget:7d}{flag}",
+              flush=True)
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,351 @@
+"""Chapter 1 exercises: scaled dot-product attention, masking, multi-head parameters.
+
+In the notebook::
+
+    from bertcourse.exercises.ch01 import q1, q2, q3, q4
+
+* ``q1`` — ``attention_weights(Q, K)``: the weights ``softmax(Q K^T / sqrt(d))``.
+* ``q2`` — ``my_masked_softmax(scores, valid_lens)``: softmax over keys where key ``j`` is
+  visible only when ``j < valid_len``; a row with ``valid_len == 0`` is all zeros.
+* ``q3`` — ``attention_output(Q, K, V, valid_lens)``: the full masked attention output.
+* ``q4`` — ``mha_param_count(d, heads, bias)``: the number of parameters of a
+  multi-head attention layer.
+
+Every reference answer calls :mod:`bertcourse.attention`, so the exercises check the
+learner against exactly the code the chapter explains. Each exercise also knows the
+typical wrong answers (``diagnoses``) and names the mistake when the learner makes one.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..attention import MultiHeadAttention, dot_product_attention, masked_softmax
+from .core import CheckFailed, Exercise, run_cases
+
+__all__ = ["q1", "q2", "q3", "q4"]
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
+    return torch.randn(*shape, generator=_gen(seed)) * scale
+
+
+# ---------------------------------------------------------------------------------------
+# Q1: scaled dot-product attention weights
+# ---------------------------------------------------------------------------------------
+
+def _ref_weights(Q, K):
+    # values are irrelevant for the weights; pass K so that the shapes fit
+    return dot_product_attention(Q, K, K)[1]
+
+
+def _weights_no_scale(Q, K):
+    return torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
+
+
+def _weights_div_d(Q, K):
+    return torch.softmax(Q @ K.transpose(-2, -1) / Q.shape[-1], dim=-1)
+
+
+def _weights_wrong_axis(Q, K):
+    return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-2)
+
+
+def _weights_scores_only(Q, K):
+    return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+
+
+Q1_CASES = [
+    ("batch=2, 3 queries, 5 keys, d=8",
+     (_randn(2, 3, 8, seed=1), _randn(2, 5, 8, seed=2))),
+    ("d=1 (then sqrt(d) = 1)",
+     (_randn(2, 4, 1, seed=3), _randn(2, 6, 1, seed=4))),
+    ("a batch of 1 with one query and one key",
+     (_randn(1, 1, 16, seed=5), _randn(1, 1, 16, seed=6))),
+    ("d=64 with large entries (an unscaled softmax would saturate)",
+     (_randn(2, 3, 64, seed=7, scale=2.0), _randn(2, 4, 64, seed=8, scale=2.0))),
+]
+
+Q1_DIAGNOSES = [
+    (_weights_no_scale, "you forgot the scale: divide the scores by sqrt(d), where d = Q.shape[-1]."),
+    (_weights_div_d, "you divided the scores by d; the scale is 1 / sqrt(d) (use math.sqrt(d))."),
+    (_weights_wrong_axis, "the softmax runs over the wrong axis: each query's weights over the keys "
+                          "must sum to 1, so use dim=-1 (the keys axis)."),
+    (_weights_scores_only, "you returned the scaled scores; the weights are their softmax over the keys."),
+]
+
+
+def _check_q1(answer) -> str:
+    return run_cases(answer, _ref_weights, Q1_CASES, Q1_DIAGNOSES)
+
+
+q1 = Exercise(
+    name="Q1 (scaled dot-product attention weights)",
+    var="attention_weights",
+    checker=_check_q1,
+    hints=[
+        "Q is (batch, queries, d) and K is (batch, keys, d). The scores Q K^T must be "
+        "(batch, queries, keys): transpose only the last two axes of K.",
+        "scores = Q @ K.transpose(-2, -1) / math.sqrt(d) with d = Q.shape[-1]; then a softmax "
+        "so that each query's weights over the keys sum to 1.",
+        "torch.softmax(scores, dim=-1): the last axis is the keys axis.",
+    ],
+    solution='''
+def attention_weights(Q, K):
+    d = Q.shape[-1]
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(d)   # (batch, queries, keys)
+    return torch.softmax(scores, dim=-1)              # each row sums to 1
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: masked softmax
+# ---------------------------------------------------------------------------------------
+
+def _visible(scores, valid_lens):
+    """(batch, queries, keys) boolean: key j visible when j < valid_len."""
+    positions = torch.arange(scores.shape[-1])
+    return positions < valid_lens.reshape(-1, 1, 1)
+
+
+def _ref_masked_softmax(scores, valid_lens):
+    return masked_softmax(scores, valid_lens)
+
+
+def _ms_no_mask(scores, valid_lens):
+    return torch.softmax(scores, dim=-1)
+
+
+def _ms_wrong_axis(scores, valid_lens):
+    return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), -1e6), dim=-2)
+
+
+def _ms_after_softmax(scores, valid_lens):
+    return torch.softmax(scores, dim=-1) * _visible(scores, valid_lens)
+
+
+def _ms_uniform_empty_rows(scores, valid_lens):
+    # d2l's version: a very negative fill, so a row with no visible key becomes uniform
+    return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), -1e6), dim=-1)
+
+
+def _ms_minus_inf(scores, valid_lens):
+    return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), float("-inf")), dim=-1)
+
+
+def _ms_off_by_one(scores, valid_lens):
+    visible = torch.arange(scores.shape[-1]) <= valid_lens.reshape(-1, 1, 1)
+    return masked_softmax(scores, visible.expand_as(scores))
+
+
+Q2_CASES = [
+    ("batch=2, valid_lens=[2, 3] out of 4 keys",
+     (_randn(2, 3, 4, seed=11), torch.tensor([2, 3]))),
+    ("no padding (valid_lens = number of keys)",
+     (_randn(2, 2, 5, seed=12), torch.tensor([5, 5]))),
+    ("a sequence with valid_len 0 (its rows must be all zeros)",
+     (_randn(3, 2, 4, seed=13), torch.tensor([0, 1, 4]))),
+    ("a batch of 1 with a single key",
+     (_randn(1, 3, 1, seed=14), torch.tensor([1]))),
+    ("large scores (|s| up to ~30)",
+     (_randn(2, 3, 6, seed=15, scale=10.0), torch.tensor([3, 6]))),
+]
+
+Q2_DIAGNOSES = [
+    (_ms_no_mask, "you ignored valid_lens: keys at positions >= valid_len must get weight 0."),
+    (_ms_after_softmax, "you masked after the softmax: zeroing the padded weights afterwards leaves "
+                        "rows that no longer sum to 1. Fill the masked scores with a very negative "
+                        "number before the softmax."),
+    (_ms_wrong_axis, "the softmax runs over the wrong axis: it must run over the keys (dim=-1)."),
+    (_ms_uniform_empty_rows, "a row with valid_len 0 came out uniform: when every score is the same "
+                             "very negative number, softmax spreads the weight evenly over the padding. "
+                             "The course's convention is all-zero weights for such a row (zero the "
+                             "masked weights after the softmax as well)."),
+    (_ms_minus_inf, "a row with valid_len 0 came out as NaN: softmax of all -inf is 0/0. Use a very "
+                    "negative finite number instead of -inf and zero the masked weights after the "
+                    "softmax."),
+    (_ms_off_by_one, "off by one: key j is visible when j < valid_len (positions start at 0), "
+                     "not j <= valid_len."),
+]
+
+
+def _check_q2(answer) -> str:
+    return run_cases(answer, _ref_masked_softmax, Q2_CASES, Q2_DIAGNOSES)
+
+
+q2 = Exercise(
+    name="Q2 (masked softmax)",
+    var="my_masked_softmax",
+    checker=_check_q2,
+    hints=[
+        "Build a boolean mask of shape (batch, 1, keys): key j is visible when j < valid_len. "
+        "torch.arange(num_keys) compared with valid_lens[:, None, None] broadcasts to it.",
+        "Before the softmax, replace the hidden scores by a very negative number "
+        "(scores.masked_fill(~visible, -1e6)) so that exp() makes them 0.",
+        "A row with valid_len 0 has every score replaced, so the softmax is uniform there: "
+        "multiply the result by the mask (or masked_fill(~visible, 0.0)) to make it all zeros.",
+    ],
+    solution='''
+def my_masked_softmax(scores, valid_lens):
+    # scores: (batch, queries, keys); valid_lens: (batch,)
+    visible = torch.arange(scores.shape[-1]) < valid_lens[:, None, None]  # (batch, 1, keys)
+    weights = torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1)
+    return weights.masked_fill(~visible, 0.0)   # rows with valid_len 0 become all zeros
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3: the attention output
+# ---------------------------------------------------------------------------------------
+
+def _ref_output(Q, K, V, valid_lens):
+    return dot_product_attention(Q, K, V, valid_lens)[0]
+
+
+def _out_no_scale(Q, K, V, valid_lens):
+    return dot_product_attention(Q, K, V, valid_lens, scale=1.0)[0]
+
+
+def _out_no_mask(Q, K, V, valid_lens):
+    return dot_product_attention(Q, K, V)[0]
+
+
+def _out_weights_only(Q, K, V, valid_lens):
+    return dot_product_attention(Q, K, V, valid_lens)[1]
+
+
+def _out_uniform_empty_rows(Q, K, V, valid_lens):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    return _ms_uniform_empty_rows(scores, valid_lens) @ V
+
+
+def _out_k_times_v(Q, K, V, valid_lens):
+    # "attention = Q times (K^T V)": skips the softmax entirely
+    return Q @ (K.transpose(-2, -1) @ V) / math.sqrt(Q.shape[-1])
+
+
+Q3_CASES = [
+    ("batch=2, 3 queries, 4 keys, d=8, d_v=5, valid_lens=[2, 4]",
+     (_randn(2, 3, 8, seed=21), _randn(2, 4, 8, seed=22), _randn(2, 4, 5, seed=23),
+      torch.tensor([2, 4]))),
+    ("cross-attention: 5 queries, 2 keys, d=1, valid_lens=[1, 2]",
+     (_randn(2, 5, 1, seed=24), _randn(2, 2, 1, seed=25), _randn(2, 2, 3, seed=26),
+      torch.tensor([1, 2]))),
+    ("a sequence with valid_len 0 (its output must be the zero vector)",
+     (_randn(2, 2, 4, seed=27), _randn(2, 3, 4, seed=28), _randn(2, 3, 4, seed=29),
+      torch.tensor([0, 3]))),
+    ("a batch of 1 with one query and one key",
+     (_randn(1, 1, 6, seed=30), _randn(1, 1, 6, seed=31), _randn(1, 1, 2, seed=32),
+      torch.tensor([1]))),
+]
+
+Q3_DIAGNOSES = [
+    (_out_no_scale, "you forgot the 1 / sqrt(d) scale on the scores."),
+    (_out_no_mask, "you ignored valid_lens: padded keys must get weight 0 (use your masked softmax)."),
+    (_out_uniform_empty_rows, "a query whose keys are all padding (valid_len 0) must output the zero "
+                              "vector; yours averaged the padded values uniformly. Zero its weights."),
+    (_out_weights_only, "you returned the attention weights; the output is weights @ V."),
+    (_out_k_times_v, "there is no softmax in your computation: the weights are "
+                     "softmax(Q K^T / sqrt(d)), then multiply by V."),
+]
+
+
+def _check_q3(answer) -> str:
+    return run_cases(answer, _ref_output, Q3_CASES, Q3_DIAGNOSES)
+
+
+q3 = Exercise(
+    name="Q3 (masked attention output)",
+    var="attention_output",
+    checker=_check_q3,
+    hints=[
+        "Three steps: scores = Q K^T / sqrt(d); weights = masked softmax of the scores; "
+        "output = weights @ V. The output has shape (batch, queries, d_v).",
+        "Reuse the masked softmax from Q2 (or bertcourse.attention.masked_softmax) for step 2.",
+        "return masked_softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), valid_lens) @ V",
+    ],
+    solution='''
+def attention_output(Q, K, V, valid_lens):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])   # (batch, queries, keys)
+    weights = masked_softmax(scores, valid_lens)                 # padded keys get exactly 0
+    return weights @ V                                           # (batch, queries, d_v)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q4: parameters of multi-head attention
+# ---------------------------------------------------------------------------------------
+
+def _ref_param_count(d: int, heads: int, bias: bool) -> int:
+    model = MultiHeadAttention(d, heads, bias=bias)
+    return sum(p.numel() for p in model.parameters())
+
+
+Q4_CASES = [(64, 4, True), (64, 1, True), (64, 16, False), (768, 12, True), (6, 3, False)]
+
+Q4_DIAGNOSES = [
+    (lambda d, h, b: h * 3 * d * d, "you used the heads × 3 × d² myth. The heads *split* d: each of "
+                                     "the h heads has d/h columns of W_q, W_k, W_v, so together they "
+                                     "are three d×d matrices whatever h is; add W_o."),
+    (lambda d, h, b: h * 4 * d * d + (4 * d * h if b else 0),
+     "you multiplied by the number of heads. The heads share one d×d matrix per projection "
+     "(each head gets d/h of its columns), so the count does not depend on h."),
+    (lambda d, h, b: 3 * d * d + (3 * d if b else 0),
+     "you forgot the output projection W_o (a fourth d×d matrix, plus its bias)."),
+    (lambda d, h, b: 4 * d * d, "you forgot the biases: with bias=True each of the 4 projections "
+                                "also has d biases."),
+    (lambda d, h, b: 4 * d * d + 4 * d, "you counted biases when bias=False."),
+]
+
+
+def _check_q4(answer) -> str:
+    if not callable(answer):
+        raise CheckFailed(f"mha_param_count must be a function, got {type(answer).__name__}")
+    for d, heads, bias in Q4_CASES:
+        where = f"d={d}, heads={heads}, bias={bias}"
+        expected = _ref_param_count(d, heads, bias)
+        try:
+            got = answer(d, heads, bias)
+        except NotImplementedError:
+            raise
+        except Exception as e:  # the learner's bug, reported, never re-raised
+            raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
+        if got is None or got is Ellipsis:
+            raise NotImplementedError
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            raise CheckFailed(f"on {where}: expected a number, got {type(got).__name__}")
+        if got != expected:
+            message = f"on {where}: expected {expected:,} parameters, got {got:,}"
+            for wrong, why in Q4_DIAGNOSES:
+                if got == wrong(d, heads, bias):
+                    raise CheckFailed(f"{message} — {why}")
+            raise CheckFailed(message)
+    return f"correct on all {len(Q4_CASES)} cases (4·d² weights, +4·d biases, for any number of heads)"
+
+
+q4 = Exercise(
+    name="Q4 (multi-head attention parameters)",
+    var="mha_param_count",
+    checker=_check_q4,
+    hints=[
+        "Count the matrices: W_q, W_k, W_v project d -> d, and W_o projects the concatenated "
+        "heads (d numbers) back to d.",
+        "Splitting into heads only reshapes the d outputs of each projection into h groups of "
+        "d/h; it adds no parameters. With biases, each projection also has d biases.",
+    ],
+    solution='''
+def mha_param_count(d, heads, bias):
+    # four d x d projections (W_q, W_k, W_v, W_o); the heads only split their columns
+    return 4 * d * d + (4 * d if bias else 0)
+''',
+)

@@ -1,0 +1,357 @@
+"""Chapter 8 exercises: a real pretrained BERT.
+
+In the notebook::
+
+    from bertcourse.exercises.ch08 import q1, q2, q3, q4
+
+* ``q1`` — ``to_course_name(hf_name)``: translate a Hugging Face weight name to the name
+  of the same parameter in the course's ``BERTModel``.
+* ``q2`` — ``mean_pooling(hidden, mask)``: the sentence embedding of all-MiniLM-L6-v2,
+  the mean of the hidden states over the real tokens only.
+* ``q3`` — ``attention_entropy(weights)``: the entropy (nats) of every attention row,
+  with padded keys (weight exactly 0) contributing 0.
+* ``q4`` — ``previous_token_share(weights)``: for every head, the mean weight a token
+  puts on the token just before it.
+
+The references are the package's own functions (:func:`bertcourse.pretrained.course_name`,
+:func:`~bertcourse.pretrained.mean_pool`, chapter 1's
+:func:`bertcourse.widgets.attention.entropy`, :func:`~bertcourse.pretrained.head_statistics`).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..pretrained import course_name, head_statistics, mean_pool
+from ..widgets.attention import entropy
+from .core import CheckFailed, Exercise, run_cases
+
+__all__ = ["q1", "q2", "q3", "q4"]
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# ---------------------------------------------------------------------------------------
+# Q1: Hugging Face names -> course names
+# ---------------------------------------------------------------------------------------
+
+Q1_NAMES = [
+    "embeddings.word_embeddings.weight",
+    "embeddings.position_embeddings.weight",
+    "embeddings.LayerNorm.bias",
+    "encoder.layer.0.attention.self.query.weight",
+    "encoder.layer.5.attention.self.value.bias",
+    "encoder.layer.3.attention.output.dense.weight",
+    "encoder.layer.2.attention.output.LayerNorm.weight",
+    "encoder.layer.11.intermediate.dense.weight",
+    "encoder.layer.4.output.dense.bias",
+    "encoder.layer.4.output.LayerNorm.bias",
+    "pooler.dense.weight",
+    "bert.encoder.layer.1.attention.self.key.bias",     # a BertForPreTraining checkpoint
+]
+
+
+def _q1_diagnose(hf: str, got: str, expected: str) -> str:
+    if hf.startswith("bert.") and isinstance(got, str) and "bert." in got:
+        return ("BertForPreTraining checkpoints put 'bert.' in front of the encoder's names; "
+                "strip it first, the rest is the same as in BertModel.")
+    m_exp = expected.split(".")
+    m_got = got.split(".") if isinstance(got, str) else []
+    if len(m_got) == len(m_exp) and [a for a, b in zip(m_got, m_exp) if a != b] and all(
+            a.isdigit() and b.isdigit() for a, b in zip(m_got, m_exp) if a != b):
+        return "the block number is the same on both sides (both count from 0)."
+    if ".output." in hf and ".attention." not in hf and isinstance(got, str) and (".W_o." in got or "addnorm1" in got):
+        return ("encoder.layer.{i}.output.* (without 'attention') is the feed-forward part: "
+                "output.dense is ffn.dense2 and output.LayerNorm is addnorm2.ln; "
+                "attention.output.* is the attention's W_o and addnorm1.")
+    if not (isinstance(got, str) and (got.endswith(".weight") or got.endswith(".bias"))):
+        return "keep the suffix: the .weight or .bias at the end stays the same."
+    return "look the layer up in the table NAME_MAP (bertcourse.pretrained.mapping_table())."
+
+
+def _check_q1(answer) -> str:
+    if not callable(answer):
+        raise CheckFailed(f"to_course_name must be a function, got {type(answer).__name__}")
+    for hf in Q1_NAMES:
+        expected = course_name(hf)
+        try:
+            got = answer(hf)
+        except NotImplementedError:
+            raise
+        except Exception as e:  # the learner's bug, reported, never re-raised
+            raise CheckFailed(f"on {hf!r}, your code raised {type(e).__name__}: {e}") from None
+        if got is None or got is Ellipsis:
+            raise NotImplementedError
+        if got != expected:
+            raise CheckFailed(f"on {hf!r}: expected {expected!r}, got {got!r} — "
+                              f"{_q1_diagnose(hf, got, expected)}")
+    return f"correct on all {len(Q1_NAMES)} names (embeddings, every kind of block layer, pooler, 'bert.' prefix)"
+
+
+q1 = Exercise(
+    name="Q1 (Hugging Face names -> course names)",
+    var="to_course_name",
+    checker=_check_q1,
+    hints=[
+        "Split the name at the dots: 'encoder.layer.3.attention.self.query.weight' -> the block "
+        "number 3, the layer 'attention.self.query' and the suffix 'weight'.",
+        "A dict from the HF layer ('attention.self.query', 'intermediate.dense', 'output.LayerNorm', …) "
+        "to the course layer ('attention.W_q', 'ffn.dense1', 'addnorm2.ln', …) does most of the work; "
+        "remove a leading 'bert.' first.",
+        "The table is printed in the notebook: bertcourse.pretrained.mapping_table(). Watch out for "
+        "'attention.output.dense' (W_o) vs 'output.dense' (ffn.dense2).",
+    ],
+    solution='''
+def to_course_name(hf_name):
+    name = hf_name.removeprefix("bert.")
+    *path, suffix = name.split(".")                # suffix: "weight" or "bias"
+    path = ".".join(path)
+    top = {"embeddings.word_embeddings": "encoder.token_embedding",
+           "embeddings.token_type_embeddings": "encoder.segment_embedding",
+           "embeddings.position_embeddings": "encoder.pos_embedding",
+           "embeddings.LayerNorm": "encoder.embedding_norm",
+           "pooler.dense": "pooler.dense"}
+    if path in top:
+        return f"{top[path]}.{suffix}"
+    _, _, i, *layer = path.split(".")              # "encoder", "layer", block number, ...
+    block = {"attention.self.query": "attention.W_q", "attention.self.key": "attention.W_k",
+             "attention.self.value": "attention.W_v", "attention.output.dense": "attention.W_o",
+             "attention.output.LayerNorm": "addnorm1.ln", "intermediate.dense": "ffn.dense1",
+             "output.dense": "ffn.dense2", "output.LayerNorm": "addnorm2.ln"}
+    return f"encoder.blks.{i}.{block['.'.join(layer)]}.{suffix}"
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: mean pooling over the real tokens
+# ---------------------------------------------------------------------------------------
+
+def _ref_mean_pooling(hidden, mask):
+    return mean_pool(hidden, mask)
+
+
+def _mp_plain_mean(hidden, mask):
+    return hidden.mean(1)
+
+
+def _mp_divide_by_seq(hidden, mask):
+    return (hidden * mask.unsqueeze(-1).to(hidden.dtype)).sum(1) / hidden.shape[1]
+
+
+def _mp_masked_sum(hidden, mask):
+    return (hidden * mask.unsqueeze(-1).to(hidden.dtype)).sum(1)
+
+
+def _mp_cls(hidden, mask):
+    return hidden[:, 0]
+
+
+def _q2_case(seed, batch, seq, d, lengths, dtype=torch.bool):
+    hidden = torch.randn(batch, seq, d, generator=_gen(seed))
+    mask = (torch.arange(seq) < torch.tensor(lengths)[:, None]).to(dtype)
+    return hidden, mask
+
+
+Q2_CASES = [
+    ("batch=3, seq=5, d=4, lengths [5, 3, 1] (bool mask)", _q2_case(1, 3, 5, 4, [5, 3, 1])),
+    ("the same lengths with a 0/1 integer mask (Hugging Face's attention_mask)",
+     _q2_case(2, 3, 5, 4, [5, 3, 1], torch.long)),
+    ("no padding at all", _q2_case(3, 2, 4, 6, [4, 4])),
+    ("a batch of 1 with a single token", _q2_case(4, 1, 1, 8, [1])),
+    ("real hidden-state size d=384, lengths [7, 12]", _q2_case(5, 2, 12, 384, [7, 12])),
+]
+
+Q2_DIAGNOSES = [
+    (_mp_plain_mean, "you averaged over every position, padding included: a padded sentence then "
+                     "gets a different embedding than the same sentence alone. Use the mask."),
+    (_mp_divide_by_seq, "you summed the real tokens but divided by the padded length; divide by the "
+                        "number of real tokens, mask.sum(1)."),
+    (_mp_masked_sum, "you returned the masked sum; divide it by the number of real tokens."),
+    (_mp_cls, "you returned the [CLS] vector; all-MiniLM-L6-v2 was trained with the mean over the "
+              "real tokens."),
+]
+
+
+def _check_q2(answer) -> str:
+    return run_cases(answer, _ref_mean_pooling, Q2_CASES, Q2_DIAGNOSES)
+
+
+q2 = Exercise(
+    name="Q2 (mean pooling)",
+    var="mean_pooling",
+    checker=_check_q2,
+    hints=[
+        "hidden is (batch, seq, d) and mask is (batch, seq); you want (batch, d). Make the mask "
+        "(batch, seq, 1) with unsqueeze(-1) and turn it into floats so that it can multiply hidden.",
+        "Sum hidden * mask over the seq axis (dim=1), then divide by the number of real tokens of "
+        "each row: mask.sum(1) (shape (batch, 1) after the unsqueeze).",
+        "m = mask.unsqueeze(-1).float(); return (hidden * m).sum(1) / m.sum(1)",
+    ],
+    solution='''
+def mean_pooling(hidden, mask):
+    m = mask.unsqueeze(-1).to(hidden.dtype)     # (batch, seq, 1): 1 on real tokens, 0 on padding
+    return (hidden * m).sum(1) / m.sum(1)       # (batch, d): the mean over the real tokens
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3: entropy of attention rows
+# ---------------------------------------------------------------------------------------
+
+def _ref_entropy(weights):
+    return entropy(weights)
+
+
+def _ent_nan(weights):
+    return -(weights * weights.log()).sum(-1)
+
+
+def _ent_bits(weights):
+    return entropy(weights) / math.log(2)
+
+
+def _ent_no_minus(weights):
+    return -entropy(weights)
+
+
+def _ent_wrong_axis(weights):
+    w = weights.clamp_min(1e-30)
+    return -(weights * w.log()).sum(-2)
+
+
+def _rows(seed, *shape, lengths=None):
+    scores = torch.randn(*shape, generator=_gen(seed)) * 2
+    if lengths is not None:     # padded keys: weight exactly 0, as in a masked softmax
+        visible = torch.arange(shape[-1]) < torch.tensor(lengths).reshape(-1, *[1] * (len(shape) - 1))
+        scores = scores.masked_fill(~visible, float("-inf"))
+    return (torch.softmax(scores, dim=-1),)
+
+
+Q3_CASES = [
+    ("(heads=2, 4 queries, 4 keys)", _rows(1, 2, 4, 4)),
+    ("(batch=2, heads=3, 5, 5) with padded keys (weights exactly 0)", _rows(2, 2, 3, 5, 5, lengths=[3, 5])),
+    ("uniform rows over 8 keys (entropy log 8)", (torch.full((2, 8), 1 / 8),)),
+    ("one-hot rows (entropy 0)", (torch.eye(5),)),
+    ("(6 layers, 12 heads, 6, 6) like MiniLM", _rows(3, 6, 12, 6, 6)),
+]
+
+Q3_DIAGNOSES = [
+    (_ent_nan, "your entropy is NaN where a weight is exactly 0 (a padded key): 0 * log(0) = 0 * -inf "
+               "= NaN in floating point. By the limit, 0 log 0 = 0: clamp the weights before the log, "
+               "e.g. w.clamp_min(1e-30).log()."),
+    (_ent_bits, "you used log base 2 (bits); the course measures entropy in nats (natural log)."),
+    (_ent_no_minus, "you forgot the minus sign: entropy = -sum(w log w) is >= 0."),
+    (_ent_wrong_axis, "you summed over the wrong axis: each query's row runs over the keys (dim=-1)."),
+]
+
+
+def _check_q3(answer) -> str:
+    return run_cases(answer, _ref_entropy, Q3_CASES, Q3_DIAGNOSES)
+
+
+q3 = Exercise(
+    name="Q3 (entropy of attention rows)",
+    var="attention_entropy",
+    checker=_check_q3,
+    hints=[
+        "Each row weights[..., i, :] is a distribution over the keys. Its entropy is "
+        "-sum_j w_j log w_j, in nats (torch.log is the natural log). The result has one number per "
+        "row: the shape of weights without its last axis.",
+        "Padded keys have weight exactly 0 and log(0) = -inf, so 0 * log(0) is NaN. Take the log of "
+        "weights.clamp_min(1e-30) instead: the product is then 0 * (-69) = 0.",
+        "return -(weights * weights.clamp_min(1e-30).log()).sum(-1)",
+    ],
+    solution='''
+def attention_entropy(weights):
+    # 0 log 0 = 0: clamp before the log so that padded keys (weight 0) add nothing, not NaN
+    return -(weights * weights.clamp_min(1e-30).log()).sum(dim=-1)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q4: how much attention goes to the previous token
+# ---------------------------------------------------------------------------------------
+
+def _ref_prev_share(weights):
+    n = weights.shape[-1]
+    return head_statistics([(["x"] * n, [0] * n, weights)])["previous token"]
+
+
+def _prev_next(weights):
+    return weights.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1)
+
+
+def _prev_self(weights):
+    return weights.diagonal(dim1=-2, dim2=-1).mean(-1)
+
+
+def _prev_divide_by_n(weights):
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).sum(-1) / weights.shape[-1]
+
+
+def _prev_roll(weights):
+    # "previous" with wrap-around: query 0 looks at the last key
+    n = weights.shape[-1]
+    idx = (torch.arange(n) - 1) % n
+    return weights[..., torch.arange(n), idx].mean(-1)
+
+
+def _q4_case(seed, L, H, n):
+    return (torch.softmax(torch.randn(L, H, n, n, generator=_gen(seed)) * 2, dim=-1),)
+
+
+def _shifted(L, H, n):
+    """Head (l, h) puts weight 1 on the previous token when h is even, else on itself."""
+    w = torch.zeros(L, H, n, n)
+    for h in range(H):
+        w[:, h] = torch.eye(n).roll(-1, dims=1) if h % 2 == 0 else torch.eye(n)
+    w[:, ::2, 0] = 0
+    w[:, ::2, 0, 0] = 1.0                     # the first token has no previous token
+    return (w,)
+
+
+Q4_CASES = [
+    ("(layers=2, heads=3, 5 tokens)", _q4_case(1, 2, 3, 5)),
+    ("perfect previous-token heads (even heads) and self heads (odd heads)", _shifted(1, 4, 6)),
+    ("two tokens only", _q4_case(2, 1, 2, 2)),
+    ("(6 layers, 12 heads, 9 tokens) like MiniLM", _q4_case(3, 6, 12, 9)),
+]
+
+Q4_DIAGNOSES = [
+    (_prev_next, "you took the next token (key i+1); the previous token of query i is key i-1: "
+                 "weights[..., i, i-1], the diagonal just *below* the main one (offset=-1)."),
+    (_prev_self, "you took the main diagonal (each token's attention to itself)."),
+    (_prev_divide_by_n, "you divided by the number of tokens n; only n-1 queries have a previous "
+                        "token (the first one has none), so average over those n-1."),
+    (_prev_roll, "your 'previous token' of the first query wraps around to the last token; the "
+                 "first token has no previous token: leave it out."),
+]
+
+
+def _check_q4(answer) -> str:
+    return run_cases(answer, _ref_prev_share, Q4_CASES, Q4_DIAGNOSES)
+
+
+q4 = Exercise(
+    name="Q4 (previous-token share of each head)",
+    var="previous_token_share",
+    checker=_check_q4,
+    hints=[
+        "weights is (layers, heads, n, n); the answer is (layers, heads). For query i (i = 1 .. n-1) "
+        "you need weights[..., i, i-1]; average them.",
+        "Those entries form a diagonal just below the main one: "
+        "weights.diagonal(offset=-1, dim1=-2, dim2=-1) has shape (layers, heads, n-1).",
+        "return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)",
+    ],
+    solution='''
+def previous_token_share(weights):
+    # weights[..., i, i-1] for i = 1 .. n-1: the diagonal below the main one
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1)   # (layers, heads)
+''',
+)

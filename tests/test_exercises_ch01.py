@@ -1,0 +1,237 @@
+"""Tests for the chapter 1 exercises (bertcourse.exercises.ch01).
+
+The wrong answers below are written the way a learner would write them (not imported
+from the module), so the tests check that real mistakes get a message naming them.
+"""
+import math
+
+import pytest
+import torch
+
+from bertcourse.attention import masked_softmax
+from bertcourse.exercises import ch01
+from bertcourse.exercises.ch01 import q1, q2, q3, q4
+
+EXERCISES = [q1, q2, q3, q4]
+
+
+def solution_function(ex):
+    """Run the exercise's printed solution text and return the function it defines."""
+    namespace = {"math": math, "torch": torch, "masked_softmax": masked_softmax}
+    exec(ex.solution(), namespace)
+    return namespace[ex.var]
+
+
+# --- references and solutions pass -------------------------------------------------------
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_printed_solution_passes(ex):
+    result = ex.check(solution_function(ex))
+    assert result.status == "pass", result.message
+
+
+def test_reference_implementations_pass_their_own_check():
+    assert q1.check(ch01._ref_weights)
+    assert q2.check(ch01._ref_masked_softmax)
+    assert q3.check(ch01._ref_output)
+    assert q4.check(ch01._ref_param_count)
+
+
+def test_references_call_the_package_and_agree_with_plain_torch():
+    Q, K = ch01.Q1_CASES[0][1]
+    torch.testing.assert_close(ch01._ref_weights(Q, K),
+                               torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), -1))
+    assert ch01._ref_param_count(768, 12, True) == 4 * 768 * 768 + 4 * 768
+
+
+def test_cases_include_edge_cases():
+    descriptions = " | ".join(d for ex_cases in (ch01.Q1_CASES, ch01.Q2_CASES, ch01.Q3_CASES)
+                              for d, _ in ex_cases)
+    assert "d=1" in descriptions and "batch of 1" in descriptions and "valid_len 0" in descriptions
+    assert any((args[1] == 0).any() for _, args in ch01.Q2_CASES)
+    assert any((args[3] == 0).any() for _, args in ch01.Q3_CASES)
+    assert any(args[0].shape[0] == 1 for _, args in ch01.Q1_CASES)
+
+
+# --- stubs are "not attempted"; exceptions are failures --------------------------------
+
+def stub_q1(Q, K):
+    ...
+
+
+def stub_q2(scores, valid_lens):
+    raise NotImplementedError
+
+
+def stub_q3(Q, K, V, valid_lens):
+    ...
+
+
+def stub_q4(d, heads, bias):
+    ...
+
+
+@pytest.mark.parametrize("ex, stub", [(q1, stub_q1), (q2, stub_q2), (q3, stub_q3), (q4, stub_q4)],
+                         ids=["q1", "q2", "q3", "q4"])
+def test_stub_is_not_attempted(ex, stub):
+    result = ex.check(stub)
+    assert result.status == "not attempted", result.message
+    assert str(result).startswith("[NOT ATTEMPTED YET]")
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_undefined_answer_is_not_attempted(ex, monkeypatch):
+    import sys
+    monkeypatch.delattr(sys.modules["__main__"], ex.var, raising=False)
+    result = ex.check()
+    assert result.status == "not attempted" and f"define `{ex.var}`" in result.message
+
+
+def test_learner_exception_is_a_failed_check():
+    def q1_bad_matmul(Q, K):
+        return torch.softmax(Q @ K, dim=-1)          # forgot the transpose: shapes do not fit
+
+    result = q1.check(q1_bad_matmul)
+    assert result.status == "fail"
+    assert "your code raised RuntimeError" in result.message
+
+    def q4_crash(d, heads, bias):
+        return d // 0
+
+    result = q4.check(q4_crash)
+    assert result.status == "fail" and "your code raised ZeroDivisionError" in result.message
+
+
+# --- typical wrong answers name the mistake ---------------------------------------------
+
+def q1_no_scale(Q, K):
+    return torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
+
+
+def q1_divided_by_d(Q, K):
+    return torch.softmax(Q @ K.transpose(-2, -1) / Q.shape[-1], dim=-1)
+
+
+def q1_wrong_axis(Q, K):
+    return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=1)
+
+
+def q1_scores(Q, K):
+    return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q1_no_scale, "you forgot the scale"),
+    (q1_divided_by_d, "you divided the scores by d"),
+    (q1_wrong_axis, "wrong axis"),
+    (q1_scores, "you returned the scaled scores"),
+])
+def test_q1_mistakes(wrong, phrase):
+    result = q1.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def _visible(scores, valid_lens):
+    return torch.arange(scores.shape[-1])[None, None, :] < valid_lens[:, None, None]
+
+
+def q2_d2l_style(scores, valid_lens):
+    # the classic: fill with -1e6 and stop there
+    return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), -1e6), dim=-1)
+
+
+def q2_mask_after_softmax(scores, valid_lens):
+    weights = torch.softmax(scores, dim=-1)
+    return weights.masked_fill(~_visible(scores, valid_lens), 0.0)
+
+
+def q2_wrong_axis(scores, valid_lens):
+    return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), -1e6), dim=1)
+
+
+def q2_minus_inf(scores, valid_lens):
+    return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), float("-inf")), dim=-1)
+
+
+def q2_off_by_one(scores, valid_lens):
+    visible = torch.arange(scores.shape[-1])[None, None, :] <= valid_lens[:, None, None]
+    w = torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1)
+    return w * visible
+
+
+def q2_no_mask(scores, valid_lens):
+    return torch.softmax(scores, dim=-1)
+
+
+def q2_minus_1e6_then_zero(scores, valid_lens):
+    # correct: -1e6 instead of the most negative float is fine (exp underflows to 0)
+    visible = _visible(scores, valid_lens)
+    return torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1) * visible
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q2_d2l_style, "valid_len 0 came out uniform"),
+    (q2_mask_after_softmax, "you masked after the softmax"),
+    (q2_wrong_axis, "wrong axis"),
+    (q2_minus_inf, "came out as NaN"),
+    (q2_off_by_one, "off by one"),
+    (q2_no_mask, "you ignored valid_lens"),
+])
+def test_q2_mistakes(wrong, phrase):
+    result = q2.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def test_q2_minus_1e6_is_accepted():
+    assert q2.check(q2_minus_1e6_then_zero).status == "pass"
+
+
+def q3_no_scale(Q, K, V, valid_lens):
+    return masked_softmax(Q @ K.transpose(-2, -1), valid_lens) @ V
+
+
+def q3_no_mask(Q, K, V, valid_lens):
+    return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), -1) @ V
+
+
+def q3_weights(Q, K, V, valid_lens):
+    return masked_softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), valid_lens)
+
+
+def q3_d2l_style(Q, K, V, valid_lens):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    return q2_d2l_style(scores, valid_lens) @ V
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q3_no_scale, "you forgot the 1 / sqrt(d) scale"),
+    (q3_no_mask, "you ignored valid_lens"),
+    (q3_weights, "you returned the attention weights"),
+    (q3_d2l_style, "must output the zero vector"),
+])
+def test_q3_mistakes(wrong, phrase):
+    result = q3.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (lambda d, heads, bias: heads * 3 * d * d, "heads × 3 × d² myth"),
+    (lambda d, heads, bias: heads * (4 * d * d + (4 * d if bias else 0)), "multiplied by the number of heads"),
+    (lambda d, heads, bias: 3 * d * d + (3 * d if bias else 0), "forgot the output projection"),
+    (lambda d, heads, bias: 4 * d * d, "you forgot the biases"),
+    (lambda d, heads, bias: 4 * d * d + 4 * d, "you counted biases when bias=False"),
+    (lambda d, heads, bias: 4 * d * d + 4 * d // heads, "expected"),   # unknown mistake: numbers only
+])
+def test_q4_mistakes(wrong, phrase):
+    result = q4.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+    assert "parameters, got" in result.message
+
+
+def test_q4_accepts_a_tensor_or_float_count_and_rejects_non_numbers():
+    assert q4.check(lambda d, h, b: torch.tensor(4 * d * d + (4 * d if b else 0))).status == "pass"
+    assert q4.check(lambda d, h, b: float(4 * d * d + (4 * d if b else 0))).status == "pass"
+    result = q4.check(lambda d, h, b: "4d^2")
+    assert result.status == "fail" and "expected a number, got str" in result.message
+    result = q4.check(42)
+    assert result.status == "fail" and "must be a function, got int" in result.message
