@@ -1,0 +1,739 @@
+"""Chapters 4–7: BERT's pretraining data, from sentences to batches.
+
+The pipeline, one function per step:
+
+1. **Text.** :func:`generate_corpus` writes the course's own corpus about a made-up small
+   world (see :mod:`bertcourse.corpus`); :func:`load_wikitext2` optionally reads WikiText-2
+   instead (needs the internet and ``pip install bertcourse[wikitext]``).
+2. **Sub-words.** :func:`train_wordpiece` trains a WordPiece vocabulary with Hugging Face
+   ``tokenizers``; :class:`WordPieceTokenizer` turns text into tokens and ids and back, and
+   :class:`Vocab` maps tokens to ids. Ids 0–4 are always ``[PAD] [UNK] [CLS] [SEP] [MASK]``.
+3. **Next sentence prediction.** :func:`make_nsp_pair` picks sentence B: half the time the
+   real next sentence (label ``IS_NEXT = 0``), half the time a sentence from another
+   paragraph (``NOT_NEXT = 1``) — the Hugging Face convention. :func:`truncate_pair` makes
+   ``[CLS] A [SEP] B [SEP]`` fit into ``max_len``.
+4. **Masked language modelling.** :func:`mask_tokens` chooses 15 % of the ordinary tokens
+   and replaces them 80 / 10 / 10 with ``[MASK]`` / a random token / themselves.
+5. **Batches.** :class:`PretrainDataset` and :func:`load_pretrain_data` put it together;
+   :func:`mlm_loss` and :func:`nsp_loss` are the two pretraining losses.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import random
+import re
+from typing import NamedTuple, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset
+
+from ._checks import check_positive_int, check_tensor, shape_str
+from .bert import get_tokens_and_segments
+from .corpus import _cache
+from .corpus import (Animal, ClozeItem, Corpus, Country, Fact, ParagraphInfo, Person, Town, World,
+                     cloze_items, generate_corpus, generate_world)
+
+__all__ = [
+    # the corpus (defined in bertcourse.corpus)
+    "Fact", "Country", "Town", "Animal", "Person", "World", "ParagraphInfo", "Corpus", "ClozeItem",
+    "generate_world", "generate_corpus", "cloze_items",
+    # tokenisation
+    "SPECIAL_TOKENS", "Vocab", "WordPieceTokenizer", "train_wordpiece", "get_tokenizer",
+    # MLM and NSP
+    "MaskedTokens", "num_mlm_preds", "mask_tokens", "IS_NEXT", "NOT_NEXT", "make_nsp_pair",
+    "truncate_pair",
+    # batches and losses
+    "PretrainDataset", "load_pretrain_data", "mlm_loss", "nsp_loss",
+    # WikiText-2
+    "parse_wikitext_lines", "read_wikitext", "load_wikitext2",
+]
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+"""The special tokens, with ids 0, 1, 2, 3, 4 in every vocabulary of the course."""
+
+IS_NEXT = 0
+"""NSP label: sentence B really follows sentence A (Hugging Face's convention)."""
+NOT_NEXT = 1
+"""NSP label: sentence B is a random sentence from another paragraph."""
+
+DEFAULT_VOCAB_SIZE = 3000
+
+
+# ---------------------------------------------------------------------------------------
+# Vocabulary and WordPiece tokenizer
+# ---------------------------------------------------------------------------------------
+
+class Vocab:
+    """Token <-> id. ``tokens[i]`` is the token with id ``i``; the first five are
+    :data:`SPECIAL_TOKENS`.
+
+    ``vocab["capital"]`` -> id (unknown tokens -> ``unk_id``; a list gives a list),
+    ``vocab.to_tokens(ids)`` -> tokens, ``vocab.to_ids(tokens)`` -> ids.
+    """
+
+    def __init__(self, tokens: Sequence[str]):
+        if isinstance(tokens, str) or not isinstance(tokens, Sequence):
+            raise TypeError(f"tokens must be a list of token strings, got {type(tokens).__name__}")
+        tokens = list(tokens)
+        if not all(isinstance(t, str) for t in tokens):
+            bad = next(t for t in tokens if not isinstance(t, str))
+            raise TypeError(f"tokens must all be strings, got {type(bad).__name__} ({bad!r})")
+        if tuple(tokens[:len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
+            raise ValueError(f"tokens must start with the special tokens {list(SPECIAL_TOKENS)} "
+                             f"(ids 0..4), got {tokens[:len(SPECIAL_TOKENS)]}")
+        if len(set(tokens)) != len(tokens):
+            dup = next(t for i, t in enumerate(tokens) if t in tokens[:i])
+            raise ValueError(f"tokens must be unique, {dup!r} occurs more than once")
+        self.tokens = tokens
+        self._ids = {t: i for i, t in enumerate(tokens)}
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = range(len(SPECIAL_TOKENS))
+        self.special_ids = tuple(range(len(SPECIAL_TOKENS)))
+        self.num_special = len(SPECIAL_TOKENS)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __contains__(self, token) -> bool:
+        return token in self._ids
+
+    def __getitem__(self, token):
+        if isinstance(token, (list, tuple)):
+            return [self._ids.get(t, self.unk_id) for t in token]
+        if not isinstance(token, str):
+            raise TypeError(f"vocab[...] takes a token string or a list of them, "
+                            f"got {type(token).__name__} (use vocab.to_tokens for ids)")
+        return self._ids.get(token, self.unk_id)
+
+    def to_ids(self, tokens: Sequence[str]) -> list:
+        """Tokens -> ids (unknown tokens -> ``unk_id``)."""
+        if isinstance(tokens, str):
+            raise TypeError("tokens must be a list of token strings, got a str "
+                            "(tokenize the text first)")
+        return self[list(tokens)]
+
+    def to_tokens(self, ids):
+        """An id (int) -> its token; a list / 1-D tensor of ids -> a list of tokens."""
+        if isinstance(ids, torch.Tensor):
+            if ids.dim() > 1:
+                raise ValueError(f"ids must be an int, a list or a 1-D tensor, got shape {shape_str(ids)}")
+            ids = ids.tolist()
+        if isinstance(ids, bool):
+            raise TypeError("ids must be ints, got bool")
+        if isinstance(ids, int):
+            self._check_id(ids)
+            return self.tokens[ids]
+        out = []
+        for i in ids:
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(f"ids must be ints, got {type(i).__name__} ({i!r})")
+            self._check_id(i)
+            out.append(self.tokens[i])
+        return out
+
+    def _check_id(self, i: int) -> None:
+        if not 0 <= i < len(self.tokens):
+            raise ValueError(f"id {i} is out of range for a vocabulary of {len(self.tokens)} tokens "
+                             f"(ids 0..{len(self.tokens) - 1})")
+
+    def __repr__(self) -> str:
+        return f"Vocab({len(self)} tokens: {self.tokens[:8]} ...)"
+
+
+class WordPieceTokenizer:
+    """A trained WordPiece tokenizer (a Hugging Face ``tokenizers.Tokenizer`` inside).
+
+    The text is normalised like BERT's (lower-case, accents stripped), split on white space
+    and punctuation, then each word becomes the longest vocabulary pieces from the left;
+    a piece inside a word starts with ``##`` (``gristfouka`` -> ``gr ##ist ##f ##ouka``).
+    ``encode`` does *not* add ``[CLS]``/``[SEP]``: pairs are built by
+    :func:`bertcourse.bert.get_tokens_and_segments`.
+    """
+
+    def __init__(self, tokenizer):
+        from tokenizers import Tokenizer
+        if not isinstance(tokenizer, Tokenizer):
+            raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, got {type(tokenizer).__name__}")
+        vocab = tokenizer.get_vocab()
+        tokens = sorted(vocab, key=vocab.get)
+        if [vocab[t] for t in tokens] != list(range(len(tokens))):
+            raise ValueError("tokenizer's vocabulary ids must be 0..size-1 without gaps")
+        self.tokenizer = tokenizer
+        self.vocab = Vocab(tokens)     # checks the special tokens are ids 0..4
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+    @staticmethod
+    def _check_text(text) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+
+    def tokenize(self, text: str) -> list:
+        """Text -> WordPiece tokens, e.g. ``['the', 'capital', 'of', 'wehothary', ...]``."""
+        self._check_text(text)
+        return self.tokenizer.encode(text, add_special_tokens=False).tokens
+
+    def encode(self, text: str) -> list:
+        """Text -> token ids (no ``[CLS]``/``[SEP]`` added)."""
+        self._check_text(text)
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: Sequence[str]) -> list:
+        """Many texts -> a list of id lists (much faster than ``encode`` in a loop)."""
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of strings, got a str (use encode)")
+        for t in texts:
+            self._check_text(t)
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def tokenize_batch(self, texts: Sequence[str]) -> list:
+        """Many texts -> a list of token lists."""
+        if isinstance(texts, str):
+            raise TypeError("texts must be a list of strings, got a str (use tokenize)")
+        for t in texts:
+            self._check_text(t)
+        return [e.tokens for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        """Ids -> text: ``##`` pieces are glued to the piece before, and the space before
+        ``.`` and ``,`` is removed, so ``decode(encode(s)) == s`` for corpus sentences."""
+        if isinstance(ids, torch.Tensor):
+            if ids.dim() != 1:
+                raise ValueError(f"ids must be a list or a 1-D tensor, got shape {shape_str(ids)}")
+            ids = ids.tolist()
+        self.vocab.to_tokens(list(ids))            # type and range check with a clear message
+        return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    def save(self, path) -> None:
+        """Write ``tokenizer.json`` (the Hugging Face format) to ``path``."""
+        self.tokenizer.save(os.fspath(path))
+
+    @classmethod
+    def load(cls, path) -> "WordPieceTokenizer":
+        """Read a tokenizer saved with :meth:`save`."""
+        from tokenizers import Tokenizer
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no tokenizer file at {path!r} (save one with tokenizer.save(path))")
+        return cls(Tokenizer.from_file(path))
+
+    def __repr__(self) -> str:
+        return f"WordPieceTokenizer(vocab_size={len(self)})"
+
+
+def train_wordpiece(sentences: Sequence[str], vocab_size: int = DEFAULT_VOCAB_SIZE,
+                    min_frequency: int = 2) -> WordPieceTokenizer:
+    """Train a WordPiece vocabulary of (at most) ``vocab_size`` tokens on ``sentences``.
+
+    BERT's normaliser (lower-case, strip accents) and pre-tokeniser (split on white space
+    and punctuation), the WordPiece model with ``##`` for pieces inside a word, and the
+    special tokens at ids 0–4. Training starts from single characters and keeps merging
+    the most useful pair, so frequent words end up whole and rare words stay in pieces.
+    A pair must occur ``min_frequency`` times to be merged.
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    if isinstance(sentences, str) or not isinstance(sentences, Sequence):
+        raise TypeError(f"sentences must be a list of strings, got {type(sentences).__name__}")
+    if len(sentences) == 0:
+        raise ValueError("sentences must not be empty")
+    if not all(isinstance(s, str) for s in sentences):
+        raise TypeError("sentences must all be strings")
+    check_positive_int("vocab_size", vocab_size)
+    check_positive_int("min_frequency", min_frequency)
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size must be > {len(SPECIAL_TOKENS)} (the special tokens), got {vocab_size}")
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    # Hugging Face's trainer numbers the "##x" pieces in the order it meets them in a hash
+    # map, which changes from one Python process to the next, and ties between equally
+    # frequent merges are broken by those numbers: the vocabulary would differ from run to
+    # run. Handing it every "##x" up front (sorted) fixes the numbering and so the result.
+    chars = sorted({c for s in sentences for c in normalizer.normalize_str(s) if not c.isspace()})
+    pieces = ["##" + c for c in chars]
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                        special_tokens=list(SPECIAL_TOKENS) + pieces,
+                                        continuing_subword_prefix="##", show_progress=False)
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", continuing_subword_prefix="##"))
+    tok.normalizer, tok.pre_tokenizer = normalizer, pre_tokenizer
+    tok.train_from_iterator(list(sentences), trainer=trainer)
+    # Rebuild from the learned vocabulary, so that only the five real special tokens are
+    # "special" (the "##x" pieces are ordinary sub-words).
+    vocab = tok.get_vocab(with_added_tokens=False)
+    final = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", continuing_subword_prefix="##"))
+    final.normalizer, final.pre_tokenizer = normalizer, pre_tokenizer
+    final.decoder = decoders.WordPiece(prefix="##", cleanup=True)
+    final.add_special_tokens(list(SPECIAL_TOKENS))
+    return WordPieceTokenizer(final)
+
+
+@_cache
+def get_tokenizer(seed: int = 0, vocab_size: int = DEFAULT_VOCAB_SIZE) -> WordPieceTokenizer:
+    """The course's tokenizer: WordPiece trained on the *training* split of
+    ``generate_corpus(seed)`` (never on held-out text). Cached."""
+    check_positive_int("seed", seed, allow_zero=True)
+    return train_wordpiece(generate_corpus(seed).sentences("train"), vocab_size=vocab_size)
+
+
+# ---------------------------------------------------------------------------------------
+# Masked language modelling
+# ---------------------------------------------------------------------------------------
+
+class MaskedTokens(NamedTuple):
+    """What :func:`mask_tokens` returns (all ``torch.long``).
+
+    ids: (seq,) the input with the chosen positions replaced
+    pred_positions: (num_preds,) the chosen positions, ascending
+    labels: (num_preds,) the original ids at those positions
+    """
+    ids: torch.Tensor
+    pred_positions: torch.Tensor
+    labels: torch.Tensor
+
+
+def num_mlm_preds(num_candidates: int, mask_prob: float = 0.15, max_preds: int | None = None) -> int:
+    """How many positions :func:`mask_tokens` chooses among ``num_candidates`` tokens.
+
+    ``round(mask_prob * num_candidates)`` rounded half up (``floor(x + 0.5)``: 1.5 -> 2),
+    at least 1, at most ``max_preds``. E.g. 20 candidates -> 3, 10 -> 2, 3 -> 1 (0.45
+    rounds to 0, but every sequence gets at least one prediction).
+    """
+    check_positive_int("num_candidates", num_candidates)
+    _check_mask_prob(mask_prob)
+    # + 1e-9: a product like 0.1 * 45 = 4.499999... should still round up to 5
+    k = max(1, int(mask_prob * num_candidates + 0.5 + 1e-9))
+    if max_preds is not None:
+        check_positive_int("max_preds", max_preds)
+        k = min(k, max_preds)
+    return k
+
+
+def _check_mask_prob(mask_prob) -> None:
+    if isinstance(mask_prob, bool) or not isinstance(mask_prob, (int, float)):
+        raise TypeError(f"mask_prob must be a float in (0, 1), got {type(mask_prob).__name__}")
+    if not 0.0 < mask_prob < 1.0:
+        raise ValueError(f"mask_prob must be in (0, 1), got {mask_prob}")
+
+
+@functools.lru_cache(maxsize=32)
+def _maskable_and_pool(vocab_size: int, special_ids: tuple):
+    """A lookup table ``maskable[id]`` (True for ids that may be chosen) and the ids a
+    "random token" may be (every id that is not special). Cached: built once per vocabulary."""
+    maskable = torch.ones(vocab_size, dtype=torch.bool)
+    maskable[list(special_ids)] = False
+    return maskable, maskable.nonzero().flatten()
+
+
+def mask_tokens(token_ids, vocab: Vocab, mask_prob: float = 0.15,
+                generator: torch.Generator | None = None, special_ids=None,
+                max_preds: int | None = None) -> MaskedTokens:
+    """BERT's masking rule for one sequence.
+
+    1. The *candidates* are the positions whose id is not special (not ``[PAD]``,
+       ``[UNK]``, ``[CLS]``, ``[SEP]``, ``[MASK]``, nor one of the extra ``special_ids``).
+    2. Choose ``num_mlm_preds(len(candidates), mask_prob, max_preds)`` of them uniformly
+       without replacement (``round(0.15 * n)`` half up, at least one).
+    3. Each chosen position, independently: with probability 0.8 becomes ``[MASK]``, 0.1 a
+       uniformly random non-special token (which may by chance be the original one), 0.1
+       stays unchanged. One uniform number ``u`` per position decides: ``u < 0.8``,
+       ``0.8 <= u < 0.9``, ``u >= 0.9`` — so the shares are exactly 80 / 10 / 10.
+
+    ``token_ids``: a list of ints or a 1-D integer tensor, (seq,). Pass a seeded
+    ``torch.Generator`` to repeat a draw; ``None`` uses torch's global generator.
+    Returns :class:`MaskedTokens` ``(ids, pred_positions, labels)``.
+    """
+    if not isinstance(vocab, Vocab):
+        raise TypeError(f"vocab must be a Vocab, got {type(vocab).__name__}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__} "
+                        f"(e.g. torch.Generator().manual_seed(0))")
+    if isinstance(token_ids, torch.Tensor):
+        check_tensor("token_ids", token_ids, ndim=1, expected="(seq,)", floating=False)
+        ids = token_ids.detach().to("cpu", torch.long, copy=True)
+    elif isinstance(token_ids, (list, tuple)):
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in token_ids):
+            raise TypeError("token_ids must be a list of ints or a 1-D integer tensor (seq,)")
+        ids = torch.tensor(token_ids, dtype=torch.long)
+    else:
+        raise TypeError(f"token_ids must be a list of ints or a 1-D integer tensor (seq,), "
+                        f"got {type(token_ids).__name__}")
+    if len(ids):
+        lo, hi = ids.aminmax()
+        if lo < 0 or hi >= len(vocab):
+            raise ValueError(f"token_ids must be ids in 0..{len(vocab) - 1}, got values from "
+                             f"{int(lo)} to {int(hi)}")
+    special = vocab.special_ids if special_ids is None else tuple(sorted({*vocab.special_ids, *special_ids}))
+    maskable, pool = _maskable_and_pool(len(vocab), special)
+
+    candidates = maskable[ids].nonzero().flatten()               # positions we may choose
+    if len(candidates) == 0:
+        raise ValueError(f"token_ids has no maskable (non-special) tokens: {ids.tolist()}")
+    k = num_mlm_preds(len(candidates), mask_prob, max_preds)
+    pred_positions = candidates[torch.randperm(len(candidates), generator=generator)[:k]].sort().values
+    labels = ids[pred_positions]                                 # indexing copies
+    u = torch.rand(k, generator=generator)                       # one draw per chosen position
+    random_ids = pool[torch.randint(len(pool), (k,), generator=generator)]
+    ids[pred_positions] = torch.where(u < 0.8, vocab.mask_id,                       # 80 %
+                                      torch.where(u < 0.9, random_ids, labels))     # 10 %, 10 %
+    return MaskedTokens(ids, pred_positions, labels)
+
+
+# ---------------------------------------------------------------------------------------
+# Next sentence prediction
+# ---------------------------------------------------------------------------------------
+
+def make_nsp_pair(paragraph: Sequence, index: int, paragraphs: Sequence, rng: random.Random):
+    """One NSP example: ``(sentence_a, sentence_b, label)``.
+
+    ``sentence_a = paragraph[index]``. With probability 1/2, ``sentence_b`` is the real
+    next sentence ``paragraph[index + 1]`` and ``label = IS_NEXT = 0``; otherwise it is a
+    uniformly chosen sentence of a uniformly chosen *other* paragraph of ``paragraphs``
+    (not the object ``paragraph`` itself) and ``label = NOT_NEXT = 1``.
+
+    Label convention (Hugging Face's ``next_sentence_label``): **0 = B follows A,
+    1 = B is random.** Sentences can be strings or token lists; they are returned as given.
+    """
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"rng must be a random.Random, got {type(rng).__name__} (e.g. random.Random(0))")
+    if isinstance(paragraph, str) or not isinstance(paragraph, Sequence):
+        raise TypeError(f"paragraph must be a list of sentences, got {type(paragraph).__name__}")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise TypeError(f"index must be an int, got {type(index).__name__}")
+    if not 0 <= index < len(paragraph) - 1:
+        raise ValueError(f"index must be in 0..{len(paragraph) - 2} (sentence index+1 must exist "
+                         f"in a paragraph of {len(paragraph)} sentences), got {index}")
+    sentence_a = paragraph[index]
+    if rng.random() < 0.5:
+        return sentence_a, paragraph[index + 1], IS_NEXT
+    # draw another non-empty paragraph; give up after many tries only if there is none
+    for _ in range(100):
+        other = paragraphs[rng.randrange(len(paragraphs))] if len(paragraphs) else paragraph
+        if other is not paragraph and len(other) > 0:
+            return sentence_a, rng.choice(other), NOT_NEXT
+    others = [p for p in paragraphs if p is not paragraph and len(p) > 0]
+    if not others:
+        raise ValueError("paragraphs must contain at least one non-empty paragraph other than "
+                         "`paragraph` (a NotNext sentence comes from another paragraph)")
+    return sentence_a, rng.choice(rng.choice(others)), NOT_NEXT
+
+
+def truncate_pair(tokens_a: Sequence, tokens_b: Sequence, max_len: int):
+    """Shorten two token lists so that ``[CLS] A [SEP] B [SEP]`` has at most ``max_len`` tokens.
+
+    While too long, remove the *last* token of the longer list (of B when they are equally
+    long), one token at a time — so a long sentence is cut before a short one is touched.
+    Returns new lists ``(tokens_a, tokens_b)``; the inputs are not changed.
+    """
+    for name, toks in (("tokens_a", tokens_a), ("tokens_b", tokens_b)):
+        if isinstance(toks, str) or not isinstance(toks, (list, tuple)):
+            raise TypeError(f"{name} must be a list of tokens, got {type(toks).__name__}")
+    check_positive_int("max_len", max_len)
+    if max_len < 3:
+        raise ValueError(f"max_len must be >= 3 ([CLS], [SEP] and [SEP] alone take 3), got {max_len}")
+    a, b = list(tokens_a), list(tokens_b)
+    while len(a) + len(b) + 3 > max_len:
+        (a if len(a) > len(b) else b).pop()
+    return a, b
+
+
+# ---------------------------------------------------------------------------------------
+# Dataset, DataLoader and losses
+# ---------------------------------------------------------------------------------------
+
+class PretrainDataset(Dataset):
+    """BERT pretraining examples (MLM + NSP) from paragraphs of sentences.
+
+    Every pair of consecutive sentences ``(paragraph[i], paragraph[i+1])`` gives one
+    example, whose sentence B is kept or swapped for a random one by :func:`make_nsp_pair`
+    (paragraphs with fewer than two sentences are skipped). The pair is truncated to
+    ``max_len`` by :func:`truncate_pair` and masked by :func:`mask_tokens`.
+
+    Randomness, all from ``seed``:
+
+    * the NSP pairs are drawn once, when the dataset is built;
+    * masking is drawn per example, the first time the example is read, from its own
+      generator seeded by ``(seed, epoch, index)`` — so an example looks the same however
+      the loader shuffles or batches. With ``dynamic_masking=False`` (the default; static
+      masking as in d2l and the original BERT) the epoch is always 0: every epoch sees the
+      same masks. With ``dynamic_masking=True`` (as in RoBERTa) call
+      ``dataset.set_epoch(e)`` at the start of each epoch to get fresh masks.
+
+    ``dataset.pairs[i]`` is example ``i`` as text: ``(sentence_a, sentence_b, nsp_label)``.
+
+    Each item is a dict of tensors:
+
+    ``tokens`` (max_len,) long, padded with ``[PAD]``; ``segments`` (max_len,) long,
+    0 for ``[CLS] A [SEP]`` (and padding), 1 for ``B [SEP]``; ``valid_lens`` () long, the
+    length before padding; ``pred_positions`` (max_preds,) long, padded with 0;
+    ``mlm_weights`` (max_preds,) float, 1 for real predictions, 0 for padding slots;
+    ``mlm_labels`` (max_preds,) long, padded with 0; ``nsp_labels`` () long, 0 = IsNext,
+    1 = NotNext.
+    """
+
+    KEYS = ("tokens", "segments", "valid_lens", "pred_positions", "mlm_weights", "mlm_labels",
+            "nsp_labels")
+
+    def __init__(self, paragraphs: Sequence, tokenizer: WordPieceTokenizer, max_len: int = 64,
+                 mask_prob: float = 0.15, max_preds: int | None = None, seed: int = 0,
+                 dynamic_masking: bool = False):
+        if isinstance(paragraphs, str) or not isinstance(paragraphs, Sequence):
+            raise TypeError(f"paragraphs must be a list of paragraphs (lists of sentence strings), "
+                            f"got {type(paragraphs).__name__}")
+        for p in paragraphs:
+            if isinstance(p, str) or not isinstance(p, Sequence) or not all(isinstance(s, str) for s in p):
+                raise TypeError(f"paragraphs must be a list of paragraphs, each a list of sentence "
+                                f"strings; found {type(p).__name__} {str(p)[:60]!r}")
+        if not isinstance(tokenizer, WordPieceTokenizer):
+            raise TypeError(f"tokenizer must be a WordPieceTokenizer, got {type(tokenizer).__name__}")
+        check_positive_int("max_len", max_len)
+        if max_len < 5:
+            raise ValueError(f"max_len must be >= 5 ([CLS] A [SEP] B [SEP] with one token each), got {max_len}")
+        _check_mask_prob(mask_prob)
+        if max_preds is None:
+            max_preds = max(1, round(max_len * mask_prob))
+        check_positive_int("max_preds", max_preds)
+        check_positive_int("seed", seed, allow_zero=True)
+        self.tokenizer, self.vocab = tokenizer, tokenizer.vocab
+        self.max_len, self.mask_prob, self.max_preds = max_len, mask_prob, max_preds
+        self.seed, self.dynamic_masking, self.epoch = seed, bool(dynamic_masking), 0
+
+        paragraphs = [list(p) for p in paragraphs if len(p) >= 2]
+        if len(paragraphs) < 2:
+            raise ValueError("paragraphs must contain at least two paragraphs with >= 2 sentences each "
+                             "(NSP needs a next sentence and another paragraph)")
+        # tokenise every sentence once; keep the token strings, paragraph by paragraph
+        flat = [s for p in paragraphs for s in p]
+        flat_tokens = tokenizer.tokenize_batch(flat)
+        tokenized, start = [], 0
+        for p in paragraphs:
+            tokenized.append(flat_tokens[start:start + len(p)])
+            start += len(p)
+
+        rng = random.Random(seed)
+        self.pairs = []          # (sentence_a, sentence_b, nsp_label) as text, for inspection
+        sentence_of = {}         # id(token list) -> sentence text
+        for p, toks in zip(paragraphs, tokenized):
+            for s, t in zip(p, toks):
+                sentence_of[id(t)] = s
+        rows, segment_rows, valid_lens, nsp_labels = [], [], [], []
+        for toks in tokenized:
+            for i in range(len(toks) - 1):
+                a, b, label = make_nsp_pair(toks, i, tokenized, rng)
+                self.pairs.append((sentence_of[id(a)], sentence_of[id(b)], label))
+                a, b = truncate_pair(a, b, max_len)
+                tokens, segments = get_tokens_and_segments(a, b)
+                pad = max_len - len(tokens)
+                rows.append(self.vocab.to_ids(tokens) + [self.vocab.pad_id] * pad)
+                segment_rows.append(segments + [0] * pad)
+                valid_lens.append(len(tokens))
+                nsp_labels.append(label)
+        n = len(rows)
+        self._tokens = torch.tensor(rows, dtype=torch.long)                 # (n, max_len)
+        self._segments = torch.tensor(segment_rows, dtype=torch.long)       # (n, max_len)
+        self._valid_lens = torch.tensor(valid_lens, dtype=torch.long)       # (n,)
+        self._nsp_labels = torch.tensor(nsp_labels, dtype=torch.long)       # (n,)
+        # the masked copies, filled lazily by __getitem__ (-1: not drawn yet)
+        self._masked_tokens = self._tokens.clone()
+        self._pred_positions = torch.zeros((n, max_preds), dtype=torch.long)
+        self._mlm_labels = torch.zeros((n, max_preds), dtype=torch.long)
+        self._mlm_weights = torch.zeros((n, max_preds), dtype=torch.float32)
+        self._masked_epoch = [-1] * n
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Choose the masks of epoch ``epoch`` (only matters with ``dynamic_masking=True``)."""
+        check_positive_int("epoch", epoch, allow_zero=True)
+        self.epoch = epoch
+
+    def _generator(self, index: int, epoch: int) -> torch.Generator:
+        # one seed per (seed, epoch, index); distinct for index < 10**7 and epoch < 10**6
+        return torch.Generator().manual_seed((self.seed * 1_000_003 + epoch) * 10_000_019 + index)
+
+    def _mask(self, index: int, epoch: int) -> None:
+        """Draw the masks of example ``index`` for ``epoch`` into the row ``index`` of the
+        masked tensors."""
+        valid_len = int(self._valid_lens[index])
+        masked = mask_tokens(self._tokens[index, :valid_len], self.vocab, self.mask_prob,
+                             generator=self._generator(index, epoch), max_preds=self.max_preds)
+        k = len(masked.pred_positions)
+        self._masked_tokens[index, :valid_len] = masked.ids
+        self._pred_positions[index].zero_()
+        self._mlm_labels[index].zero_()
+        self._mlm_weights[index].zero_()
+        self._pred_positions[index, :k] = masked.pred_positions
+        self._mlm_labels[index, :k] = masked.labels
+        self._mlm_weights[index, :k] = 1.0
+        self._masked_epoch[index] = epoch
+
+    def __getitem__(self, index: int) -> dict:
+        if isinstance(index, torch.Tensor):
+            index = int(index)
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"index {index} out of range for a dataset of {len(self)} examples")
+        index %= len(self)
+        epoch = self.epoch if self.dynamic_masking else 0
+        if self._masked_epoch[index] != epoch:      # drawn once per (index, epoch), then kept
+            self._mask(index, epoch)
+        # copies, so that changing an example cannot change the dataset
+        return {"tokens": self._masked_tokens[index].clone(), "segments": self._segments[index].clone(),
+                "valid_lens": self._valid_lens[index].clone(),
+                "pred_positions": self._pred_positions[index].clone(),
+                "mlm_weights": self._mlm_weights[index].clone(),
+                "mlm_labels": self._mlm_labels[index].clone(), "nsp_labels": self._nsp_labels[index].clone()}
+
+    def __repr__(self) -> str:
+        return (f"PretrainDataset({len(self)} examples, max_len={self.max_len}, "
+                f"max_preds={self.max_preds}, mask_prob={self.mask_prob}, "
+                f"{'dynamic' if self.dynamic_masking else 'static'} masking, seed={self.seed})")
+
+
+def load_pretrain_data(batch_size: int = 32, max_len: int = 64, split: str = "train", seed: int = 0,
+                       mask_prob: float = 0.15, max_preds: int | None = None,
+                       vocab_size: int = DEFAULT_VOCAB_SIZE, num_paragraphs: int | None = None,
+                       kinds=None, shuffle: bool | None = None, dynamic_masking: bool = False):
+    """The course corpus as BERT pretraining batches: ``(DataLoader, tokenizer)``.
+
+    ``split``: ``"train"`` or ``"held_out"`` of ``generate_corpus(seed)``; the tokenizer is
+    always ``get_tokenizer(seed, vocab_size)`` (trained on the training split).
+    ``kinds`` keeps only paragraphs about those kinds of entity (e.g. ``{"country",
+    "animal"}``); ``num_paragraphs`` keeps only the first that many (the paragraphs are
+    already in random order) — both make a smaller, faster dataset. ``shuffle`` defaults
+    to True for ``"train"`` and False otherwise; shuffling uses a generator seeded with
+    ``seed``, so the batches repeat exactly. Each batch is a dict with the keys of
+    :attr:`PretrainDataset.KEYS`, tensors with a leading batch dimension.
+    """
+    check_positive_int("batch_size", batch_size)
+    corpus = generate_corpus(seed)
+    paragraphs = corpus.split(split)
+    if kinds is not None:
+        if isinstance(kinds, str):
+            kinds = {kinds}
+        known = {"country", "town", "animal", "person"}
+        if not set(kinds) <= known:
+            raise ValueError(f"kinds must be a subset of {sorted(known)}, got {sorted(kinds)}")
+        infos = corpus.train_info if split == "train" else corpus.held_out_info
+        paragraphs = [p for p, info in zip(paragraphs, infos) if info.kind in kinds]
+    if num_paragraphs is not None:
+        check_positive_int("num_paragraphs", num_paragraphs)
+        paragraphs = paragraphs[:num_paragraphs]
+    tokenizer = get_tokenizer(seed, vocab_size)
+    dataset = PretrainDataset(paragraphs, tokenizer, max_len=max_len, mask_prob=mask_prob,
+                              max_preds=max_preds, seed=seed, dynamic_masking=dynamic_masking)
+    if shuffle is None:
+        shuffle = split == "train"
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=shuffle,
+                        generator=torch.Generator().manual_seed(seed) if shuffle else None)
+    return loader, tokenizer
+
+
+def mlm_loss(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor) -> torch.Tensor:
+    """Masked-LM loss: the mean cross-entropy over the *real* predictions only.
+
+    ``mlm_logits`` (batch, max_preds, vocab), ``mlm_labels`` (batch, max_preds) integer,
+    ``mlm_weights`` (batch, max_preds) float, 1 for a real prediction and 0 for a padding
+    slot. The per-slot losses (``reduction='none'``) are multiplied by the weights, summed
+    and divided by the sum of the weights (at least 1e-8, so a batch without predictions
+    gives 0, not NaN). Pitfall: ``reduction='mean'`` first and *then* multiplying by the
+    weights does nothing useful — the padding slots have already been averaged in.
+    """
+    check_tensor("mlm_logits", mlm_logits, ndim=3, expected="(batch, max_preds, vocab)", floating=True)
+    batch, max_preds, vocab = mlm_logits.shape
+    exp = f"(batch={batch}, max_preds={max_preds})"
+    check_tensor("mlm_labels", mlm_labels, ndim=2, expected=exp, floating=False)
+    check_tensor("mlm_weights", mlm_weights, ndim=2, expected=exp, floating=True)
+    for name, x in (("mlm_labels", mlm_labels), ("mlm_weights", mlm_weights)):
+        if tuple(x.shape) != (batch, max_preds):
+            raise ValueError(f"{name} must have shape {exp} like mlm_logits' first two dimensions, "
+                             f"got shape {shape_str(x)}")
+    if mlm_labels.numel() and (mlm_labels.min() < 0 or mlm_labels.max() >= vocab):
+        raise ValueError(f"mlm_labels must be ids in 0..{vocab - 1} (vocab={vocab} from mlm_logits), "
+                         f"got values from {int(mlm_labels.min())} to {int(mlm_labels.max())}")
+    per_slot = F.cross_entropy(mlm_logits.reshape(-1, vocab), mlm_labels.reshape(-1), reduction="none")
+    weights = mlm_weights.reshape(-1).to(per_slot.dtype)
+    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
+def nsp_loss(nsp_logits: torch.Tensor, nsp_labels: torch.Tensor) -> torch.Tensor:
+    """Next-sentence loss: mean cross-entropy of ``nsp_logits`` (batch, 2) against
+    ``nsp_labels`` (batch,) with 0 = IsNext, 1 = NotNext."""
+    check_tensor("nsp_logits", nsp_logits, ndim=2, expected="(batch, 2)", floating=True)
+    if nsp_logits.shape[1] != 2:
+        raise ValueError(f"nsp_logits must have shape (batch, 2), got shape {shape_str(nsp_logits)}")
+    batch = nsp_logits.shape[0]
+    check_tensor("nsp_labels", nsp_labels, ndim=1, expected=f"(batch={batch},)", floating=False)
+    if nsp_labels.shape[0] != batch:
+        raise ValueError(f"nsp_labels must have shape (batch={batch},), got shape {shape_str(nsp_labels)}")
+    if nsp_labels.numel() and not bool(((nsp_labels == IS_NEXT) | (nsp_labels == NOT_NEXT)).all()):
+        raise ValueError(f"nsp_labels must be 0 (IsNext) or 1 (NotNext), got {sorted(set(nsp_labels.tolist()))}")
+    return F.cross_entropy(nsp_logits, nsp_labels)
+
+
+# ---------------------------------------------------------------------------------------
+# WikiText-2 (optional, needs the internet)
+# ---------------------------------------------------------------------------------------
+
+_WIKITEXT_HELP = ("Use the corpus that ships with the course instead: "
+                  "bertcourse.data.generate_corpus() (offline, no download). To use WikiText-2, "
+                  "install the optional extra with `pip install bertcourse[wikitext]` and run online.")
+
+
+def parse_wikitext_lines(lines) -> list:
+    """WikiText lines -> paragraphs (lists of sentences), following d2l's reading.
+
+    One line is one paragraph. Headings (`` = Title = ``, `` = = Section = = ``) and blank
+    lines are dropped; WikiText's escaped ``@-@``, ``@,@`` and ``@.@`` become ``-``, ``,``
+    and ``.``; the line is lower-cased and split into sentences at `` . ``; every sentence
+    keeps a final `` .``. Only paragraphs with at least two sentences are kept (NSP needs
+    a next sentence).
+    """
+    if isinstance(lines, str):
+        raise TypeError("lines must be a list of strings (e.g. file.readlines()), got a str")
+    paragraphs = []
+    for line in lines:
+        if not isinstance(line, str):
+            raise TypeError(f"lines must all be strings, got {type(line).__name__}")
+        text = line.strip()
+        if not text or re.fullmatch(r"(=\s*)+[^=]*?(\s*=)+", text):
+            continue
+        text = text.replace(" @-@ ", "-").replace(" @,@ ", ",").replace(" @.@ ", ".").lower()
+        sentences = []
+        for s in text.split(" . "):
+            s = s.strip()
+            if s.endswith(" ."):
+                s = s[:-2].rstrip()
+            if s:
+                sentences.append(s + " .")
+        if len(sentences) >= 2:
+            paragraphs.append(sentences)
+    return paragraphs
+
+
+def read_wikitext(path) -> list:
+    """Read a WikiText file (e.g. ``wiki.train.tokens``) -> paragraphs, with :func:`parse_wikitext_lines`."""
+    with open(path, encoding="utf-8") as f:
+        return parse_wikitext_lines(f.readlines())
+
+
+def load_wikitext2(split: str = "train") -> list:
+    """WikiText-2 (raw) through Hugging Face ``datasets`` -> paragraphs of sentences.
+
+    Optional and online only: needs ``pip install bertcourse[wikitext]`` and a network
+    connection (or a filled ``datasets`` cache). Raises RuntimeError with advice otherwise.
+    """
+    if split not in ("train", "validation", "test"):
+        raise ValueError(f"split must be 'train', 'validation' or 'test', got {split!r}")
+    try:
+        import datasets
+    except ImportError:
+        raise RuntimeError("load_wikitext2 needs the `datasets` package, which is not installed. "
+                           + _WIKITEXT_HELP) from None
+    try:
+        ds = datasets.load_dataset("wikitext", "wikitext-2-raw-v1", split=split)
+        lines = ds["text"]
+    except Exception as e:       # offline, hub down, cache missing: all mean the same here
+        raise RuntimeError(f"could not load WikiText-2 ({type(e).__name__}: {e}). "
+                           + _WIKITEXT_HELP) from e
+    return parse_wikitext_lines(lines)
