@@ -1,0 +1,452 @@
+"""Chapter 4 exercises: BERT's input — tokens, segment ids, embeddings.
+
+In the notebook::
+
+    from bertcourse.exercises.ch04 import q1, q2, q3, q4
+
+* ``q1`` — ``my_tokens_and_segments(tokens_a, tokens_b=None)``: ``[CLS] A [SEP]`` or
+  ``[CLS] A [SEP] B [SEP]`` and the segment ids, like
+  :func:`bertcourse.bert.get_tokens_and_segments`.
+* ``q2`` — ``pair_segment_ids(len_a, len_b)``: the segment ids of a text pair whose
+  sentences have ``len_a`` and ``len_b`` tokens.
+* ``q3`` — ``input_embedding(encoder, tokens, segments)``: token + segment + position
+  embeddings, then the layer norm — what :meth:`BERTEncoder.embed` returns (eval mode).
+* ``q4`` — ``embedding_param_count(config)``: the number of parameters of BERT's
+  embedding layer (three tables and the layer norm).
+
+Every reference answer calls :mod:`bertcourse.bert`, so the exercises check the learner
+against exactly the code the chapter explains, and each knows the typical wrong answers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import torch
+
+from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
+from .core import CheckFailed, Exercise, run_cases
+
+__all__ = ["q1", "q2", "q3", "q4"]
+
+
+def _call(answer, args: tuple, where: str):
+    """``answer(*args)``; the stub means "not attempted", any other exception a failure."""
+    if not callable(answer):
+        raise CheckFailed(f"your answer must be a function, got {type(answer).__name__}")
+    try:
+        got = answer(*args)
+    except NotImplementedError:
+        raise
+    except Exception as e:  # the learner's bug, reported, never re-raised
+        raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
+    if got is None or got is Ellipsis:
+        raise NotImplementedError
+    return got
+
+
+def _int_list(x, what: str) -> list:
+    """A list / tuple of ints or a 1-D integer tensor -> a list of ints (else CheckFailed)."""
+    if isinstance(x, torch.Tensor):
+        if x.dim() != 1 or x.is_floating_point():
+            raise CheckFailed(f"{what}: expected a list of ints or a 1-D integer tensor, got a tensor "
+                              f"of shape {tuple(x.shape)} and dtype {x.dtype}")
+        return x.tolist()
+    if not isinstance(x, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in x):
+        raise CheckFailed(f"{what}: expected a list of ints, got {type(x).__name__} {x!r}")
+    return list(x)
+
+
+def _show(seq) -> str:
+    return " ".join(str(v) for v in seq)
+
+
+# ---------------------------------------------------------------------------------------
+# Q1: tokens and segments
+# ---------------------------------------------------------------------------------------
+
+Q1_CASES = [
+    ("a single text", (["the", "river", "is", "long", "."], None)),
+    ("a text pair", (["she", "goes", "to", "the", "bank", "."], ["it", "is", "busy", "."])),
+    ("a pair with WordPiece pieces", (["tar", "##n", "##um"], ["ve", "##lo", "##ra", "is", "far"])),
+    ("a one-token text", (["hello"], None)),
+    ("a pair whose B has one token", (["a", "b", "c"], ["d"])),
+    ("tokens_b = [] (a pair with an empty B, not a single text)", (["a", "b"], [])),
+]
+
+
+def _q1_first_sep_is_b(a, b):
+    tokens, segments = get_tokens_and_segments(a, b)
+    if b is not None:
+        segments[len(a) + 1] = 1
+    return tokens, segments
+
+
+def _q1_last_sep_is_a(a, b):
+    tokens, segments = get_tokens_and_segments(a, b)
+    if b is not None:
+        segments[-1] = 0
+    return tokens, segments
+
+
+def _q1_no_last_sep(a, b):
+    tokens, segments = get_tokens_and_segments(a, b)
+    return (tokens[:-1], segments[:-1]) if b is not None else (tokens, segments)
+
+
+def _q1_empty_b_is_single(a, b):
+    return get_tokens_and_segments(a, b if b else None)
+
+
+def _q1_sep_between_missing(a, b):
+    if b is None:
+        return get_tokens_and_segments(a, b)
+    return ["[CLS]", *a, *b, "[SEP]"], [0] * (len(a) + 1) + [1] * (len(b) + 1)
+
+
+Q1_DIAGNOSES = [
+    # first: with an empty B it looks the same as a pair without its last [SEP]
+    (_q1_empty_b_is_single, "tokens_b=None means a single text, but an empty list is still a pair: "
+                            "test `tokens_b is None`, not `if tokens_b:`."),
+    (_q1_first_sep_is_b, "the first [SEP] belongs to sentence A: it gets segment 0 (only B and the "
+                         "last [SEP] get 1)."),
+    (_q1_last_sep_is_a, "the last [SEP] belongs to sentence B: it gets segment 1."),
+    (_q1_no_last_sep, "a pair ends with a second [SEP] after B: [CLS] A [SEP] B [SEP]."),
+    (_q1_sep_between_missing, "a pair needs a [SEP] between A and B: [CLS] A [SEP] B [SEP]."),
+]
+
+
+def _check_q1(answer) -> str:
+    for where, (a, b) in Q1_CASES:
+        expected = get_tokens_and_segments(a, b)
+        # the learner gets copies, so an answer that changes its input cannot spoil the check
+        got = _call(answer, (list(a), None if b is None else list(b)), where)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise CheckFailed(f"on {where}: return two lists, (tokens, segments); got "
+                              f"{type(got).__name__}")
+        tokens, segments = got
+        if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
+            raise CheckFailed(f"on {where}: tokens must be a list of str, got {tokens!r}")
+        segments = _int_list(segments, f"on {where}, segments")
+        if (list(tokens), segments) == expected:
+            continue
+        message = (f"on {where}: expected tokens [{_show(expected[0])}] with segments "
+                   f"[{_show(expected[1])}], got [{_show(tokens)}] with [{_show(segments)}]")
+        for wrong, why in Q1_DIAGNOSES:
+            if (list(tokens), segments) == wrong(a, b):
+                raise CheckFailed(f"{message} — {why}")
+        if len(tokens) != len(segments):
+            raise CheckFailed(f"{message} — tokens and segments must have the same length "
+                              f"(one segment id per token).")
+        raise CheckFailed(message)
+    return f"correct on all {len(Q1_CASES)} cases ({', '.join(d for d, _ in Q1_CASES)})"
+
+
+q1 = Exercise(
+    name="Q1 (tokens and segments)",
+    var="my_tokens_and_segments",
+    checker=_check_q1,
+    hints=[
+        "Start with ['[CLS]', *tokens_a, '[SEP]'] and one segment id 0 for each of those tokens.",
+        "Only if tokens_b is not None (an empty list still counts as a pair): append *tokens_b "
+        "and a final '[SEP]', each with segment id 1.",
+        "[0] * n makes a list of n zeros; the first [SEP] is part of sentence A (segment 0), "
+        "the last [SEP] part of sentence B (segment 1).",
+    ],
+    solution='''
+def my_tokens_and_segments(tokens_a, tokens_b=None):
+    tokens = ["[CLS]", *tokens_a, "[SEP]"]
+    segments = [0] * len(tokens)                      # [CLS], A and the first [SEP]
+    if tokens_b is not None:
+        tokens += [*tokens_b, "[SEP]"]
+        segments += [1] * (len(tokens_b) + 1)         # B and the last [SEP]
+    return tokens, segments
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: segment ids of a pair from the lengths
+# ---------------------------------------------------------------------------------------
+
+def _ref_pair_segments(len_a: int, len_b: int) -> list:
+    return get_tokens_and_segments(["a"] * len_a, ["b"] * len_b)[1]
+
+
+Q2_CASES = [(5, 4), (1, 1), (10, 3), (3, 10), (0, 2), (2, 0), (0, 0), (60, 1)]
+
+Q2_DIAGNOSES = [
+    (lambda a, b: [0] * (a + 1) + [1] * (b + 2),
+     "off by one at the [SEP] boundary: the first [SEP] (position len_a + 1) belongs to A, "
+     "segment 0."),
+    (lambda a, b: [0] * (a + 3) + [1] * b, "the last [SEP] belongs to B: it gets segment 1."),
+    (lambda a, b: [0] * (a + 2) + [1] * b, "you forgot the last [SEP]: a pair has len_a + len_b + 3 tokens."),
+    (lambda a, b: [0] * (a + 1) + [1] * (b + 1), "you left out one [SEP]: [CLS] A [SEP] B [SEP] "
+                                                  "has len_a + len_b + 3 tokens."),
+    (lambda a, b: [0] * a + [1] * b, "the special tokens need segment ids too: [CLS] A [SEP] B [SEP] "
+                                     "has len_a + len_b + 3 tokens."),
+]
+
+
+def _check_q2(answer) -> str:
+    for len_a, len_b in Q2_CASES:
+        where = f"len_a={len_a}, len_b={len_b}"
+        expected = _ref_pair_segments(len_a, len_b)
+        got = _int_list(_call(answer, (len_a, len_b), where), f"on {where}")
+        if got == expected:
+            continue
+        message = f"on {where}: expected [{_show(expected)}], got [{_show(got)}]"
+        for wrong, why in Q2_DIAGNOSES:
+            if got == wrong(len_a, len_b):
+                raise CheckFailed(f"{message} — {why}")
+        raise CheckFailed(message)
+    return f"correct on all {len(Q2_CASES)} cases (including empty sentences)"
+
+
+q2 = Exercise(
+    name="Q2 (segment ids of a pair)",
+    var="pair_segment_ids",
+    checker=_check_q2,
+    hints=[
+        "Write the pair out: [CLS] A [SEP] B [SEP] has len_a + len_b + 3 tokens.",
+        "Segment 0 covers [CLS], the len_a tokens of A and the first [SEP]: len_a + 2 zeros. "
+        "Segment 1 covers the len_b tokens of B and the last [SEP]: len_b + 1 ones.",
+    ],
+    solution='''
+def pair_segment_ids(len_a, len_b):
+    return [0] * (len_a + 2) + [1] * (len_b + 1)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3: the input embedding from the three tables
+# ---------------------------------------------------------------------------------------
+
+def _encoder(seed: int, **overrides) -> BERTEncoder:
+    """A small BERTEncoder in eval mode with seeded weights and a non-trivial layer norm.
+    Built under ``fork_rng`` so that making the exercise does not move the notebook's RNG."""
+    config = get_config("tiny", **{**dict(vocab_size=40, num_hiddens=16, ffn_num_hiddens=32,
+                                          num_blks=1, max_len=12), **overrides})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        enc = BERTEncoder(config).eval()
+        with torch.no_grad():
+            # scales as in BERT's initialisation, so no table dominates the sum
+            for table in (enc.token_embedding.weight, enc.segment_embedding.weight, enc.pos_embedding.weight):
+                table.normal_(0.0, 0.5)
+            enc.embedding_norm.weight.uniform_(0.5, 1.5)
+            enc.embedding_norm.bias.uniform_(-0.5, 0.5)
+    return enc
+
+
+def _ids(seed: int, shape: tuple, high: int) -> torch.Tensor:
+    return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _pair_segments(batch: int, seq: int, len_a: int) -> torch.Tensor:
+    segments = torch.zeros(batch, seq, dtype=torch.long)
+    segments[:, len_a + 2:] = 1
+    return segments
+
+
+_E1, _E2, _E3 = _encoder(1), _encoder(2, num_hiddens=8, max_len=6), _encoder(3)
+
+Q3_CASES = [
+    ("batch=2, a pair of 9 tokens", (_E1, _ids(11, (2, 9), 40), _pair_segments(2, 9, 3))),
+    ("a single text (all segment ids 0)", (_E1, _ids(12, (1, 5), 40), torch.zeros(1, 5, dtype=torch.long))),
+    ("seq = max_len (every row of the position table used)",
+     (_E2, _ids(13, (3, 6), 40), _pair_segments(3, 6, 1))),
+    ("a batch of 1 with one token", (_E3, _ids(14, (1, 1), 40), torch.zeros(1, 1, dtype=torch.long))),
+    ("a repeated token id", (_E3, torch.tensor([[7, 7, 7, 7]]), torch.tensor([[0, 0, 1, 1]]))),
+]
+
+
+def _ref_input_embedding(encoder, tokens, segments):
+    with torch.no_grad():
+        return encoder.embed(tokens, segments)
+
+
+def _sum3(encoder, tokens, segments):
+    n = tokens.shape[1]
+    return (encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[segments]
+            + encoder.pos_embedding.weight[:n])
+
+
+def _ln(encoder, X):
+    return torch.nn.functional.layer_norm(X, X.shape[-1:], encoder.embedding_norm.weight,
+                                          encoder.embedding_norm.bias, encoder.config.norm_eps)
+
+
+def _q3_no_norm(encoder, tokens, segments):
+    return _sum3(encoder, tokens, segments)
+
+
+def _q3_norm_without_affine(encoder, tokens, segments):
+    X = _sum3(encoder, tokens, segments)
+    return torch.nn.functional.layer_norm(X, X.shape[-1:], eps=encoder.config.norm_eps)
+
+
+def _q3_no_segment(encoder, tokens, segments):
+    n = tokens.shape[1]
+    return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.pos_embedding.weight[:n])
+
+
+def _q3_no_position(encoder, tokens, segments):
+    return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[segments])
+
+
+def _q3_position_by_id(encoder, tokens, segments):
+    pos = encoder.pos_embedding.weight[tokens.clamp(max=encoder.config.max_len - 1)]
+    return _ln(encoder, encoder.token_embedding.weight[tokens]
+               + encoder.segment_embedding.weight[segments] + pos)
+
+
+def _q3_positions_from_1(encoder, tokens, segments):
+    n = tokens.shape[1]
+    idx = torch.arange(1, n + 1).clamp(max=encoder.config.max_len - 1)
+    return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[segments]
+               + encoder.pos_embedding.weight[idx])
+
+
+def _q3_segment_zero_only(encoder, tokens, segments):
+    n = tokens.shape[1]
+    return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[0]
+               + encoder.pos_embedding.weight[:n])
+
+
+def _no_grad(fn):
+    def wrapped(*args):
+        with torch.no_grad():
+            return fn(*args)
+    return wrapped
+
+
+Q3_DIAGNOSES = [(_no_grad(f), why) for f, why in [
+    (_q3_no_norm, "you returned the sum; BERT then applies its layer norm, encoder.embedding_norm."),
+    (_q3_norm_without_affine, "your layer norm has no learned scale and shift: use encoder.embedding_norm "
+                              "(its weight and bias), not a bare normalisation."),
+    (_q3_no_segment, "you left out the segment embedding: add encoder.segment_embedding(segments)."),
+    (_q3_no_position, "you left out the position embedding: add the first seq rows of "
+                      "encoder.pos_embedding.weight."),
+    (_q3_position_by_id, "you looked the position table up with the token ids; it is indexed by "
+                         "position 0, 1, ..., seq-1."),
+    (_q3_positions_from_1, "off by one: positions start at 0 ([CLS] is position 0)."),
+    (_q3_segment_zero_only, "you added segment 0's row everywhere: look the segment table up with "
+                            "the segments tensor."),
+]]
+
+
+def _check_q3(answer) -> str:
+    def learner(encoder, tokens, segments):
+        with torch.no_grad():
+            return answer(encoder, tokens.clone(), segments.clone())
+    if not callable(answer):
+        raise CheckFailed(f"input_embedding must be a function, got {type(answer).__name__}")
+    return run_cases(learner, _ref_input_embedding, Q3_CASES, Q3_DIAGNOSES)
+
+
+q3 = Exercise(
+    name="Q3 (the input embedding)",
+    var="input_embedding",
+    checker=_check_q3,
+    hints=[
+        "Three lookups, each (batch, seq, num_hiddens) or broadcastable to it: "
+        "encoder.token_embedding(tokens), encoder.segment_embedding(segments), and the first "
+        "seq rows of encoder.pos_embedding.weight.",
+        "Positions are 0, 1, ..., seq-1 whatever the tokens are: "
+        "encoder.pos_embedding.weight[:tokens.shape[1]] has shape (seq, num_hiddens) and "
+        "broadcasts over the batch.",
+        "Then normalise the sum with encoder.embedding_norm (a LayerNorm with learned scale and shift).",
+    ],
+    solution='''
+def input_embedding(encoder, tokens, segments):
+    seq = tokens.shape[1]
+    X = (encoder.token_embedding(tokens)                 # (batch, seq, num_hiddens)
+         + encoder.segment_embedding(segments)           # (batch, seq, num_hiddens)
+         + encoder.pos_embedding.weight[:seq])           # (seq, num_hiddens), broadcast
+    return encoder.embedding_norm(X)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q4: parameters of the embedding layer
+# ---------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _count_embedding_params(fields: tuple) -> int:
+    # The encoder without its blocks is just the embedding layer. (Building it on the
+    # "meta" device would allocate nothing, but its first use imports torch's compiler
+    # stack, which takes seconds; BERT-large's tables take ~0.1 s and 125 MB, once.)
+    config = dataclasses.replace(BERTConfig(*fields), num_blks=0)
+    with torch.random.fork_rng(devices=[]):      # leave the notebook's random numbers alone
+        enc = BERTEncoder(config)
+    modules = (enc.token_embedding, enc.segment_embedding, enc.pos_embedding, enc.embedding_norm)
+    assert sum(p.numel() for p in enc.parameters()) == sum(p.numel() for m in modules for p in m.parameters())
+    return sum(p.numel() for m in modules for p in m.parameters())
+
+
+def _ref_embedding_params(config: BERTConfig) -> int:
+    return _count_embedding_params(dataclasses.astuple(config))
+
+
+Q4_CASES = [("tiny", get_config("tiny")), ("d2l-small", get_config("d2l-small")),
+            ("base", get_config("base")), ("large", get_config("large")),
+            ("tiny with max_len=128", get_config("tiny", max_len=128)),
+            ("tiny with num_segments=3", get_config("tiny", num_segments=3))]
+
+Q4_DIAGNOSES = [
+    (lambda c: (c.vocab_size + c.num_segments + c.max_len) * c.num_hiddens,
+     "you forgot the layer norm after the sum: its scale and shift add 2 × num_hiddens."),
+    (lambda c: (c.vocab_size + c.max_len + 2) * c.num_hiddens,
+     "you forgot the segment table (num_segments × num_hiddens)."),
+    (lambda c: (c.vocab_size + 2 + c.max_len + 2) * c.num_hiddens,
+     "the segment table has config.num_segments rows (2 in BERT, but read it from the config)."),
+    (lambda c: (c.vocab_size + c.num_segments + 2) * c.num_hiddens,
+     "you forgot the position table: BERT's positions are learned, max_len × num_hiddens "
+     "parameters (the sinusoids of chapter 2 have none)."),
+    (lambda c: (c.vocab_size + 2) * c.num_hiddens,
+     "you counted only the token table (and the layer norm): the segment and position tables "
+     "are parameters too."),
+    (lambda c: c.vocab_size * c.num_hiddens,
+     "you counted only the token table: add the segment and position tables and the layer norm."),
+]
+
+
+def _check_q4(answer) -> str:
+    for where, config in Q4_CASES:
+        expected = _ref_embedding_params(config)
+        got = _call(answer, (config,), f"the {where} config")
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            raise CheckFailed(f"on the {where} config: expected a number, got {type(got).__name__}")
+        if got != expected:
+            message = f"on the {where} config: expected {expected:,} parameters, got {got:,}"
+            # with num_segments = 2 some mistakes give the same number (forgetting the
+            # segment table's 2 rows or the layer norm's 2 vectors): name all that fit
+            whys = [why for wrong, why in Q4_DIAGNOSES if got == wrong(config)]
+            if whys:
+                raise CheckFailed(f"{message} — {' Or: '.join(whys)}")
+            raise CheckFailed(message)
+    return (f"correct on all {len(Q4_CASES)} configs (BERT-base's embedding layer: "
+            f"{_ref_embedding_params(get_config('base')):,} parameters)")
+
+
+q4 = Exercise(
+    name="Q4 (parameters of the embedding layer)",
+    var="embedding_param_count",
+    checker=_check_q4,
+    hints=[
+        "The embedding layer has three tables, each with num_hiddens columns: one row per token "
+        "of the vocabulary, per segment and per position.",
+        "After the sum comes a LayerNorm with a scale and a shift vector of num_hiddens each.",
+    ],
+    solution='''
+def embedding_param_count(config):
+    c = config
+    tables = (c.vocab_size + c.num_segments + c.max_len) * c.num_hiddens
+    return tables + 2 * c.num_hiddens                   # + layer norm scale and shift
+''',
+)

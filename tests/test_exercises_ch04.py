@@ -1,0 +1,345 @@
+"""Tests for the chapter 4 exercises (bertcourse.exercises.ch04).
+
+The wrong answers below are written the way a learner would write them (not imported
+from the module), so the tests check that real mistakes get a message naming them.
+"""
+import pytest
+import torch
+
+from bertcourse.bert import BERTEncoder, get_config, get_tokens_and_segments
+from bertcourse.exercises import ch04
+from bertcourse.exercises.ch04 import q1, q2, q3, q4
+
+EXERCISES = [q1, q2, q3, q4]
+
+
+def solution_function(ex):
+    """Run the exercise's printed solution text and return the function it defines."""
+    namespace = {"torch": torch}
+    exec(ex.solution(), namespace)
+    return namespace[ex.var]
+
+
+# --- references and solutions pass -------------------------------------------------------
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_printed_solution_passes(ex):
+    result = ex.check(solution_function(ex))
+    assert result.status == "pass", result.message
+
+
+def test_reference_implementations_pass_their_own_check():
+    assert q1.check(get_tokens_and_segments)
+    assert q2.check(ch04._ref_pair_segments)
+    assert q3.check(ch04._ref_input_embedding)
+    assert q4.check(ch04._ref_embedding_params)
+
+
+def test_references_agree_with_hand_computations():
+    assert ch04._ref_pair_segments(2, 3) == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert ch04._ref_pair_segments(0, 0) == [0, 0, 1]
+    # BERT-base: (30522 + 2 + 512) * 768 table entries + 2 * 768 layer-norm parameters
+    assert ch04._ref_embedding_params(get_config("base")) == 23_837_184
+    # q3's reference is token + segment + position, then the encoder's layer norm
+    enc, tokens, segments = ch04.Q3_CASES[0][1]
+    n = tokens.shape[1]
+    by_hand = (enc.token_embedding.weight[tokens] + enc.segment_embedding.weight[segments]
+               + enc.pos_embedding.weight[:n])
+    by_hand = torch.nn.functional.layer_norm(by_hand, (16,), enc.embedding_norm.weight,
+                                             enc.embedding_norm.bias, 1e-12)
+    torch.testing.assert_close(ch04._ref_input_embedding(enc, tokens, segments), by_hand.detach())
+
+
+def test_cases_include_edge_cases():
+    q1_args = [args for _, args in ch04.Q1_CASES]
+    assert any(b is None for _, b in q1_args) and any(b == [] for _, b in q1_args)
+    assert any(len(a) == 1 for a, _ in q1_args)
+    assert any(c.num_segments != 2 for _, c in ch04.Q4_CASES)
+    assert (0, 0) in ch04.Q2_CASES and (0, 2) in ch04.Q2_CASES and (2, 0) in ch04.Q2_CASES
+    assert any(t.shape[1] == enc.config.max_len for _, (enc, t, s) in ch04.Q3_CASES)
+    assert any(t.shape == (1, 1) for _, (enc, t, s) in ch04.Q3_CASES)
+    assert any((s == 1).any() for _, (enc, t, s) in ch04.Q3_CASES)
+    # the layer norms of the q3 encoders are not the identity (so forgetting their scale shows)
+    assert all(not torch.allclose(enc.embedding_norm.weight, torch.ones(enc.config.num_hiddens))
+               for _, (enc, t, s) in ch04.Q3_CASES)
+
+
+def test_making_the_exercises_does_not_move_the_global_rng():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    ch04._encoder(5)
+    ch04._ref_embedding_params(get_config("tiny", max_len=33))    # builds an encoder too
+    torch.testing.assert_close(torch.rand(3), expected)
+
+
+# --- stubs are "not attempted"; exceptions are failures --------------------------------
+
+def stub_q1(tokens_a, tokens_b=None):
+    ...
+
+
+def stub_q2(len_a, len_b):
+    raise NotImplementedError
+
+
+def stub_q3(encoder, tokens, segments):
+    ...
+
+
+def stub_q4(config):
+    ...
+
+
+@pytest.mark.parametrize("ex, stub", [(q1, stub_q1), (q2, stub_q2), (q3, stub_q3), (q4, stub_q4)],
+                         ids=["q1", "q2", "q3", "q4"])
+def test_stub_is_not_attempted(ex, stub):
+    result = ex.check(stub)
+    assert result.status == "not attempted", result.message
+    assert str(result).startswith("[NOT ATTEMPTED YET]")
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_undefined_answer_is_not_attempted(ex, monkeypatch):
+    import sys
+    monkeypatch.delattr(sys.modules["__main__"], ex.var, raising=False)
+    result = ex.check()
+    assert result.status == "not attempted" and f"define `{ex.var}`" in result.message
+
+
+def test_learner_exception_is_a_failed_check():
+    def q1_string_concat(tokens_a, tokens_b=None):
+        return "[CLS] " + tokens_a + " [SEP]", [0]           # list + str: TypeError
+
+    result = q1.check(q1_string_concat)
+    assert result.status == "fail" and "your code raised TypeError" in result.message
+
+    def q3_wrong_shapes(encoder, tokens, segments):
+        return encoder.token_embedding(tokens) + encoder.pos_embedding.weight   # (seq) vs (max_len)
+
+    result = q3.check(q3_wrong_shapes)
+    assert result.status == "fail" and "your code raised RuntimeError" in result.message
+
+    result = q4.check(lambda config: config.hidden_size)
+    assert result.status == "fail" and "your code raised AttributeError" in result.message
+
+
+def test_answers_that_are_not_functions_fail():
+    for ex in EXERCISES:
+        result = ex.check(42)
+        assert result.status == "fail" and "must be a function, got int" in result.message
+
+
+# --- typical wrong answers name the mistake ---------------------------------------------
+
+def q1_first_sep_in_b(tokens_a, tokens_b=None):
+    tokens = ["[CLS]"] + list(tokens_a)
+    segments = [0] * len(tokens)
+    if tokens_b is None:
+        return tokens + ["[SEP]"], segments + [0]
+    return tokens + ["[SEP]"] + list(tokens_b) + ["[SEP]"], segments + [1] * (len(tokens_b) + 2)
+
+
+def q1_truthy_b(tokens_a, tokens_b=None):
+    tokens, segments = ["[CLS]", *tokens_a, "[SEP]"], [0] * (len(tokens_a) + 2)
+    if tokens_b:
+        tokens += [*tokens_b, "[SEP]"]
+        segments += [1] * (len(tokens_b) + 1)
+    return tokens, segments
+
+
+def q1_no_final_sep(tokens_a, tokens_b=None):
+    tokens, segments = ["[CLS]", *tokens_a, "[SEP]"], [0] * (len(tokens_a) + 2)
+    if tokens_b is not None:
+        tokens += list(tokens_b)
+        segments += [1] * len(tokens_b)
+    return tokens, segments
+
+
+def q1_last_sep_zero(tokens_a, tokens_b=None):
+    tokens, segments = ["[CLS]", *tokens_a, "[SEP]"], [0] * (len(tokens_a) + 2)
+    if tokens_b is not None:
+        tokens += [*tokens_b, "[SEP]"]
+        segments += [1] * len(tokens_b) + [0]
+    return tokens, segments
+
+
+def q1_one_sep(tokens_a, tokens_b=None):
+    if tokens_b is None:
+        return ["[CLS]", *tokens_a, "[SEP]"], [0] * (len(tokens_a) + 2)
+    return ["[CLS]", *tokens_a, *tokens_b, "[SEP]"], [0] * (len(tokens_a) + 1) + [1] * (len(tokens_b) + 1)
+
+
+def q1_length_mismatch(tokens_a, tokens_b=None):
+    tokens, segments = ["[CLS]", *tokens_a, "[SEP]"], [0] * len(tokens_a)
+    if tokens_b is not None:
+        tokens += [*tokens_b, "[SEP]"]
+        segments += [1] * (len(tokens_b) + 1)
+    return tokens, segments
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q1_first_sep_in_b, "the first [SEP] belongs to sentence A"),
+    (q1_truthy_b, "test `tokens_b is None`"),
+    (q1_no_final_sep, "a pair ends with a second [SEP]"),
+    (q1_last_sep_zero, "the last [SEP] belongs to sentence B"),
+    (q1_one_sep, "a pair needs a [SEP] between A and B"),
+    (q1_length_mismatch, "must have the same length"),
+])
+def test_q1_mistakes(wrong, phrase):
+    result = q1.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+    assert "expected tokens [[CLS]" in result.message
+
+
+def test_q1_accepts_tuples_and_a_segment_tensor_but_not_other_types():
+    def as_tensor(tokens_a, tokens_b=None):
+        tokens, segments = get_tokens_and_segments(tokens_a, tokens_b)
+        return tuple(tokens), torch.tensor(segments)
+
+    assert q1.check(as_tensor).status == "pass"
+    result = q1.check(lambda a, b=None: get_tokens_and_segments(a, b)[0])
+    assert result.status == "fail" and "return two lists, (tokens, segments)" in result.message
+    result = q1.check(lambda a, b=None: (get_tokens_and_segments(a, b)[0], "0 0 0"))
+    assert result.status == "fail" and "expected a list of ints, got str" in result.message
+
+
+def test_q1_answer_that_changes_its_input_does_not_spoil_the_cases():
+    def greedy(tokens_a, tokens_b=None):
+        tokens_a.insert(0, "[CLS]")          # changes the learner's copy only
+        tokens_a.append("[SEP]")
+        segments = [0] * len(tokens_a)
+        if tokens_b is not None:
+            tokens_b.append("[SEP]")
+            segments += [1] * len(tokens_b)
+            return tokens_a + tokens_b, segments
+        return tokens_a, segments
+
+    assert q1.check(greedy).status == "pass"
+    assert ch04.Q1_CASES[0][1][0] == ["the", "river", "is", "long", "."]
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (lambda a, b: [0] * (a + 1) + [1] * (b + 2), "off by one at the [SEP] boundary"),
+    (lambda a, b: [0] * (a + 3) + [1] * b, "the last [SEP] belongs to B"),
+    (lambda a, b: [0] * (a + 2) + [1] * b, "you forgot the last [SEP]"),
+    (lambda a, b: [0] * (a + 1) + [1] * (b + 1), "you left out one [SEP]"),
+    (lambda a, b: [0] * a + [1] * b, "the special tokens need segment ids too"),
+    (lambda a, b: [0] * (a + 2) + [1] * (b + 1) if a else [1] * (b + 3), "expected [0 0 1"),
+])
+def test_q2_mistakes(wrong, phrase):
+    result = q2.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def test_q2_accepts_a_tensor_and_rejects_floats():
+    assert q2.check(lambda a, b: torch.tensor([0] * (a + 2) + [1] * (b + 1))).status == "pass"
+    result = q2.check(lambda a, b: torch.tensor([0.0] * (a + 2) + [1.0] * (b + 1)))
+    assert result.status == "fail" and "1-D integer tensor" in result.message
+
+
+def q3_no_norm(encoder, tokens, segments):
+    return (encoder.token_embedding(tokens) + encoder.segment_embedding(segments)
+            + encoder.pos_embedding.weight[:tokens.shape[1]])
+
+
+def q3_plain_layer_norm(encoder, tokens, segments):
+    X = q3_no_norm(encoder, tokens, segments)
+    return torch.nn.functional.layer_norm(X, X.shape[-1:])
+
+
+def q3_no_segments(encoder, tokens, segments):
+    X = encoder.token_embedding(tokens) + encoder.pos_embedding.weight[:tokens.shape[1]]
+    return encoder.embedding_norm(X)
+
+
+def q3_no_positions(encoder, tokens, segments):
+    return encoder.embedding_norm(encoder.token_embedding(tokens) + encoder.segment_embedding(segments))
+
+
+def q3_positions_by_token(encoder, tokens, segments):
+    X = (encoder.token_embedding(tokens) + encoder.segment_embedding(segments)
+         + encoder.pos_embedding.weight[tokens.clamp(max=encoder.config.max_len - 1)])
+    return encoder.embedding_norm(X)
+
+
+def q3_positions_from_1(encoder, tokens, segments):
+    n = tokens.shape[1]
+    idx = torch.arange(1, n + 1).clamp(max=encoder.config.max_len - 1)
+    X = (encoder.token_embedding(tokens) + encoder.segment_embedding(segments)
+         + encoder.pos_embedding.weight[idx])
+    return encoder.embedding_norm(X)
+
+
+def q3_all_segment_a(encoder, tokens, segments):
+    return encoder.embed(tokens)            # segments=None means all sentence A
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q3_no_norm, "you returned the sum"),
+    (q3_plain_layer_norm, "no learned scale and shift"),
+    (q3_no_segments, "you left out the segment embedding"),
+    (q3_no_positions, "you left out the position embedding"),
+    (q3_positions_by_token, "looked the position table up with the token ids"),
+    (q3_positions_from_1, "positions start at 0"),
+    (q3_all_segment_a, "you added segment 0's row everywhere"),
+])
+def test_q3_mistakes(wrong, phrase):
+    result = q3.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def test_q3_accepts_calling_the_modules_directly():
+    def modules(encoder, tokens, segments):
+        X = encoder.token_embedding(tokens) + encoder.segment_embedding(segments)
+        return encoder.embedding_norm(encoder.pos_embedding(X))      # LearnedPositionalEmbedding adds
+
+    assert q3.check(modules).status == "pass"
+
+
+def test_q3_cases_run_in_eval_mode_without_dropout():
+    """embed() applies dropout in training mode; the cases must be deterministic."""
+    for _, (enc, tokens, segments) in ch04.Q3_CASES:
+        assert not enc.training
+        torch.testing.assert_close(ch04._ref_input_embedding(enc, tokens, segments),
+                                   ch04._ref_input_embedding(enc, tokens, segments), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (lambda c: (c.vocab_size + c.num_segments + c.max_len) * c.num_hiddens, "you forgot the layer norm"),
+    (lambda c: (c.vocab_size + c.num_segments + c.max_len) * c.num_hiddens, "Or: you forgot the segment"),
+    (lambda c: (c.vocab_size + c.max_len + 2) * c.num_hiddens, "you forgot the segment table"),
+    (lambda c: (c.vocab_size + 2 + c.max_len + 2) * c.num_hiddens, "read it from the config"),
+    (lambda c: (c.vocab_size + 2 + 2) * c.num_hiddens, "you forgot the position table"),
+    (lambda c: (c.vocab_size + 2) * c.num_hiddens, "you counted only the token table (and the layer norm)"),
+    (lambda c: c.vocab_size * c.num_hiddens, "you counted only the token table: add"),
+])
+def test_q4_mistakes(wrong, phrase):
+    result = q4.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+    assert "parameters, got" in result.message
+
+
+def test_q4_unknown_mistake_gives_the_numbers_without_a_diagnosis():
+    result = q4.check(lambda c: (c.vocab_size + 2 + 512) * c.num_hiddens + 2 * c.num_hiddens)  # max_len 512
+    assert result.status == "fail"
+    assert "on the tiny config: expected 260,352 parameters, got 289,024" in result.message
+    assert " — " not in result.message
+
+
+def test_q4_reference_matches_a_real_module_count():
+    cfg = get_config("tiny", vocab_size=100, num_hiddens=8, max_len=10)
+    enc = BERTEncoder(cfg)
+    embedding_layer = [enc.token_embedding, enc.segment_embedding, enc.pos_embedding, enc.embedding_norm]
+    assert ch04._ref_embedding_params(cfg) == sum(p.numel() for m in embedding_layer for p in m.parameters())
+    assert ch04._ref_embedding_params(cfg) == (100 + 2 + 10) * 8 + 16
+
+
+def test_q4_accepts_a_tensor_or_float_and_rejects_non_numbers():
+    def count(c):
+        return (c.vocab_size + c.num_segments + c.max_len + 2) * c.num_hiddens
+
+    assert q4.check(lambda c: torch.tensor(count(c))).status == "pass"
+    assert q4.check(lambda c: float(count(c))).status == "pass"
+    result = q4.check(lambda c: str(count(c)))
+    assert result.status == "fail" and "expected a number, got str" in result.message
