@@ -1,0 +1,347 @@
+"""Chapter 5 exercises: masked language modelling.
+
+In the notebook::
+
+    from bertcourse.exercises.ch05 import q1, q2, q3, q4
+
+* ``q1`` — ``num_predictions(num_candidates, mask_prob)``: how many tokens are chosen
+  (15 % rounded half up, at least one).
+* ``q2`` — ``apply_80_10_10(labels, u, random_ids, mask_id)``: what the chosen tokens
+  become, given one uniform number per chosen token.
+* ``q3`` — ``weighted_mlm_loss(logits, labels, weights)``: the MLM loss over the real
+  predictions only.
+* ``q4`` — ``gather_predictions(X, pred_positions)``: the hidden states the MLM head reads.
+
+The references are the package's own :func:`bertcourse.data.num_mlm_preds`, the rule
+inside :func:`bertcourse.data.mask_tokens` (``tests/test_exercises_ch05.py`` replays
+``mask_tokens``' random draws to show that :func:`_ref_apply` is that rule),
+:func:`bertcourse.data.mlm_loss` and :meth:`bertcourse.bert.MaskLM.gather`.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..bert import MaskLM
+from ..data import mlm_loss, num_mlm_preds
+from .core import CheckFailed, Exercise, run_cases
+
+__all__ = ["q1", "q2", "q3", "q4"]
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# ---------------------------------------------------------------------------------------
+# Q1: how many predictions
+# ---------------------------------------------------------------------------------------
+
+def _ref_num_predictions(num_candidates: int, mask_prob: float = 0.15) -> int:
+    return num_mlm_preds(num_candidates, mask_prob)
+
+
+# (num_candidates, mask_prob); chosen so that floor(p * n + 0.5) has no floating-point trap
+Q1_CASES = [(20, 0.15), (100, 0.15), (13, 0.15), (10, 0.15), (30, 0.15), (3, 0.15), (1, 0.15),
+            (7, 0.15), (10, 0.25), (5, 0.5), (61, 0.15)]
+
+Q1_DIAGNOSES = [
+    (lambda n, p: max(1, round(p * n)),
+     "Python's round() rounds halves to the nearest EVEN number (round(4.5) = 4, round(2.5) = 2); "
+     "the rule here rounds halves up: floor(x + 0.5)."),
+    (lambda n, p: math.floor(p * n + 0.5),
+     "every sequence needs at least one prediction: when 0.15 · n rounds to 0, choose 1."),
+    (lambda n, p: round(p * n),
+     "two things: round() rounds halves to even, and a sequence needs at least one prediction."),
+    (lambda n, p: max(1, int(p * n)),
+     "int() cuts the fraction off (1.95 -> 1); round to the nearest integer, halves up."),
+    (lambda n, p: max(1, math.ceil(p * n)), "ceil() always rounds up (1.05 -> 2); round to the nearest, halves up."),
+]
+
+
+def _check_q1(answer) -> str:
+    if not callable(answer):
+        raise CheckFailed(f"num_predictions must be a function, got {type(answer).__name__}")
+    for n, p in Q1_CASES:
+        where = f"num_candidates={n}, mask_prob={p} (p · n = {p * n:.4g})"
+        expected = _ref_num_predictions(n, p)
+        try:
+            got = answer(n, p)
+        except NotImplementedError:
+            raise
+        except Exception as e:  # the learner's bug, reported, never re-raised
+            raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
+        if got is None or got is Ellipsis:
+            raise NotImplementedError
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
+            raise CheckFailed(f"on {where}: expected a whole number, got {got!r}")
+        if got != expected:
+            message = f"on {where}: expected {expected}, got {int(got)}"
+            for wrong, why in Q1_DIAGNOSES:
+                if got == wrong(n, p):
+                    raise CheckFailed(f"{message} — {why}")
+            raise CheckFailed(message)
+    return f"correct on all {len(Q1_CASES)} cases (halves round up, at least one prediction)"
+
+
+q1 = Exercise(
+    name="Q1 (number of predictions)",
+    var="num_predictions",
+    checker=_check_q1,
+    hints=[
+        "Multiply: x = mask_prob * num_candidates, then round x to the nearest whole number.",
+        "Round halves UP: math.floor(x + 0.5). Python's round(4.5) gives 4 (halves to even).",
+        "A sequence always gets at least one prediction: max(1, ...).",
+    ],
+    solution='''
+def num_predictions(num_candidates, mask_prob=0.15):
+    x = mask_prob * num_candidates
+    return max(1, math.floor(x + 0.5))     # halves round up; at least one prediction
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: what a chosen token becomes
+# ---------------------------------------------------------------------------------------
+
+def _ref_apply(labels, u, random_ids, mask_id):
+    """The 80 / 10 / 10 rule of :func:`bertcourse.data.mask_tokens`, for given draws."""
+    return torch.where(u < 0.8, torch.full_like(labels, mask_id),
+                       torch.where(u < 0.9, random_ids, labels))
+
+
+def _apply_pitfall(labels, u, random_ids, mask_id):
+    # "random with probability 0.1" tested on the same u: never true once u >= 0.8
+    return torch.where(u < 0.8, torch.full_like(labels, mask_id), torch.where(u < 0.1, random_ids, labels))
+
+
+def _apply_swapped(labels, u, random_ids, mask_id):
+    return torch.where(u < 0.8, torch.full_like(labels, mask_id), torch.where(u < 0.9, labels, random_ids))
+
+
+def _apply_inclusive(labels, u, random_ids, mask_id):
+    return torch.where(u <= 0.8, torch.full_like(labels, mask_id), torch.where(u <= 0.9, random_ids, labels))
+
+
+def _apply_always_mask(labels, u, random_ids, mask_id):
+    return torch.full_like(labels, mask_id)
+
+
+def _apply_10_80_10(labels, u, random_ids, mask_id):
+    return torch.where(u < 0.1, torch.full_like(labels, mask_id), torch.where(u < 0.9, random_ids, labels))
+
+
+def _q2_case(k: int, seed: int, vocab: int = 50):
+    g = _gen(seed)
+    labels = torch.randint(5, vocab, (k,), generator=g)
+    return labels, torch.rand(k, generator=g), torch.randint(5, vocab, (k,), generator=g), 4
+
+
+_BOUNDARY_U = torch.tensor([0.0, 0.5, 0.7999, 0.8, 0.85, 0.8999, 0.9, 0.95, 0.9999])
+
+Q2_CASES = [
+    ("u at and around the thresholds 0.8 and 0.9",
+     (torch.arange(10, 19), _BOUNDARY_U, torch.arange(30, 39), 4)),
+    ("60 chosen tokens with random u", _q2_case(60, 1)),
+    ("one chosen token, u = 0.83", (torch.tensor([17]), torch.tensor([0.83]), torch.tensor([9]), 4)),
+    ("a random token that happens to be the original one",
+     (torch.tensor([7, 8]), torch.tensor([0.86, 0.86]), torch.tensor([7, 20]), 4)),
+    ("another mask id (103, as in bert-base-uncased)",
+     (torch.tensor([2000, 2001, 2002]), torch.tensor([0.1, 0.82, 0.93]), torch.tensor([999, 998, 997]), 103)),
+]
+
+Q2_DIAGNOSES = [
+    (_apply_pitfall, "no token ever becomes a random one: once u < 0.8 is false, u is at least 0.8, "
+                     "so a test like u < 0.1 is never true. The bands are [0, 0.8) [MASK], "
+                     "[0.8, 0.9) random, [0.9, 1) unchanged."),
+    (_apply_swapped, "you swapped the last two bands: here [0.8, 0.9) is the random token and "
+                     "[0.9, 1) keeps the original (the shares would be the same, but the check "
+                     "compares token by token)."),
+    (_apply_inclusive, "check the boundaries: u = 0.8 exactly is a random token and u = 0.9 exactly "
+                       "keeps the original (use u < 0.8 and u < 0.9)."),
+    (_apply_always_mask, "every chosen token became [MASK]; only u < 0.8 does (80 %)."),
+    (_apply_10_80_10, "only u < 0.8 becomes [MASK] (80 %), then [0.8, 0.9) random, [0.9, 1) unchanged."),
+]
+
+
+def _check_q2(answer) -> str:
+    return run_cases(answer, _ref_apply, Q2_CASES, Q2_DIAGNOSES, atol=0)
+
+
+q2 = Exercise(
+    name="Q2 (the 80 / 10 / 10 rule)",
+    var="apply_80_10_10",
+    checker=_check_q2,
+    hints=[
+        "One uniform number u per chosen token decides: u < 0.8 -> mask_id; 0.8 <= u < 0.9 -> "
+        "the random id; u >= 0.9 -> the original label.",
+        "torch.where(condition, a, b) picks a where the condition holds, else b; nest two of them.",
+        "torch.where(u < 0.8, mask_id, torch.where(u < 0.9, random_ids, labels)) — with "
+        "torch.full_like(labels, mask_id) for the first branch if your torch wants a tensor.",
+    ],
+    solution='''
+def apply_80_10_10(labels, u, random_ids, mask_id):
+    # labels, u, random_ids: (num_preds,)
+    masked = torch.full_like(labels, mask_id)
+    return torch.where(u < 0.8, masked,                      # 80 %: [MASK]
+                       torch.where(u < 0.9, random_ids,      # 10 %: a random token
+                                   labels))                  # 10 %: unchanged
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3: the weighted MLM loss
+# ---------------------------------------------------------------------------------------
+
+def _ref_loss(logits, labels, weights):
+    return mlm_loss(logits, labels, weights)
+
+
+def _per_slot(logits, labels):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                           reduction="none").reshape(labels.shape)
+
+
+def _loss_pitfall(logits, labels, weights):
+    mean = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+    return (mean * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
+def _loss_sum(logits, labels, weights):
+    return (_per_slot(logits, labels) * weights).sum()
+
+
+def _loss_per_slot_count(logits, labels, weights):
+    return (_per_slot(logits, labels) * weights).sum() / weights.numel()
+
+
+def _loss_mean_of_sequences(logits, labels, weights):
+    per_seq = (_per_slot(logits, labels) * weights).sum(1) / weights.sum(1).clamp(min=1e-8)
+    return per_seq.mean()
+
+
+def _loss_nan_when_empty(logits, labels, weights):
+    return (_per_slot(logits, labels) * weights).sum() / weights.sum()
+
+
+def _q3_case(batch: int, preds: int, vocab: int, weights, seed: int):
+    g = _gen(seed)
+    logits = torch.randn(batch, preds, vocab, generator=g) * 2
+    labels = torch.randint(0, vocab, (batch, preds), generator=g)
+    return logits, labels, torch.as_tensor(weights, dtype=torch.float32)
+
+
+Q3_CASES = [
+    ("batch=2, 4 slots, vocab 7, padded slots (weights [[1,1,1,0],[1,0,0,0]])",
+     _q3_case(2, 4, 7, [[1, 1, 1, 0], [1, 0, 0, 0]], 1)),
+    ("no padding (all weights 1)", _q3_case(3, 2, 11, [[1, 1], [1, 1], [1, 1]], 2)),
+    ("one sequence with one prediction", _q3_case(1, 1, 5, [[1]], 3)),
+    ("fractional weights", _q3_case(2, 3, 6, [[0.5, 1.0, 0.0], [1.5, 0.25, 1.0]], 4)),
+    ("no real prediction at all (every weight 0: the loss is 0, not NaN)",
+     _q3_case(2, 2, 4, [[0, 0], [0, 0]], 5)),
+]
+
+Q3_DIAGNOSES = [
+    (_loss_pitfall, "your loss is the plain mean over every slot, padding included. Multiplying a "
+                    "reduction='mean' loss by the weights does not help: the mean already contains the "
+                    "padded slots, and (mean · w).sum() / w.sum() is that same mean. Use "
+                    "reduction='none' (one loss per slot), then weight, sum and divide."),
+    (_loss_sum, "you summed the weighted losses but did not divide by the sum of the weights."),
+    (_loss_per_slot_count, "divide by the sum of the weights (the number of real predictions), not by "
+                           "the number of slots."),
+    (_loss_mean_of_sequences, "you averaged each sequence first, then the sequences: every real "
+                              "prediction must count equally, so sum over the whole batch and divide "
+                              "once by the total weight."),
+    (_loss_nan_when_empty, "with every weight 0 the sum of the weights is 0 and you divided by it "
+                           "(NaN); divide by weights.sum().clamp(min=1e-8) so the loss is 0."),
+]
+
+
+def _check_q3(answer) -> str:
+    return run_cases(answer, _ref_loss, Q3_CASES, Q3_DIAGNOSES)
+
+
+q3 = Exercise(
+    name="Q3 (the weighted MLM loss)",
+    var="weighted_mlm_loss",
+    checker=_check_q3,
+    hints=[
+        "logits are (batch, max_preds, vocab), labels and weights (batch, max_preds). Get one "
+        "cross-entropy per slot: F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1), "
+        "reduction='none').",
+        "Multiply each slot's loss by its weight, sum, and divide by the sum of the weights.",
+        "Guard the division: weights.sum().clamp(min=1e-8), so a batch without predictions gives 0.",
+    ],
+    solution='''
+def weighted_mlm_loss(logits, labels, weights):
+    vocab = logits.shape[-1]
+    per_slot = F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1), reduction="none")
+    w = weights.reshape(-1)
+    return (per_slot * w).sum() / w.sum().clamp(min=1e-8)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q4: gather the hidden states at the prediction positions
+# ---------------------------------------------------------------------------------------
+
+def _ref_gather(X, pred_positions):
+    return MaskLM.gather(X, pred_positions)
+
+
+def _gather_cross(X, pred_positions):
+    return X[:, pred_positions]
+
+
+def _gather_first_row(X, pred_positions):
+    return X[:, pred_positions[0]]
+
+
+def _q4_case(batch: int, seq: int, hidden: int, positions, seed: int):
+    return (torch.randn(batch, seq, hidden, generator=_gen(seed)), torch.tensor(positions))
+
+
+Q4_CASES = [
+    ("batch=2, seq=6, hidden=4, 3 predictions each", _q4_case(2, 6, 4, [[1, 3, 4], [2, 2, 5]], 1)),
+    ("padding slots at position 0", _q4_case(3, 5, 2, [[1, 0], [4, 0], [2, 3]], 2)),
+    ("a batch of one", _q4_case(1, 4, 3, [[3, 1]], 3)),
+    ("one prediction per sequence", _q4_case(4, 3, 5, [[1], [2], [0], [1]], 4)),
+]
+
+Q4_DIAGNOSES = [
+    (_gather_cross, "X[:, pred_positions] gives every sequence the positions of every sequence "
+                    "(shape (batch, batch, num_preds, hidden)). Sequence b must use its own row "
+                    "pred_positions[b]: X[torch.arange(batch)[:, None], pred_positions]."),
+    (_gather_first_row, "you used the first sequence's positions for the whole batch; sequence b has "
+                        "its own row pred_positions[b]."),
+]
+
+
+def _check_q4(answer) -> str:
+    return run_cases(answer, _ref_gather, Q4_CASES, Q4_DIAGNOSES)
+
+
+q4 = Exercise(
+    name="Q4 (gather the prediction positions)",
+    var="gather_predictions",
+    checker=_check_q4,
+    hints=[
+        "The result is (batch, num_preds, hidden): out[b, i] = X[b, pred_positions[b, i]].",
+        "Advanced indexing with two index tensors that broadcast: a (batch, 1) column of batch "
+        "indices and the (batch, num_preds) positions.",
+        "X[torch.arange(X.shape[0])[:, None], pred_positions]",
+    ],
+    solution='''
+def gather_predictions(X, pred_positions):
+    # X: (batch, seq, hidden), pred_positions: (batch, num_preds)
+    batch_idx = torch.arange(X.shape[0])[:, None]            # (batch, 1), broadcasts
+    return X[batch_idx, pred_positions]                      # (batch, num_preds, hidden)
+''',
+)

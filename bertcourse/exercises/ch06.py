@@ -1,0 +1,387 @@
+"""Chapter 6 exercises: next sentence prediction.
+
+In the notebook::
+
+    from bertcourse.exercises.ch06 import q1, q2, q3, q4, q1_pairs
+
+* ``q1`` — ``pair_labels``: the labels (0 = IsNext, 1 = NotNext) of six pairs drawn from
+  the corpus by :func:`bertcourse.data.make_nsp_pair` (``q1_pairs()`` lists them).
+* ``q2`` — ``my_truncate_pair(tokens_a, tokens_b, max_len)``: make ``[CLS] A [SEP] B [SEP]``
+  fit, cutting the longer sentence first.
+* ``q3`` — ``nsp_logits_by_hand(encoded, pool_w, pool_b, cls_w, cls_b)``: the NSP head
+  (pooler + classifier) on the ``[CLS]`` state, written with tensor operations.
+* ``q4`` — ``nsp_cross_entropy(logits, labels)``: the NSP loss.
+
+The references are the package's :func:`bertcourse.data.make_nsp_pair` (through the pair
+sampler's :func:`bertcourse.widgets.nsp.sample_pair`), :func:`bertcourse.data.truncate_pair`,
+:class:`bertcourse.bert.Pooler` + :class:`bertcourse.bert.NextSentencePred`, and
+:func:`bertcourse.data.nsp_loss`.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..bert import NextSentencePred, Pooler
+from ..data import IS_NEXT, NOT_NEXT, generate_corpus, nsp_loss, truncate_pair
+from ..widgets.nsp import sample_pair
+from .core import CheckFailed, Exercise, run_cases
+
+__all__ = ["q1", "q2", "q3", "q4", "q1_pairs"]
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# ---------------------------------------------------------------------------------------
+# Q1: label six pairs
+# ---------------------------------------------------------------------------------------
+
+# Draws of the pair sampler (seed 5) whose labels a careful reader can tell from the text
+Q1_SEED, Q1_DRAWS = 5, (6, 3, 9, 11, 14, 12)
+
+
+def _q1_examples() -> list:
+    paragraphs = generate_corpus(0).train
+    return [sample_pair(paragraphs, Q1_SEED, d)[:3] for d in Q1_DRAWS]
+
+
+def q1_pairs() -> list:
+    """The six ``(sentence_a, sentence_b)`` pairs of Q1."""
+    return [(a, b) for a, b, _ in _q1_examples()]
+
+
+def _ref_pair_labels() -> list:
+    return [label for _, _, label in _q1_examples()]
+
+
+def _check_q1(answer) -> str:
+    expected = _ref_pair_labels()
+    if isinstance(answer, torch.Tensor):
+        answer = answer.tolist()
+    if not isinstance(answer, (list, tuple)):
+        raise CheckFailed(f"pair_labels must be a list of {len(expected)} labels, got {type(answer).__name__}")
+    if len(answer) != len(expected):
+        raise CheckFailed(f"pair_labels must hold {len(expected)} labels (one per pair), got {len(answer)}")
+    for i, x in enumerate(answer):
+        if isinstance(x, str):
+            raise CheckFailed(f"label {i} is the string {x!r}: write the numbers, "
+                              f"{IS_NEXT} for IsNext and {NOT_NEXT} for NotNext")
+        if isinstance(x, bool) or x not in (IS_NEXT, NOT_NEXT):
+            raise CheckFailed(f"label {i} is {x!r}; a label is {IS_NEXT} (IsNext: B follows A) or "
+                              f"{NOT_NEXT} (NotNext: B is random)")
+    answer = [int(x) for x in answer]
+    if answer == [1 - x for x in expected]:
+        raise CheckFailed("every label is flipped: you used 1 = IsNext (as d2l's code does). This course "
+                          "follows Hugging Face: 0 = IsNext (B follows A), 1 = NotNext (B is random).")
+    wrong = [i for i, (x, y) in enumerate(zip(answer, expected)) if x != y]
+    if wrong:
+        i = wrong[0]
+        raise CheckFailed(f"{len(wrong)} of {len(expected)} labels are wrong, the first is pair {i} "
+                          f"(you wrote {answer[i]}). Who is B about? Does its pronoun fit A?")
+    return f"all {len(expected)} labels right (0 = IsNext, 1 = NotNext)"
+
+
+q1 = Exercise(
+    name="Q1 (label the pairs)",
+    var="pair_labels",
+    checker=_check_q1,
+    hints=[
+        "The labels follow Hugging Face: 0 = IsNext (B is the sentence after A), 1 = NotNext "
+        "(B is a random sentence of another paragraph).",
+        "A paragraph stays on one entity. If B talks about somebody or something else, uses the "
+        "wrong pronoun (she after a man, it after a person), or is a first sentence that introduces "
+        "someone ('meet ...'), it is probably random.",
+    ],
+    solution='''
+pair_labels = [
+    1,   # a person is introduced ("meet ..."), then an animal eats berries: another paragraph
+    0,   # a judge called ugeirn, then "she has a sister called ... ugeirn": the same family
+    0,   # stuthaa gets up at dawn, "then stuthaa goes to the court": the day goes on
+    1,   # "he speaks ...", then "she goes to a forge": the pronoun changed
+    1,   # a nurse, then "the jeileisvyo is a tiny animal": the first sentence of an animal paragraph
+    0,   # he keeps a fesreses, then "the fesreses lives in the forest": a chain about the pet
+]
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: truncate a pair
+# ---------------------------------------------------------------------------------------
+
+def _ref_truncate(tokens_a, tokens_b, max_len):
+    return truncate_pair(tokens_a, tokens_b, max_len)
+
+
+def _trunc_front(a, b, max_len):
+    a, b = list(a), list(b)
+    while len(a) + len(b) + 3 > max_len:
+        (a if len(a) > len(b) else b).pop(0)
+    return a, b
+
+
+def _trunc_a_first(a, b, max_len):
+    a, b = list(a), list(b)
+    while len(a) + len(b) + 3 > max_len:
+        (a if a else b).pop()
+    return a, b
+
+
+def _trunc_no_specials(a, b, max_len):
+    a, b = list(a), list(b)
+    while len(a) + len(b) > max_len:
+        (a if len(a) > len(b) else b).pop()
+    return a, b
+
+
+def _trunc_ties_a(a, b, max_len):
+    a, b = list(a), list(b)
+    while len(a) + len(b) + 3 > max_len:
+        (a if len(a) >= len(b) else b).pop()
+    return a, b
+
+
+def _trunc_two_specials(a, b, max_len):
+    a, b = list(a), list(b)
+    while len(a) + len(b) + 2 > max_len:
+        (a if len(a) > len(b) else b).pop()
+    return a, b
+
+
+def _words(prefix: str, n: int) -> list:
+    return [f"{prefix}{i}" for i in range(n)]
+
+
+Q2_CASES = [
+    ("A 10 tokens, B 4, max_len 12 (only A is cut)", (_words("a", 10), _words("b", 4), 12)),
+    ("A 3 tokens, B 9, max_len 10 (only B is cut)", (_words("a", 3), _words("b", 9), 10)),
+    ("A 6, B 6, max_len 12 (equally long: B loses a token first)", (_words("a", 6), _words("b", 6), 12)),
+    ("A 8, B 5, max_len 11 (A is cut to B's length, then both take turns)", (_words("a", 8), _words("b", 5), 11)),
+    ("the pair already fits (A 2, B 3, max_len 8)", (_words("a", 2), _words("b", 3), 8)),
+    ("max_len 3: only [CLS] [SEP] [SEP] fit", (_words("a", 4), _words("b", 2), 3)),
+    ("B is empty", (_words("a", 7), [], 6)),
+]
+
+Q2_DIAGNOSES = [
+    (_trunc_front, "you removed tokens from the front; remove the LAST token of the longer sentence."),
+    (_trunc_no_specials, "the limit counts [CLS] and the two [SEP] as well: len(A) + len(B) + 3 <= max_len."),
+    (_trunc_two_specials, "a pair has three special tokens, [CLS] A [SEP] B [SEP]: len(A) + len(B) + 3 <= max_len."),
+    (_trunc_ties_a, "when A and B are equally long, B loses its last token (cut A only when it is "
+                    "strictly longer)."),
+    (_trunc_a_first, "cut the longer sentence, one token at a time, not always A first: a short "
+                     "sentence is only touched once the long one is as short."),
+]
+
+
+def _check_q2(answer) -> str:
+    if not callable(answer):
+        raise CheckFailed(f"my_truncate_pair must be a function, got {type(answer).__name__}")
+    for description, (a, b, max_len) in Q2_CASES:
+        expected = _ref_truncate(a, b, max_len)
+        a_in, b_in = list(a), list(b)
+        try:
+            got = answer(a_in, b_in, max_len)
+        except NotImplementedError:
+            raise
+        except Exception as e:  # the learner's bug, reported, never re-raised
+            raise CheckFailed(f"on {description}, your code raised {type(e).__name__}: {e}") from None
+        if got is None or got is Ellipsis:
+            raise NotImplementedError
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise CheckFailed(f"on {description}: return a pair (tokens_a, tokens_b), got {got!r}")
+        got = (list(got[0]), list(got[1]))
+        if got != (list(expected[0]), list(expected[1])):
+            message = (f"on {description}: expected A={expected[0]}, B={expected[1]}; "
+                       f"got A={got[0]}, B={got[1]}")
+            for wrong, why in Q2_DIAGNOSES:
+                if got == wrong(a, b, max_len):
+                    raise CheckFailed(f"{message} — {why}")
+            raise CheckFailed(message)
+        if (a_in, b_in) != (a, b):
+            raise CheckFailed(f"on {description}: the result is right, but you changed the lists you were "
+                              f"given (the caller's sentences lost tokens). Copy them first: "
+                              f"a, b = list(tokens_a), list(tokens_b).")
+    return f"correct on all {len(Q2_CASES)} cases (the longer sentence loses its last token first)"
+
+
+q2 = Exercise(
+    name="Q2 (truncate a pair)",
+    var="my_truncate_pair",
+    checker=_check_q2,
+    hints=[
+        "The pair takes len(A) + len(B) + 3 positions ([CLS], [SEP], [SEP]). While that is more "
+        "than max_len, remove one token.",
+        "Which one? The last token of the longer sentence; of B when both are equally long.",
+        "Work on copies (list(tokens_a)) so that the caller's lists stay as they were; list.pop() "
+        "removes the last element.",
+    ],
+    solution='''
+def my_truncate_pair(tokens_a, tokens_b, max_len):
+    a, b = list(tokens_a), list(tokens_b)          # copies: never change the caller's lists
+    while len(a) + len(b) + 3 > max_len:           # [CLS] A [SEP] B [SEP]
+        (a if len(a) > len(b) else b).pop()        # the longer one loses its last token
+    return a, b
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3: the NSP head by hand
+# ---------------------------------------------------------------------------------------
+
+def _ref_head(encoded, pool_w, pool_b, cls_w, cls_b):
+    hidden = encoded.shape[-1]
+    pooler, classifier = Pooler(hidden), NextSentencePred(hidden)
+    with torch.no_grad():
+        pooler.dense.weight.copy_(pool_w)
+        pooler.dense.bias.copy_(pool_b)
+        classifier.output.weight.copy_(cls_w)
+        classifier.output.bias.copy_(cls_b)
+        return classifier(pooler(encoded))
+
+
+def _head_mean(encoded, pool_w, pool_b, cls_w, cls_b):
+    return torch.tanh(encoded.mean(1) @ pool_w.T + pool_b) @ cls_w.T + cls_b
+
+
+def _head_last(encoded, pool_w, pool_b, cls_w, cls_b):
+    return torch.tanh(encoded[:, -1] @ pool_w.T + pool_b) @ cls_w.T + cls_b
+
+
+def _head_no_tanh(encoded, pool_w, pool_b, cls_w, cls_b):
+    return (encoded[:, 0] @ pool_w.T + pool_b) @ cls_w.T + cls_b
+
+
+def _head_no_transpose(encoded, pool_w, pool_b, cls_w, cls_b):
+    return torch.tanh(encoded[:, 0] @ pool_w + pool_b) @ cls_w.T + cls_b
+
+
+def _head_no_pooler(encoded, pool_w, pool_b, cls_w, cls_b):
+    return encoded[:, 0] @ cls_w.T + cls_b
+
+
+def _q3_case(batch: int, seq: int, hidden: int, seed: int):
+    g = _gen(seed)
+    return (torch.randn(batch, seq, hidden, generator=g), torch.randn(hidden, hidden, generator=g) / hidden ** 0.5,
+            torch.randn(hidden, generator=g) * 0.1, torch.randn(2, hidden, generator=g),
+            torch.randn(2, generator=g) * 0.1)
+
+
+Q3_CASES = [
+    ("batch=3, seq=5, hidden=8", _q3_case(3, 5, 8, 1)),
+    ("a batch of one, seq=7, hidden=4", _q3_case(1, 7, 4, 2)),
+    ("seq=1 (only [CLS])", _q3_case(2, 1, 6, 3)),
+    ("hidden=16, seq=12", _q3_case(2, 12, 16, 4)),
+]
+
+Q3_DIAGNOSES = [
+    (_head_mean, "you averaged over the sequence; BERT's head reads only the [CLS] state, encoded[:, 0]."),
+    (_head_last, "you read the last position; [CLS] is the FIRST token: encoded[:, 0]."),
+    (_head_no_tanh, "the pooler is dense + tanh: torch.tanh(cls @ pool_w.T + pool_b)."),
+    (_head_no_transpose, "nn.Linear stores its weight as (out_features, in_features) and computes "
+                         "x @ weight.T + bias; you multiplied by the weight without .T (same shape here, "
+                         "so no error — but the wrong numbers)."),
+    (_head_no_pooler, "you skipped the pooler: the classifier reads tanh(dense(cls)), not cls itself."),
+]
+
+
+def _check_q3(answer) -> str:
+    return run_cases(answer, _ref_head, Q3_CASES, Q3_DIAGNOSES)
+
+
+q3 = Exercise(
+    name="Q3 (the NSP head by hand)",
+    var="nsp_logits_by_hand",
+    checker=_check_q3,
+    hints=[
+        "Three steps: cls = encoded[:, 0] (batch, hidden); pooled = tanh(cls @ pool_w.T + pool_b); "
+        "logits = pooled @ cls_w.T + cls_b (batch, 2).",
+        "The weights are stored like nn.Linear's: pool_w is (hidden_out, hidden_in), cls_w is (2, hidden). "
+        "F.linear(x, w, b) computes x @ w.T + b.",
+    ],
+    solution='''
+def nsp_logits_by_hand(encoded, pool_w, pool_b, cls_w, cls_b):
+    cls = encoded[:, 0]                                   # (batch, hidden): only [CLS]
+    pooled = torch.tanh(cls @ pool_w.T + pool_b)          # the pooler: dense + tanh
+    return pooled @ cls_w.T + cls_b                       # (batch, 2)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q4: the NSP loss
+# ---------------------------------------------------------------------------------------
+
+def _ref_nsp(logits, labels):
+    return nsp_loss(logits, labels)
+
+
+def _nsp_flipped(logits, labels):
+    return F.cross_entropy(logits, 1 - labels)
+
+
+def _nsp_sum(logits, labels):
+    return F.cross_entropy(logits, labels, reduction="sum")
+
+
+def _nsp_no_log(logits, labels):
+    p = torch.softmax(logits, -1).gather(1, labels[:, None]).squeeze(1)
+    return (1 - p).mean()
+
+
+def _nsp_no_softmax(logits, labels):
+    return -logits.gather(1, labels[:, None]).squeeze(1).mean()
+
+
+def _q4_case(batch: int, labels, seed: int):
+    return torch.randn(batch, 2, generator=_gen(seed)) * 2, torch.tensor(labels)
+
+
+Q4_CASES = [
+    ("6 pairs, labels [0, 1, 1, 0, 0, 1]", _q4_case(6, [0, 1, 1, 0, 0, 1], 1)),
+    ("all IsNext", _q4_case(3, [0, 0, 0], 2)),
+    ("one pair, NotNext", _q4_case(1, [1], 3)),
+    ("confident logits (|logit| up to ~20)", (torch.tensor([[20.0, -20.0], [-15.0, 15.0], [3.0, -1.0]]),
+                                              torch.tensor([0, 0, 1]))),
+]
+
+Q4_DIAGNOSES = [
+    (_nsp_flipped, "your labels are flipped: column 0 is IsNext and label 0 means IsNext, so the loss "
+                   "is -log softmax(logits)[label] with the label as given."),
+    (_nsp_sum, "you summed over the batch; take the mean."),
+    (_nsp_no_softmax, "a loss needs log-probabilities: log_softmax(logits), not the raw logits."),
+    (_nsp_no_log, "cross-entropy is -log p(label), not 1 - p(label)."),
+]
+
+
+def _check_q4(answer) -> str:
+    if not callable(answer):
+        raise CheckFailed(f"nsp_cross_entropy must be a function, got {type(answer).__name__}")
+
+    def as_tensor(*args):                 # a Python float is fine too
+        got = answer(*args)
+        return torch.as_tensor(got, dtype=torch.float32) if isinstance(got, float) else got
+
+    return run_cases(as_tensor, _ref_nsp, Q4_CASES, Q4_DIAGNOSES)
+
+
+q4 = Exercise(
+    name="Q4 (the NSP loss)",
+    var="nsp_cross_entropy",
+    checker=_check_q4,
+    hints=[
+        "For each pair: log-probabilities log_softmax(logits) over the 2 classes, pick the one of "
+        "its label, negate. Then average over the batch.",
+        "torch.log_softmax(logits, dim=-1) is (batch, 2); .gather(1, labels[:, None]) picks each "
+        "row's label column.",
+        "-torch.log_softmax(logits, -1)[torch.arange(len(labels)), labels].mean()",
+    ],
+    solution='''
+def nsp_cross_entropy(logits, labels):
+    # logits: (batch, 2), labels: (batch,) with 0 = IsNext, 1 = NotNext
+    log_p = torch.log_softmax(logits, dim=-1)
+    return -log_p[torch.arange(len(labels)), labels].mean()
+''',
+)

@@ -1,0 +1,209 @@
+"""Tests for the chapter 5 exercises (bertcourse.exercises.ch05).
+
+The wrong answers below are written the way a learner would write them (not imported
+from the module), so the tests check that real mistakes get a message naming them.
+"""
+import math
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bertcourse.bert import MaskLM
+from bertcourse.data import SPECIAL_TOKENS, Vocab, mask_tokens, mlm_loss, num_mlm_preds
+from bertcourse.exercises import ch05
+from bertcourse.exercises.ch05 import q1, q2, q3, q4
+
+EXERCISES = [q1, q2, q3, q4]
+
+
+def solution_function(ex):
+    namespace = {"math": math, "torch": torch, "F": F}
+    exec(ex.solution(), namespace)
+    return namespace[ex.var]
+
+
+def assert_fails_with(ex, answer, *fragments):
+    result = ex.check(answer)
+    assert result.status == "fail", result.message
+    for fragment in fragments:
+        assert fragment in result.message, result.message
+    return result
+
+
+# --- references and solutions pass -------------------------------------------------------
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_printed_solution_passes(ex):
+    result = ex.check(solution_function(ex))
+    assert result.status == "pass", result.message
+
+
+def test_reference_implementations_pass_their_own_check():
+    assert q1.check(ch05._ref_num_predictions)
+    assert q2.check(ch05._ref_apply)
+    assert q3.check(ch05._ref_loss)
+    assert q4.check(ch05._ref_gather)
+
+
+def test_q1_reference_is_the_package_rule():
+    assert [ch05._ref_num_predictions(n, p) for n, p in ch05.Q1_CASES] == \
+        [num_mlm_preds(n, p) for n, p in ch05.Q1_CASES]
+    # the cases contain halves (where round() differs) and a case that needs "at least one"
+    assert any(round(p * n) != num_mlm_preds(n, p) for n, p in ch05.Q1_CASES)
+    assert any(math.floor(p * n + 0.5) == 0 for n, p in ch05.Q1_CASES)
+
+
+def test_q2_reference_is_the_rule_inside_mask_tokens():
+    """Replay mask_tokens' random draws (positions, then u, then the random ids) and check
+    that the exercise's rule gives exactly what mask_tokens wrote at the chosen positions."""
+    vocab = Vocab(list(SPECIAL_TOKENS) + [f"w{i}" for i in range(5, 60)])
+    seq = [2] + list(range(5, 45)) + [3]
+    pool = torch.arange(5, 60)
+    for seed in range(200):
+        m = mask_tokens(seq, vocab, generator=torch.Generator().manual_seed(seed))
+        g = torch.Generator().manual_seed(seed)
+        k = num_mlm_preds(40)
+        positions = (torch.arange(1, 41)[torch.randperm(40, generator=g)[:k]]).sort().values
+        u = torch.rand(k, generator=g)
+        random_ids = pool[torch.randint(len(pool), (k,), generator=g)]
+        assert torch.equal(positions, m.pred_positions)
+        assert torch.equal(ch05._ref_apply(m.labels, u, random_ids, vocab.mask_id), m.ids[m.pred_positions])
+
+
+def test_q3_q4_references_are_the_package():
+    args = ch05.Q3_CASES[0][1]
+    assert torch.equal(ch05._ref_loss(*args), mlm_loss(*args))
+    X, pos = ch05.Q4_CASES[0][1]
+    assert torch.equal(ch05._ref_gather(X, pos), MaskLM.gather(X, pos))
+    assert torch.equal(ch05._ref_gather(X, pos)[1, 2], X[1, pos[1, 2]])
+
+
+def test_cases_include_edge_cases():
+    u = ch05.Q2_CASES[0][1][1]
+    assert bool((u == 0.8).any()) and bool((u == 0.9).any())     # exactly on the thresholds (float32)
+    assert any(float(args[2].sum()) == 0 for _, args in ch05.Q3_CASES)              # no prediction
+    assert any(((args[2] > 0) & (args[2] < 1)).any() for _, args in ch05.Q3_CASES)  # fractional
+    assert any(args[0].shape[0] == 1 for _, args in ch05.Q4_CASES)
+
+
+# --- typical mistakes get a message naming them ------------------------------------------
+
+def test_q1_mistakes():
+    assert_fails_with(q1, lambda n, p=0.15: max(1, round(p * n)), "rounds halves to the nearest EVEN")
+    assert_fails_with(q1, lambda n, p=0.15: math.floor(p * n + 0.5), "at least one prediction")
+    assert_fails_with(q1, lambda n, p=0.15: max(1, int(p * n)), "int() cuts the fraction off")
+    assert_fails_with(q1, lambda n, p=0.15: max(1, math.ceil(p * n)), "ceil() always rounds up")
+    assert_fails_with(q1, lambda n, p=0.15: 0.15 * n, "expected a whole number")
+    assert_fails_with(q1, lambda n, p=0.15: 3, "expected 15, got 3")
+    assert_fails_with(q1, 3, "must be a function")
+
+
+def test_q2_mistakes():
+    def pitfall(labels, u, random_ids, mask_id):
+        out = labels.clone()
+        for i in range(len(u)):
+            if u[i] < 0.8:
+                out[i] = mask_id
+            elif u[i] < 0.1:           # "10 % random" tested on the same u
+                out[i] = random_ids[i]
+        return out
+
+    def swapped(labels, u, random_ids, mask_id):
+        return torch.where(u < 0.8, mask_id, torch.where(u < 0.9, labels, random_ids))
+
+    def inclusive(labels, u, random_ids, mask_id):
+        return torch.where(u <= 0.8, mask_id, torch.where(u <= 0.9, random_ids, labels))
+
+    assert_fails_with(q2, pitfall, "no token ever becomes a random one")
+    assert_fails_with(q2, swapped, "swapped the last two bands")
+    assert_fails_with(q2, inclusive, "check the boundaries")
+    assert_fails_with(q2, lambda labels, u, r, m: torch.full_like(labels, m), "every chosen token became [MASK]")
+    assert_fails_with(q2, lambda labels, u, r, m: labels, "first difference")
+
+
+def test_q3_mistakes():
+    def mean_then_weights(logits, labels, weights):
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))  # 'mean'
+        w = weights.reshape(-1)
+        return (loss * w).sum() / w.sum()
+
+    def plain_mean(logits, labels, weights):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+    def per_slot(logits, labels):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                               reduction="none").reshape(labels.shape)
+
+    def no_guard(logits, labels, weights):
+        return (per_slot(logits, labels) * weights).sum() / weights.sum()
+
+    def by_slots(logits, labels, weights):
+        return (per_slot(logits, labels) * weights).sum() / weights.numel()
+
+    def by_sequence(logits, labels, weights):
+        return ((per_slot(logits, labels) * weights).sum(1) / weights.sum(1)).mean()
+
+    assert_fails_with(q3, mean_then_weights, "plain mean over every slot, padding included")
+    assert_fails_with(q3, plain_mean, "plain mean over every slot, padding included")
+    assert_fails_with(q3, lambda lo, la, w: (per_slot(lo, la) * w).sum(), "did not divide")
+    assert_fails_with(q3, by_slots, "not by the number of slots")
+    assert_fails_with(q3, by_sequence, "averaged each sequence first")
+    assert_fails_with(q3, no_guard, "every weight 0", "NaN")
+
+
+def test_q4_mistakes():
+    assert_fails_with(q4, lambda X, pos: X[:, pos], "own row pred_positions[b]", "(batch, batch, num_preds, hidden)")
+    assert_fails_with(q4, lambda X, pos: X[:, pos[0]], "first sequence's positions")
+    assert_fails_with(q4, lambda X, pos: X[:, :pos.shape[1]], "first difference")
+
+
+# --- stubs are "not attempted"; exceptions are failures --------------------------------
+
+def stub_q1(num_candidates, mask_prob=0.15):
+    ...
+
+
+def stub_q2(labels, u, random_ids, mask_id):
+    raise NotImplementedError
+
+
+def stub_q3(logits, labels, weights):
+    ...
+
+
+def stub_q4(X, pred_positions):
+    ...
+
+
+@pytest.mark.parametrize("ex, stub", [(q1, stub_q1), (q2, stub_q2), (q3, stub_q3), (q4, stub_q4)],
+                         ids=["q1", "q2", "q3", "q4"])
+def test_stub_is_not_attempted(ex, stub):
+    result = ex.check(stub)
+    assert result.status == "not attempted", result.message
+    assert str(result).startswith("[NOT ATTEMPTED YET]")
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_undefined_answer_is_not_attempted(ex, monkeypatch):
+    monkeypatch.delattr(sys.modules["__main__"], ex.var, raising=False)
+    result = ex.check()
+    assert result.status == "not attempted" and f"define `{ex.var}`" in result.message
+
+
+@pytest.mark.parametrize("ex, crash", [
+    (q1, lambda n, p=0.15: n // 0),
+    (q2, lambda labels, u, r, m: torch.where(u < 0.8, m, labels, r)),
+    (q3, lambda logits, labels, weights: F.cross_entropy(logits, labels)),     # 3-D logits: wrong axis
+    (q4, lambda X, pos: torch.gather(X, 1, pos)),                              # index not expanded
+], ids=["q1", "q2", "q3", "q4"])
+def test_learner_exception_is_a_failed_check(ex, crash):
+    result = ex.check(crash)
+    assert result.status == "fail"
+    assert "your code raised" in result.message
+
+
+def test_hints_and_solutions_exist():
+    for ex in EXERCISES:
+        assert len(ex.hints) >= 2 and ex.var in ex.solution()

@@ -1,0 +1,204 @@
+"""Tests for the chapter 6 exercises (bertcourse.exercises.ch06).
+
+The wrong answers below are written the way a learner would write them (not imported
+from the module), so the tests check that real mistakes get a message naming them.
+"""
+import math
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bertcourse.bert import NextSentencePred, Pooler
+from bertcourse.data import IS_NEXT, NOT_NEXT, generate_corpus, make_nsp_pair, nsp_loss, truncate_pair
+from bertcourse.exercises import ch06
+from bertcourse.exercises.ch06 import q1, q1_pairs, q2, q3, q4
+from bertcourse.widgets.nsp import pair_rng
+
+EXERCISES = [q1, q2, q3, q4]
+
+
+def solution_value(ex):
+    namespace = {"math": math, "torch": torch, "F": F}
+    exec(ex.solution(), namespace)
+    return namespace[ex.var]
+
+
+def assert_fails_with(ex, answer, *fragments):
+    result = ex.check(answer)
+    assert result.status == "fail", result.message
+    for fragment in fragments:
+        assert fragment in result.message, result.message
+    return result
+
+
+# --- references and solutions pass -------------------------------------------------------
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_printed_solution_passes(ex):
+    result = ex.check(solution_value(ex))
+    assert result.status == "pass", result.message
+
+
+def test_reference_implementations_pass_their_own_check():
+    assert q1.check(ch06._ref_pair_labels())
+    assert q2.check(ch06._ref_truncate)
+    assert q3.check(ch06._ref_head)
+    assert q4.check(ch06._ref_nsp)
+
+
+def test_q1_pairs_and_labels_come_from_make_nsp_pair():
+    paragraphs = generate_corpus(0).train
+    pairs, labels = q1_pairs(), ch06._ref_pair_labels()
+    assert len(pairs) == len(labels) == 6
+    assert labels.count(IS_NEXT) == 3 and labels.count(NOT_NEXT) == 3
+    consecutive = {(p[i], p[i + 1]) for p in paragraphs for i in range(len(p) - 1)}
+    for d, (a, b), label in zip(ch06.Q1_DRAWS, pairs, labels):
+        rng = pair_rng(ch06.Q1_SEED, d)                 # replay the draw by hand
+        j = rng.randrange(len(paragraphs))
+        i = rng.randrange(len(paragraphs[j]) - 1)
+        assert make_nsp_pair(paragraphs[j], i, paragraphs, rng) == (a, b, label)
+        if label == IS_NEXT:
+            assert (a, b) in consecutive
+        else:
+            assert b != paragraphs[j][i + 1]
+
+
+def test_q2_to_q4_references_are_the_package():
+    a, b, max_len = ch06.Q2_CASES[0][1]
+    assert ch06._ref_truncate(a, b, max_len) == truncate_pair(a, b, max_len)
+    encoded, pool_w, pool_b, cls_w, cls_b = ch06.Q3_CASES[0][1]
+    by_hand = torch.tanh(encoded[:, 0] @ pool_w.T + pool_b) @ cls_w.T + cls_b
+    torch.testing.assert_close(ch06._ref_head(encoded, pool_w, pool_b, cls_w, cls_b), by_hand)
+    assert isinstance(Pooler(4), torch.nn.Module) and isinstance(NextSentencePred(4), torch.nn.Module)
+    logits, labels = ch06.Q4_CASES[0][1]
+    assert torch.equal(ch06._ref_nsp(logits, labels), nsp_loss(logits, labels))
+
+
+def test_cases_include_edge_cases():
+    descriptions = " | ".join(d for d, _ in ch06.Q2_CASES)
+    assert "equally long" in descriptions and "max_len 3" in descriptions and "B is empty" in descriptions
+    assert any(args[0].shape[1] == 1 for _, args in ch06.Q3_CASES)          # only [CLS]
+    assert any(args[0].shape[0] == 1 for _, args in ch06.Q4_CASES)
+
+
+# --- typical mistakes get a message naming them ------------------------------------------
+
+def test_q1_mistakes():
+    right = ch06._ref_pair_labels()
+    assert_fails_with(q1, [1 - x for x in right], "flipped", "0 = IsNext")
+    assert_fails_with(q1, ["NotNext"] + ["IsNext"] * 5, "string 'NotNext'", "0 for IsNext")
+    assert_fails_with(q1, [True] * 6, "label 0 is True")
+    assert_fails_with(q1, right[:5], "must hold 6 labels")
+    assert_fails_with(q1, "101101", "must be a list of 6 labels")
+    one_wrong = list(right)
+    one_wrong[2] = 1 - one_wrong[2]
+    assert_fails_with(q1, one_wrong, "1 of 6 labels are wrong, the first is pair 2")
+    assert q1.check(torch.tensor(right))
+
+
+def test_q2_mistakes():
+    def from_front(tokens_a, tokens_b, max_len):
+        a, b = list(tokens_a), list(tokens_b)
+        while len(a) + len(b) + 3 > max_len:
+            if len(a) > len(b):
+                del a[0]
+            else:
+                del b[0]
+        return a, b
+
+    def no_specials(tokens_a, tokens_b, max_len):
+        a, b = list(tokens_a), list(tokens_b)
+        while len(a) + len(b) > max_len:
+            (a if len(a) > len(b) else b).pop()
+        return a, b
+
+    def ties_to_a(tokens_a, tokens_b, max_len):
+        a, b = list(tokens_a), list(tokens_b)
+        while len(a) + len(b) + 3 > max_len:
+            (a if len(a) >= len(b) else b).pop()
+        return a, b
+
+    def in_place(tokens_a, tokens_b, max_len):
+        while len(tokens_a) + len(tokens_b) + 3 > max_len:
+            (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
+        return tokens_a, tokens_b
+
+    def a_first(tokens_a, tokens_b, max_len):
+        a, b = list(tokens_a), list(tokens_b)
+        while len(a) + len(b) + 3 > max_len:
+            (a if a else b).pop()
+        return a, b
+
+    assert_fails_with(q2, from_front, "removed tokens from the front")
+    assert_fails_with(q2, no_specials, "counts [CLS] and the two [SEP]")
+    assert_fails_with(q2, ties_to_a, "equally long, B loses")
+    assert_fails_with(q2, in_place, "you changed the lists you were given")
+    assert_fails_with(q2, a_first, "cut the longer sentence")
+    assert_fails_with(q2, lambda a, b, m: a + b, "return a pair")
+
+
+def test_q3_mistakes():
+    assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.tanh(e.mean(1) @ pw.T + pb) @ cw.T + cb,
+                      "only the [CLS] state")
+    assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.tanh(e[:, -1] @ pw.T + pb) @ cw.T + cb, "FIRST token")
+    assert_fails_with(q3, lambda e, pw, pb, cw, cb: (e[:, 0] @ pw.T + pb) @ cw.T + cb, "dense + tanh")
+    assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.tanh(e[:, 0] @ pw + pb) @ cw.T + cb, "without .T")
+    assert_fails_with(q3, lambda e, pw, pb, cw, cb: e[:, 0] @ cw.T + cb, "skipped the pooler")
+    assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.tanh(e.flatten(1)[:, :e.shape[-1]] @ pw.T + pb) @ cw.T,
+                      "first difference")
+
+
+def test_q4_mistakes():
+    assert_fails_with(q4, lambda lo, la: F.cross_entropy(lo, 1 - la), "labels are flipped")
+    assert_fails_with(q4, lambda lo, la: F.cross_entropy(lo, la, reduction="sum"), "take the mean")
+    assert_fails_with(q4, lambda lo, la: -lo[torch.arange(len(la)), la].mean(), "log_softmax(logits)")
+    assert_fails_with(q4, lambda lo, la: (1 - torch.softmax(lo, -1)[torch.arange(len(la)), la]).mean(),
+                      "not 1 - p(label)")
+    assert q4.check(lambda lo, la: float(F.cross_entropy(lo, la)))           # a float is fine
+
+
+# --- stubs are "not attempted"; exceptions are failures --------------------------------
+
+def stub_q2(tokens_a, tokens_b, max_len):
+    ...
+
+
+def stub_q3(encoded, pool_w, pool_b, cls_w, cls_b):
+    raise NotImplementedError
+
+
+def stub_q4(logits, labels):
+    ...
+
+
+@pytest.mark.parametrize("ex, stub", [(q1, ...), (q2, stub_q2), (q3, stub_q3), (q4, stub_q4)],
+                         ids=["q1", "q2", "q3", "q4"])
+def test_stub_is_not_attempted(ex, stub):
+    result = ex.check(stub)
+    assert result.status == "not attempted", result.message
+    assert str(result).startswith("[NOT ATTEMPTED YET]")
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_undefined_answer_is_not_attempted(ex, monkeypatch):
+    monkeypatch.delattr(sys.modules["__main__"], ex.var, raising=False)
+    result = ex.check()
+    assert result.status == "not attempted" and f"define `{ex.var}`" in result.message
+
+
+@pytest.mark.parametrize("ex, crash", [
+    (q2, lambda a, b, m: a[m]),
+    (q3, lambda e, pw, pb, cw, cb: e @ pw @ cw),
+    (q4, lambda lo, la: lo[la, 2]),
+], ids=["q2", "q3", "q4"])
+def test_learner_exception_is_a_failed_check(ex, crash):
+    result = ex.check(crash)
+    assert result.status == "fail"
+    assert "your code raised" in result.message
+
+
+def test_hints_and_solutions_exist():
+    for ex in EXERCISES:
+        assert len(ex.hints) >= 2 and ex.var in ex.solution()
