@@ -264,7 +264,8 @@ class BERTModel(nn.Module):
         if self.mlm is not None:
             if pred_positions is not None:
                 mlm_logits = self.mlm(encoded, pred_positions)
-            nsp_logits = self.nsp(self.pooler(encoded))
+            if self.nsp is not None:   # None: an MLM-only checkpoint (chapter 8)
+                nsp_logits = self.nsp(self.pooler(encoded))
         return encoded, mlm_logits, nsp_logits
 
 

