@@ -1,10 +1,20 @@
-"""Chapter 3: the Transformer's building blocks.
+"""Chapter 3: the Transformer.
 
 An encoder block is self-attention then a position-wise feed-forward network, each
 wrapped in "add & norm" (residual connection, then layer normalisation: the original
-*post-norm* arrangement, which BERT also uses).
+*post-norm* arrangement, which BERT also uses). A decoder block has three sub-layers:
+causal (masked) self-attention, encoder–decoder ("cross") attention whose queries come
+from the decoder and whose keys and values come from the encoder, and the FFN.
+
+:class:`TransformerEncoder` and :class:`TransformerDecoder` stack the blocks on top of
+token embeddings (scaled by ``sqrt(d)``) plus sinusoidal positions;
+:class:`EncoderDecoder` joins them, and :func:`greedy_decode` generates an output one
+token at a time, feeding each prediction back in (with a cache of past keys and values,
+so step ``t`` costs one position, not ``t``).
 """
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import nn
@@ -12,8 +22,11 @@ import torch.nn.functional as F
 
 from ._checks import check_positive_int, check_probability, check_tensor, shape_str
 from .attention import MultiHeadAttention
+from .positional import PositionalEncoding
 
-__all__ = ["ACTIVATIONS", "PositionWiseFFN", "AddNorm", "EncoderBlock"]
+__all__ = ["ACTIVATIONS", "PositionWiseFFN", "AddNorm", "EncoderBlock", "DecoderBlock",
+           "TransformerEmbedding", "TransformerEncoder", "TransformerDecoder", "DecoderCache",
+           "EncoderDecoder", "greedy_decode"]
 
 # The activations the course uses. BERT uses the exact (erf) GELU; "gelu_tanh" is the
 # tanh approximation some implementations use instead (a small but real difference).
@@ -100,3 +113,298 @@ class EncoderBlock(nn.Module):
         _check_hidden("X", X, self.num_hiddens)
         Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))
         return self.addnorm2(Y, self.ffn(Y))
+
+
+def _check_memory(enc_outputs, X, num_hiddens: int) -> None:
+    """The encoder's output must be as wide as the decoder and hold one sequence per example."""
+    expected = f"(batch={X.shape[0]}, src_len, num_hiddens={num_hiddens})"
+    check_tensor("enc_outputs", enc_outputs, ndim=3, expected=expected, floating=True)
+    if enc_outputs.shape[-1] != num_hiddens:
+        raise ValueError(f"enc_outputs must have shape {expected}, got shape {shape_str(enc_outputs)}: "
+                         f"the encoder's width ({enc_outputs.shape[-1]}) does not match the "
+                         f"decoder's num_hiddens ({num_hiddens})")
+    if enc_outputs.shape[0] != X.shape[0]:
+        raise ValueError(f"enc_outputs must have shape {expected} (the batch size of X), got "
+                         f"shape {shape_str(enc_outputs)}")
+
+
+def _cached_attention(mha: MultiHeadAttention, queries: torch.Tensor, keys_values: torch.Tensor,
+                      cache: dict, name: str, valid_lens=None, causal: bool = False,
+                      append: bool = True) -> torch.Tensor:
+    """Multi-head attention that keeps its projected keys and values in ``cache[name]``.
+
+    * ``append=True`` (decoder self-attention): project only the new positions
+      ``keys_values`` and append them to the keys/values of the earlier steps.
+    * ``append=False`` (cross-attention): the encoder output never changes while
+      decoding, so project it once and reuse it at every step.
+
+    Same numbers as ``mha(queries, K_all, V_all, ...)``; ``mha``'s weights and its
+    stored attention weights (``(batch, heads, new queries, all keys)``) are used as usual.
+    """
+    if name in cache and not append:
+        k, v = cache[name]
+    else:
+        k = mha.split_heads(mha.W_k(keys_values))      # (batch, heads, new, d/heads)
+        v = mha.split_heads(mha.W_v(keys_values))
+        if name in cache:                               # append to the past along the seq axis
+            k_past, v_past = cache[name]
+            k, v = torch.cat([k_past, k], dim=2), torch.cat([v_past, v], dim=2)
+        cache[name] = (k, v)
+    q = mha.split_heads(mha.W_q(queries))
+    # with more keys than queries, causal=True aligns the queries with the *last* keys
+    out = mha.attention(q, k, v, valid_lens, causal)
+    return mha.W_o(mha.merge_heads(out))
+
+
+class DecoderBlock(nn.Module):
+    """Transformer decoder block (post-norm), three sub-layers each with add & norm:
+
+    1. ``attention1``: causal self-attention (position ``t`` sees positions ``0..t``);
+    2. ``attention2``: cross-attention, queries from the decoder, keys and values from the
+       encoder output (padding hidden by ``enc_valid_lens``);
+    3. ``ffn``: the position-wise feed-forward network.
+
+    ``forward(X, enc_outputs, enc_valid_lens=None, cache=None)``:
+
+    * ``X``: ``(batch, steps, num_hiddens)``: all target positions (training), or only the
+      new ones when decoding with a cache;
+    * ``enc_outputs``: ``(batch, src_len, num_hiddens)``;
+    * ``enc_valid_lens``: ``(batch,)`` source lengths or a boolean ``(batch, src_len)`` mask
+      (``True`` = real token), or ``None``;
+    * ``cache``: ``None``, or a dict owned by this block (``{}`` before the first step). The
+      block appends the keys and values of ``X``'s positions to it and keeps the encoder's
+      projected keys and values, so later calls pass only the new positions.
+
+    Returns ``(batch, steps, num_hiddens)``. ``attention1.attention_weights`` is
+    ``(batch, heads, steps, keys so far)``, ``attention2.attention_weights`` is
+    ``(batch, heads, steps, src_len)``. ``causal=False`` removes the causal mask: a bug,
+    kept only so that the course can show what goes wrong.
+    """
+
+    def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
+                 dropout: float = 0.0, bias: bool = False, activation: str = "relu",
+                 norm_eps: float = 1e-5, causal: bool = True):
+        super().__init__()
+        self.num_hiddens, self.causal = num_hiddens, causal
+        self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout, bias)
+        self.addnorm1 = AddNorm(num_hiddens, dropout, norm_eps)
+        self.attention2 = MultiHeadAttention(num_hiddens, num_heads, dropout, bias)
+        self.addnorm2 = AddNorm(num_hiddens, dropout, norm_eps)
+        self.ffn = PositionWiseFFN(num_hiddens, ffn_num_hiddens, activation)
+        self.addnorm3 = AddNorm(num_hiddens, dropout, norm_eps)
+
+    def forward(self, X: torch.Tensor, enc_outputs: torch.Tensor, enc_valid_lens=None,
+                cache: dict | None = None) -> torch.Tensor:
+        _check_hidden("X", X, self.num_hiddens)
+        _check_memory(enc_outputs, X, self.num_hiddens)
+        if cache is None:
+            Y = self.addnorm1(X, self.attention1(X, X, X, causal=self.causal))
+            Z = self.addnorm2(Y, self.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens))
+        else:
+            if not isinstance(cache, dict):
+                raise TypeError(f"cache must be a dict (empty before the first step), got "
+                                f"{type(cache).__name__}")
+            Y = self.addnorm1(X, _cached_attention(self.attention1, X, X, cache, "self",
+                                                   causal=self.causal))
+            Z = self.addnorm2(Y, _cached_attention(self.attention2, Y, enc_outputs, cache, "cross",
+                                                   valid_lens=enc_valid_lens, append=False))
+        return self.addnorm3(Z, self.ffn(Z))
+
+
+def _check_tokens(name: str, tokens, vocab_size: int) -> None:
+    expected = "(batch, seq) of integer token ids"
+    check_tensor(name, tokens, ndim=2, expected=expected, floating=False)
+    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
+        raise ValueError(f"{name} must hold ids in [0, vocab_size={vocab_size}), got values from "
+                         f"{int(tokens.min())} to {int(tokens.max())}")
+
+
+class TransformerEmbedding(nn.Module):
+    """Token embedding times ``sqrt(d)``, plus sinusoidal positions (then dropout):
+    ``(batch, seq)`` ids -> ``(batch, seq, num_hiddens)``; ``offset`` as in
+    :class:`~bertcourse.positional.PositionalEncoding`.
+
+    The table is initialised with standard deviation ``1/sqrt(d)``, so after the scaling
+    the token part has entries of size about 1, like the sinusoids: neither drowns the
+    other. Scale the *tokens*, never the sum (that would scale the positions too).
+    """
+
+    def __init__(self, vocab_size: int, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000):
+        super().__init__()
+        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("num_hiddens", num_hiddens)
+        self.vocab_size, self.num_hiddens = vocab_size, num_hiddens
+        self.token = nn.Embedding(vocab_size, num_hiddens)
+        nn.init.normal_(self.token.weight, std=num_hiddens ** -0.5)
+        self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
+
+    def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        return self.pos_encoding(self.token(tokens) * math.sqrt(self.num_hiddens), offset)
+
+
+class TransformerEncoder(nn.Module):
+    """Embedding (scaled by ``sqrt(d)``) + sinusoidal positions, then ``num_blks`` encoder blocks.
+
+    ``forward(tokens, valid_lens=None)``: ``tokens`` ``(batch, src_len)`` ids, ``valid_lens``
+    ``(batch,)`` lengths (or a boolean ``(batch, src_len)`` mask, ``True`` = real token).
+    Returns ``(batch, src_len, num_hiddens)``. ``attention_weights`` lists every block's
+    last self-attention weights, ``(batch, heads, src_len, src_len)`` each.
+    """
+
+    def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
+                 num_blks: int, dropout: float = 0.0, max_len: int = 1000, bias: bool = False,
+                 activation: str = "relu", norm_eps: float = 1e-5):
+        super().__init__()
+        check_positive_int("num_blks", num_blks)
+        self.num_hiddens = num_hiddens
+        self.embedding = TransformerEmbedding(vocab_size, num_hiddens, dropout, max_len)
+        self.blks = nn.ModuleList(
+            EncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, bias, activation, norm_eps)
+            for _ in range(num_blks))
+
+    @property
+    def attention_weights(self) -> list:
+        return [blk.attention.attention_weights for blk in self.blks]
+
+    def forward(self, tokens: torch.Tensor, valid_lens=None) -> torch.Tensor:
+        _check_tokens("tokens", tokens, self.embedding.vocab_size)
+        X = self.embedding(tokens)
+        for blk in self.blks:
+            X = blk(X, valid_lens)
+        return X
+
+
+class DecoderCache:
+    """What incremental decoding remembers: one dict of keys and values per decoder block.
+
+    ``len(cache)`` is the number of positions decoded so far; the next position fed to
+    the decoder gets that position's sinusoid.
+    """
+
+    def __init__(self, num_blks: int):
+        self.blocks: list[dict] = [{} for _ in range(num_blks)]
+
+    def __len__(self) -> int:
+        first = self.blocks[0] if self.blocks else {}
+        return first["self"][0].shape[2] if "self" in first else 0
+
+
+class TransformerDecoder(nn.Module):
+    """Embedding + positions, ``num_blks`` decoder blocks, and a linear layer to vocabulary logits.
+
+    ``forward(tokens, enc_outputs, enc_valid_lens=None, cache=None)``:
+
+    * training (``cache=None``): ``tokens`` ``(batch, tgt_len)`` is the whole shifted target
+      (``<bos>`` + target without its last token, "teacher forcing"); the causal mask
+      keeps position ``t`` from seeing the answer at ``t+1..``;
+    * decoding: pass ``cache=decoder.init_cache()`` and then only the new token(s) each
+      step, ``(batch, 1)``; positions continue from ``len(cache)``.
+
+    Returns logits ``(batch, tgt_len, vocab_size)``. ``self_attention_weights`` and
+    ``cross_attention_weights`` list every block's last weights.
+    """
+
+    def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
+                 num_blks: int, dropout: float = 0.0, max_len: int = 1000, bias: bool = False,
+                 activation: str = "relu", norm_eps: float = 1e-5, causal: bool = True):
+        super().__init__()
+        check_positive_int("num_blks", num_blks)
+        self.num_hiddens, self.vocab_size = num_hiddens, vocab_size
+        self.embedding = TransformerEmbedding(vocab_size, num_hiddens, dropout, max_len)
+        self.blks = nn.ModuleList(
+            DecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, bias, activation,
+                         norm_eps, causal)
+            for _ in range(num_blks))
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+
+    @property
+    def self_attention_weights(self) -> list:
+        return [blk.attention1.attention_weights for blk in self.blks]
+
+    @property
+    def cross_attention_weights(self) -> list:
+        return [blk.attention2.attention_weights for blk in self.blks]
+
+    def init_cache(self) -> DecoderCache:
+        """An empty cache for :meth:`forward` (one per decoded batch)."""
+        return DecoderCache(len(self.blks))
+
+    def forward(self, tokens: torch.Tensor, enc_outputs: torch.Tensor, enc_valid_lens=None,
+                cache: DecoderCache | None = None) -> torch.Tensor:
+        _check_tokens("tokens", tokens, self.vocab_size)
+        if cache is not None and (not isinstance(cache, DecoderCache)
+                                  or len(cache.blocks) != len(self.blks)):
+            raise TypeError(f"cache must come from this decoder's init_cache() (a DecoderCache with "
+                            f"{len(self.blks)} blocks), got {type(cache).__name__}")
+        offset = 0 if cache is None else len(cache)
+        X = self.embedding(tokens, offset)
+        for i, blk in enumerate(self.blks):
+            X = blk(X, enc_outputs, enc_valid_lens, None if cache is None else cache.blocks[i])
+        return self.dense(X)
+
+
+class EncoderDecoder(nn.Module):
+    """The whole Transformer: ``forward(src, dec_inputs, src_valid_lens=None)`` encodes the
+    source ``(batch, src_len)`` and returns the decoder's logits
+    ``(batch, tgt_len, vocab_size)`` for the (shifted) target ``dec_inputs``."""
+
+    def __init__(self, encoder: TransformerEncoder, decoder: TransformerDecoder):
+        super().__init__()
+        enc_d = getattr(encoder, "num_hiddens", None)
+        dec_d = getattr(decoder, "num_hiddens", None)
+        if enc_d is None or dec_d is None:
+            raise TypeError(f"encoder and decoder must be modules with a num_hiddens attribute "
+                            f"(TransformerEncoder, TransformerDecoder), got "
+                            f"{type(encoder).__name__} and {type(decoder).__name__}")
+        if enc_d != dec_d:
+            raise ValueError(f"encoder and decoder widths differ: encoder num_hiddens={enc_d}, "
+                             f"decoder num_hiddens={dec_d}; cross-attention needs the encoder "
+                             f"output (batch, src_len, {enc_d}) to be as wide as the decoder's "
+                             f"queries (batch, tgt_len, {dec_d})")
+        self.encoder, self.decoder = encoder, decoder
+
+    def forward(self, src: torch.Tensor, dec_inputs: torch.Tensor, src_valid_lens=None) -> torch.Tensor:
+        enc_outputs = self.encoder(src, src_valid_lens)
+        return self.decoder(dec_inputs, enc_outputs, src_valid_lens)
+
+
+@torch.no_grad()
+def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_valid_lens=None, *, bos_id: int,
+                  eos_id: int, max_len: int, pad_id: int = 0, use_cache: bool = True) -> torch.Tensor:
+    """Generate outputs one token at a time, always taking the most likely next token.
+
+    Step ``t`` feeds the tokens chosen so far (``<bos>``, y_1 .. y_{t-1}) and picks
+    ``y_t = argmax``; with ``use_cache`` only the newest token is fed and the blocks
+    reuse the keys and values of earlier steps (same tokens, less work).
+
+    Args:
+        src: ``(batch, src_len)`` source ids; ``src_valid_lens`` their lengths ``(batch,)``.
+        bos_id, eos_id: the start and end tokens; a sequence stops at its first ``<eos>``.
+        max_len: the most tokens to generate (``<eos>`` included).
+        pad_id: fills the positions after a sequence's ``<eos>``.
+
+    Returns ``(batch, steps)`` token ids, ``steps <= max_len`` (the loop stops once every
+    sequence has produced ``<eos>``). The model is put in eval mode for the call and
+    restored afterwards.
+    """
+    check_positive_int("max_len", max_len)
+    was_training = model.training
+    model.eval()
+    try:
+        enc_outputs = model.encoder(src, src_valid_lens)
+        batch = src.shape[0]
+        out = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
+        finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+        cache = model.decoder.init_cache() if use_cache else None
+        for _ in range(max_len):
+            # with a cache: only the newest token; without: the whole prefix again
+            dec_in = out[:, -1:] if use_cache else out
+            logits = model.decoder(dec_in, enc_outputs, src_valid_lens, cache)
+            next_token = logits[:, -1].argmax(dim=-1).masked_fill(finished, pad_id)
+            finished |= next_token == eos_id
+            out = torch.cat([out, next_token.unsqueeze(1)], dim=1)
+            if bool(finished.all()):
+                break
+        return out[:, 1:]
+    finally:
+        model.train(was_training)

@@ -1,0 +1,281 @@
+"""Chapter 2 exercises: sinusoidal positional encoding.
+
+In the notebook::
+
+    from bertcourse.exercises.ch02 import q1, q2, q3, q4
+
+* ``q1`` — ``position_encoding(i, d)``: the row ``P[i, :]`` of the sinusoid table, from
+  the closed form.
+* ``q2`` — ``rotation_block(k, j, d)``: the 2×2 matrix ``M`` that moves column pair ``j``
+  forward by ``k`` positions, ``[P[i+k, 2j], P[i+k, 2j+1]] = [P[i, 2j], P[i, 2j+1]] @ M``.
+* ``q3`` — ``wavelengths(d)``: after how many positions each column pair repeats (which
+  dimension changes fastest?).
+* ``q4`` — ``embed_with_positions(E, P)``: scale the token embeddings by ``sqrt(d)``, add
+  the positions, and refuse sequences longer than the table.
+
+Every reference answer calls :mod:`bertcourse.positional`.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..positional import frequencies, relative_rotation, sinusoidal_encoding
+from .core import CheckFailed, Exercise, _NotAttempted, run_cases
+
+__all__ = ["q1", "q2", "q3", "q4"]
+
+
+# ---------------------------------------------------------------------------------------
+# Q1: one row of the table
+# ---------------------------------------------------------------------------------------
+
+def _ref_row(i: int, d: int) -> torch.Tensor:
+    return sinusoidal_encoding(i + 1, d, dtype=torch.float64)[i]
+
+
+def _row_from(i, d, angle_of_column, sin_on_even=True, all_sin=False):
+    out = torch.zeros(d, dtype=torch.float64)
+    for col in range(d):
+        a = angle_of_column(i, col, d)
+        use_sin = all_sin or ((col % 2 == 0) == sin_on_even)
+        out[col] = math.sin(a) if use_sin else math.cos(a)
+    return out
+
+
+def _angle(i, col, d):
+    return i / 10000 ** ((col - col % 2) / d)
+
+
+Q1_CASES = [
+    ("i=1, d=8", (1, 8)),
+    ("i=0 (sines 0, cosines 1), d=6", (0, 6)),
+    ("i=7, d=16", (7, 16)),
+    ("i=100, d=64", (100, 64)),
+    ("odd width: i=3, d=5 (the last column is a lone sine)", (3, 5)),
+]
+
+Q1_DIAGNOSES = [
+    (lambda i, d: _row_from(i, d, _angle, sin_on_even=False),
+     "sine and cosine are swapped: even columns 2j hold the sine, odd columns 2j+1 the cosine."),
+    (lambda i, d: _row_from(i, d, lambda i, c, d: i / 10000 ** (c / d)),
+     "the exponent uses the column index itself; both columns of a pair (2j and 2j+1) share "
+     "the exponent 2j/d, so the cosine column must use the same frequency as the sine before it."),
+    (lambda i, d: _row_from(i, d, lambda i, c, d: i / 10000 ** ((c // 2) / d)),
+     "the exponent is j/d; it must be 2j/d (j numbers the pairs, 2j is the even column)."),
+    (lambda i, d: _row_from(i, d, lambda i, c, d: i * 10000 ** ((c - c % 2) / d)),
+     "you multiplied by 10000^(2j/d); the position is *divided* by it (higher pairs turn slower)."),
+    (lambda i, d: _row_from(i, d, _angle, all_sin=True),
+     "every column is a sine; odd columns hold the cosine of the same angle."),
+]
+
+
+def _check_q1(answer) -> str:
+    return run_cases(answer, _ref_row, Q1_CASES, Q1_DIAGNOSES, atol=1e-4)
+
+
+q1 = Exercise(
+    name="Q1 (one row of the sinusoid table)",
+    var="position_encoding",
+    checker=_check_q1,
+    hints=[
+        "Return a tensor of shape (d,). Column pair j covers columns 2j (sine) and 2j+1 (cosine).",
+        "The angle of pair j is i / 10000 ** (2 * j / d); the even column gets its sine, the odd "
+        "column its cosine.",
+        "With tensors: two_j = torch.arange(0, d, 2); angle = i / 10000 ** (two_j / d); "
+        "p[0::2] = sin(angle); p[1::2] = cos(angle)[: d // 2] (an odd d has one cosine fewer).",
+    ],
+    solution='''
+def position_encoding(i, d):
+    two_j = torch.arange(0, d, 2, dtype=torch.float64)     # 0, 2, 4, ...
+    angle = i / 10000 ** (two_j / d)                       # one angle per column pair
+    p = torch.zeros(d, dtype=torch.float64)
+    p[0::2] = torch.sin(angle)
+    p[1::2] = torch.cos(angle)[: d // 2]                   # an odd d has no last cosine
+    return p
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: the rotation for one frequency pair
+# ---------------------------------------------------------------------------------------
+
+def _ref_block(k: int, j: int, d: int) -> torch.Tensor:
+    return relative_rotation(k, d, dtype=torch.float64)[2 * j: 2 * j + 2, 2 * j: 2 * j + 2]
+
+
+def _block(a, transpose=False):
+    c, s = math.cos(a), math.sin(a)
+    M = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
+    return M.T if transpose else M
+
+
+def _w(j, d):
+    return float(frequencies(d)[j])
+
+
+Q2_CASES = [
+    ("k=1, pair j=0, d=8", (1, 0, 8)),
+    ("k=3, pair j=1, d=8", (3, 1, 8)),
+    ("k=5, pair j=2, d=16", (5, 2, 16)),
+    ("k=-2 (backwards), pair j=0, d=4", (-2, 0, 4)),
+    ("k=10, pair j=31 (the slowest), d=64", (10, 31, 64)),
+]
+
+Q2_DIAGNOSES = [
+    (lambda k, j, d: _block(k * _w(j, d), transpose=True),
+     "this is the transpose: it is right for column vectors (M @ p), but here p is a row "
+     "vector multiplied on the right (p @ M). Check: [sin a, cos a] @ M must give sin(a + b) first."),
+    (lambda k, j, d: _block(float(k)),
+     "the angle is k * w_j, not k: pair j turns by w_j = 1 / 10000^(2j/d) radians per position."),
+    (lambda k, j, d: _block(_w(j, d)),
+     "that rotates by one position only; k positions turn pair j by k * w_j."),
+    (lambda k, j, d: torch.eye(2, dtype=torch.float64),
+     "the identity keeps P[i]; moving k positions rotates each pair by the angle k * w_j."),
+]
+
+
+def _check_q2(answer) -> str:
+    message = run_cases(answer, _ref_block, Q2_CASES, Q2_DIAGNOSES, atol=1e-6)
+    return message + "; it works for every i, which is the relative-position property"
+
+
+q2 = Exercise(
+    name="Q2 (the rotation matrix of one frequency pair)",
+    var="rotation_block",
+    checker=_check_q2,
+    hints=[
+        "Write a = i * w and b = k * w with w = 1 / 10000 ** (2 * j / d). You need M with "
+        "[sin(a + b), cos(a + b)] = [sin a, cos a] @ M for every a.",
+        "Addition theorems: sin(a + b) = sin a cos b + cos a sin b; "
+        "cos(a + b) = cos a cos b - sin a sin b. Read the coefficients of sin a and cos a off.",
+        "Row vector times M: the first column of M gives the first output, so "
+        "M = [[cos b, -sin b], [sin b, cos b]].",
+    ],
+    solution='''
+def rotation_block(k, j, d):
+    b = k / 10000 ** (2 * j / d)                 # how far pair j turns in k positions
+    c, s = math.cos(b), math.sin(b)
+    return torch.tensor([[c, -s],
+                         [s,  c]], dtype=torch.float64)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3: wavelengths
+# ---------------------------------------------------------------------------------------
+
+def _ref_wavelengths(d: int) -> torch.Tensor:
+    return 2 * math.pi / frequencies(d)
+
+
+Q3_CASES = [("d=8", (8,)), ("d=2 (a single pair)", (2,)), ("d=64", (64,)), ("odd width d=5", (5,))]
+
+Q3_DIAGNOSES = [
+    (lambda d: 1 / frequencies(d), "you returned 10000^(2j/d), the number of positions per *radian*; "
+                                   "a full turn is 2 pi radians."),
+    (lambda d: frequencies(d), "you returned the frequencies w_j; the wavelength is 2 pi / w_j."),
+    (lambda d: 2 * math.pi * 10000 ** (torch.arange(d // 2, dtype=torch.float64) / d),
+     "the exponent is 2j/d, not j/d."),
+    (lambda d: 2 * math.pi * 10000 ** (torch.arange(0, d, dtype=torch.float64) / d),
+     "return one wavelength per column *pair* (ceil(d/2) numbers), not per column."),
+]
+
+
+def _check_q3(answer) -> str:
+    message = run_cases(answer, _ref_wavelengths, Q3_CASES, Q3_DIAGNOSES, atol=1e-6)
+    return message + " (pair 0 repeats every 2 pi ≈ 6.3 positions: the fastest, like the lowest binary digit)"
+
+
+q3 = Exercise(
+    name="Q3 (which dimension changes fastest?)",
+    var="wavelengths",
+    checker=_check_q3,
+    hints=[
+        "Pair j turns by w_j = 1 / 10000^(2j/d) radians per position. After how many positions "
+        "has it turned a full circle?",
+        "A full turn is 2 pi radians: the wavelength is 2 pi / w_j = 2 pi * 10000^(2j/d). "
+        "Return a tensor with one entry per pair, j = 0 .. ceil(d/2) - 1.",
+    ],
+    solution='''
+def wavelengths(d):
+    two_j = torch.arange(0, d, 2, dtype=torch.float64)
+    return 2 * math.pi * 10000 ** (two_j / d)      # pair 0: 2 pi positions; the last: ~ 2 pi * 10000
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q4: scale, add, and check the length
+# ---------------------------------------------------------------------------------------
+
+def _ref_embed(E: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
+    return E * math.sqrt(E.shape[-1]) + P[: E.shape[1]]
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+Q4_CASES = [
+    ("batch=2, seq=5, d=8, max_len=10",
+     (torch.randn(2, 5, 8, generator=_gen(1)) / math.sqrt(8), sinusoidal_encoding(10, 8))),
+    ("seq = max_len = 4, d=16",
+     (torch.randn(1, 4, 16, generator=_gen(2)) / 4, sinusoidal_encoding(4, 16))),
+    ("a single token, d=2",
+     (torch.randn(3, 1, 2, generator=_gen(3)), sinusoidal_encoding(6, 2))),
+]
+
+Q4_DIAGNOSES = [
+    (lambda E, P: (E + P[: E.shape[1]]) * math.sqrt(E.shape[-1]),
+     "you scaled the sum: that multiplies the positions by sqrt(d) too, so they drown the tokens. "
+     "Scale only E, then add P."),
+    (lambda E, P: E + P[: E.shape[1]] * math.sqrt(E.shape[-1]),
+     "you scaled the positions; scale the token embeddings E instead."),
+    (lambda E, P: E + P[: E.shape[1]], "you forgot to multiply the token embeddings by sqrt(d)."),
+    (lambda E, P: E / math.sqrt(E.shape[-1]) + P[: E.shape[1]],
+     "you divided by sqrt(d); the embeddings are *multiplied* by sqrt(d)."),
+]
+
+
+def _check_q4(answer) -> str:
+    message = run_cases(answer, _ref_embed, Q4_CASES, Q4_DIAGNOSES)
+    E, P = torch.randn(2, 7, 8, generator=_gen(4)), sinusoidal_encoding(5, 8)
+    try:
+        out = answer(E, P)
+    except (NotImplementedError, _NotAttempted):
+        raise
+    except ValueError:
+        return message + ", and a sequence longer than the table is refused with a ValueError"
+    except Exception as e:
+        raise CheckFailed(f"a sequence of 7 positions with a table of max_len=5 made your code raise "
+                          f"{type(e).__name__}: {e}. That is an accident of broadcasting, not a "
+                          f"message for the user: check E.shape[1] <= P.shape[0] first and raise "
+                          f"a ValueError naming max_len.") from None
+    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+    raise CheckFailed(f"a sequence of 7 positions with a table of max_len=5 was accepted silently "
+                      f"(your result: {shape}); raise a ValueError naming max_len instead.")
+
+
+q4 = Exercise(
+    name="Q4 (scale the tokens, add the positions, check the length)",
+    var="embed_with_positions",
+    checker=_check_q4,
+    hints=[
+        "E is (batch, seq, d), P is (max_len, d). The result is E * sqrt(d) + P[:seq], shape "
+        "(batch, seq, d); P[:seq] broadcasts over the batch.",
+        "Scale only E: (E + P) * sqrt(d) would scale the positions too.",
+        "Before adding: if seq > P.shape[0], raise ValueError(f'... max_len={P.shape[0]} ...'). "
+        "Slicing P[:seq] never fails by itself: it silently returns fewer rows.",
+    ],
+    solution='''
+def embed_with_positions(E, P):
+    batch, seq, d = E.shape
+    if seq > P.shape[0]:
+        raise ValueError(f"sequence of {seq} positions, but the table has max_len={P.shape[0]}")
+    return E * math.sqrt(d) + P[:seq]       # scale the tokens, not the positions
+''',
+)

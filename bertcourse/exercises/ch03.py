@@ -1,0 +1,323 @@
+"""Chapter 3 exercises: the pieces of a Transformer block.
+
+In the notebook::
+
+    from bertcourse.exercises.ch03 import q1, q2, q3, q4
+
+* ``q1`` — ``add_norm(X, Y, gamma, beta, eps)``: residual connection, then layer norm.
+* ``q2`` — ``ffn(X, W1, b1, W2, b2)``: the position-wise feed-forward network (ReLU), with
+  weights stored the way ``nn.Linear`` stores them.
+* ``q3`` — ``my_causal_mask(num_queries, num_keys)``: the decoder's boolean mask.
+* ``q4`` — ``encoder_block_params(d, ffn_hiddens, heads, bias)``: how many parameters an
+  encoder block has.
+
+Every reference answer calls :mod:`bertcourse.transformer` / :mod:`bertcourse.attention`.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..attention import causal_mask
+from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN
+from .core import CheckFailed, Exercise, run_cases
+
+__all__ = ["q1", "q2", "q3", "q4"]
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
+    return torch.randn(*shape, generator=_gen(seed)) * scale
+
+
+# ---------------------------------------------------------------------------------------
+# Q1: add & norm
+# ---------------------------------------------------------------------------------------
+
+def _ref_add_norm(X, Y, gamma, beta, eps):
+    layer = AddNorm(X.shape[-1], dropout=0.0, eps=eps)
+    with torch.no_grad():
+        layer.ln.weight.copy_(gamma)
+        layer.ln.bias.copy_(beta)
+    with torch.no_grad():
+        return layer(X, Y)
+
+
+def _norm(S, gamma, beta, eps, dim=-1, unbiased=False, eps_outside=False):
+    mu = S.mean(dim, keepdim=True)
+    var = S.var(dim, unbiased=unbiased, keepdim=True)
+    scaled = (S - mu) / (var.sqrt() + eps) if eps_outside else (S - mu) / torch.sqrt(var + eps)
+    return scaled * gamma + beta
+
+
+Q1_CASES = [
+    ("batch=2, seq=3, d=4, gamma=1, beta=0",
+     (_randn(2, 3, 4, seed=1), _randn(2, 3, 4, seed=2), torch.ones(4), torch.zeros(4), 1e-5)),
+    ("random gamma and beta, d=6",
+     (_randn(2, 4, 6, seed=3), _randn(2, 4, 6, seed=4), _randn(6, seed=5), _randn(6, seed=6), 1e-5)),
+    ("a large eps = 0.5 (eps goes inside the square root)",
+     (_randn(1, 3, 5, seed=7), _randn(1, 3, 5, seed=8), _randn(5, seed=9), _randn(5, seed=10), 0.5)),
+    ("a position where X + Y is constant (variance 0)",
+     (torch.ones(1, 2, 4), torch.tensor([[[1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 3.0]]]),
+      torch.ones(4), torch.full((4,), 0.5), 1e-5)),
+]
+
+Q1_DIAGNOSES = [
+    (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, unbiased=True),
+     "you used the unbiased variance (divide by d - 1; torch.var's default). Layer norm divides "
+     "by d: use X.var(-1, unbiased=False) or ((S - mean) ** 2).mean(-1)."),
+    (lambda X, Y, g, b, e: X + _norm(Y, g, b, e),
+     "you normalised Y and then added X (that is pre-norm-like). Add & norm is LayerNorm(X + Y): "
+     "add first, then normalise the sum."),
+    (lambda X, Y, g, b, e: _norm(Y, g, b, e),
+     "you forgot the residual connection: normalise X + Y, not Y alone."),
+    (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, dim=1),
+     "you normalised over the sequence axis (dim=1). Layer norm normalises each position over its "
+     "own features (dim=-1)."),
+    (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, eps_outside=True),
+     "eps goes inside the square root: (S - mean) / sqrt(var + eps)."),
+    (lambda X, Y, g, b, e: _norm(X + Y, torch.ones_like(g), torch.zeros_like(b), e),
+     "you forgot gamma and beta: multiply the normalised values by gamma, then add beta."),
+]
+
+
+def _check_q1(answer) -> str:
+    return run_cases(answer, _ref_add_norm, Q1_CASES, Q1_DIAGNOSES)
+
+
+q1 = Exercise(
+    name="Q1 (add & norm)",
+    var="add_norm",
+    checker=_check_q1,
+    hints=[
+        "Add first: S = X + Y, shape (batch, seq, d). Then normalise every position over its d "
+        "features.",
+        "mean = S.mean(-1, keepdim=True); var = S.var(-1, unbiased=False, keepdim=True); "
+        "normalised = (S - mean) / sqrt(var + eps).",
+        "Finally scale and shift: normalised * gamma + beta (both have shape (d,)).",
+    ],
+    solution='''
+def add_norm(X, Y, gamma, beta, eps):
+    S = X + Y                                            # residual connection
+    mean = S.mean(-1, keepdim=True)                      # per position, over the features
+    var = S.var(-1, unbiased=False, keepdim=True)        # divide by d, not d - 1
+    return (S - mean) / torch.sqrt(var + eps) * gamma + beta
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: position-wise FFN
+# ---------------------------------------------------------------------------------------
+
+def _ref_ffn(X, W1, b1, W2, b2):
+    layer = PositionWiseFFN(W1.shape[1], W1.shape[0], activation="relu")
+    with torch.no_grad():
+        layer.dense1.weight.copy_(W1)
+        layer.dense1.bias.copy_(b1)
+        layer.dense2.weight.copy_(W2)
+        layer.dense2.bias.copy_(b2)
+        return layer(X)
+
+
+def _ffn_case(batch, seq, d, hidden, seed):
+    return (_randn(batch, seq, d, seed=seed), _randn(hidden, d, seed=seed + 1, scale=0.5),
+            _randn(hidden, seed=seed + 2, scale=0.5), _randn(d, hidden, seed=seed + 3, scale=0.5),
+            _randn(d, seed=seed + 4, scale=0.5))
+
+
+# the square case comes first: there a missing transpose gives wrong numbers (diagnosed)
+# rather than a shape error
+Q2_CASES = [
+    ("d = ffn_hiddens = 4 (square weights)", _ffn_case(2, 3, 4, 4, 20)),
+    ("batch=2, seq=5, d=6, ffn_hiddens=10", _ffn_case(2, 5, 6, 10, 30)),
+    ("a single position, d=3, ffn_hiddens=7", _ffn_case(1, 1, 3, 7, 40)),
+]
+
+Q2_DIAGNOSES = [
+    (lambda X, W1, b1, W2, b2: (X @ W1 + b1).relu() @ W2 + b2,
+     "nn.Linear stores its weight as (out_features, in_features) and computes x @ W.T + b: "
+     "transpose the weights (X @ W1.T)."),
+    (lambda X, W1, b1, W2, b2: (X @ W1.T + b1) @ W2.T + b2,
+     "you forgot the ReLU between the two layers (without it, two linear layers are one)."),
+    (lambda X, W1, b1, W2, b2: ((X @ W1.T + b1).relu() @ W2.T + b2).relu(),
+     "the ReLU goes only between the layers, not after the second one."),
+    (lambda X, W1, b1, W2, b2: (X @ W1.T).relu() @ W2.T,
+     "you forgot the biases b1 and b2."),
+]
+
+
+def _check_q2(answer) -> str:
+    return run_cases(answer, _ref_ffn, Q2_CASES, Q2_DIAGNOSES)
+
+
+q2 = Exercise(
+    name="Q2 (position-wise feed-forward network)",
+    var="ffn",
+    checker=_check_q2,
+    hints=[
+        "FFN(x) = W2 relu(W1 x + b1) + b2, applied to every position. X is (batch, seq, d), "
+        "W1 is (ffn_hiddens, d) and W2 is (d, ffn_hiddens), stored like nn.Linear's weights.",
+        "With row vectors: H = relu(X @ W1.T + b1) has shape (batch, seq, ffn_hiddens); "
+        "the output is H @ W2.T + b2.",
+    ],
+    solution='''
+def ffn(X, W1, b1, W2, b2):
+    H = torch.relu(X @ W1.T + b1)      # (batch, seq, ffn_hiddens): every position alike
+    return H @ W2.T + b2               # back to (batch, seq, d)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3: the causal mask
+# ---------------------------------------------------------------------------------------
+
+def _ref_mask(num_queries: int, num_keys: int) -> torch.Tensor:
+    return causal_mask(num_queries, num_keys)
+
+
+Q3_CASES = [
+    ("4 queries, 4 keys", (4, 4)),
+    ("1 query, 1 key", (1, 1)),
+    ("decoding with a cache: 1 new query, 5 keys", (1, 5)),
+    ("2 new queries, 6 keys", (2, 6)),
+]
+
+Q3_DIAGNOSES = [
+    (lambda q, k: ~causal_mask(q, k),
+     "the mask is inverted: in the course (and in scaled_dot_product_attention) True means "
+     "*may attend*. (nn.Transformer's masks use the opposite meaning.)"),
+    (lambda q, k: torch.ones(q, k).tril(k - q - 1).bool(),
+     "each query must also see itself: key j is allowed when j <= i (use <=, not <)."),
+    (lambda q, k: torch.ones(q, k).triu(k - q).bool(),
+     "that lets queries see the future: the allowed keys are on and *below* the diagonal."),
+    (lambda q, k: torch.ones(q, k).tril().bool(),
+     "with more keys than queries the queries are the *last* positions: query i is position "
+     "num_keys - num_queries + i, so align the diagonal to the bottom-right (tril with "
+     "diagonal=num_keys - num_queries)."),
+]
+
+
+def _require_bool(answer):
+    def wrapped(q, k):
+        got = answer(q, k)
+        if isinstance(got, torch.Tensor) and got.dtype != torch.bool:
+            raise CheckFailed(f"on {q} queries, {k} keys: return a boolean tensor (True = may attend), "
+                              f"got dtype {got.dtype}; compare with <= or call .bool().")
+        return got
+    return wrapped
+
+
+def _check_q3(answer) -> str:
+    return run_cases(_require_bool(answer), _ref_mask, Q3_CASES, Q3_DIAGNOSES)
+
+
+q3 = Exercise(
+    name="Q3 (the causal mask)",
+    var="my_causal_mask",
+    checker=_check_q3,
+    hints=[
+        "Return a (num_queries, num_keys) boolean tensor, True where the query may attend. With "
+        "as many keys as queries, query i sees keys 0..i: the lower triangle with the diagonal.",
+        "When decoding with a cache there are more keys than queries: the queries are the "
+        "*last* num_queries positions, so query i is position num_keys - num_queries + i.",
+        "k = torch.arange(num_keys)[None, :]; i = torch.arange(num_queries)[:, None]; "
+        "return k <= i + (num_keys - num_queries)",
+    ],
+    solution='''
+def my_causal_mask(num_queries, num_keys):
+    i = torch.arange(num_queries)[:, None]          # (queries, 1)
+    j = torch.arange(num_keys)[None, :]             # (1, keys)
+    return j <= i + (num_keys - num_queries)        # the queries are the last positions
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q4: parameters of an encoder block
+# ---------------------------------------------------------------------------------------
+
+def _ref_params(d: int, ffn_hiddens: int, heads: int, bias: bool) -> int:
+    block = EncoderBlock(d, ffn_hiddens, heads, bias=bias)
+    return sum(p.numel() for p in block.parameters())
+
+
+Q4_CASES = [(64, 256, 4, False), (64, 256, 1, True), (768, 3072, 12, True), (6, 10, 3, False)]
+
+
+def _attn(d, h, b):
+    return 4 * d * d + (4 * d if b else 0)
+
+
+def _ffn(d, f):
+    return 2 * d * f + f + d
+
+
+Q4_DIAGNOSES = [
+    (lambda d, f, h, b: _attn(d, h, b) + _ffn(d, f),
+     "you forgot the two layer norms: each has a scale and a shift of d numbers (4d in all)."),
+    (lambda d, f, h, b: _attn(d, h, b) + _ffn(d, f) + 2 * d,
+     "there are two add & norm layers, each with its own layer norm (2 × 2d)."),
+    (lambda d, f, h, b: _attn(d, h, b) + 2 * d * f + 4 * d,
+     "you forgot the FFN's biases (ffn_hiddens + d numbers)."),
+    (lambda d, f, h, b: h * _attn(d, h, b) + _ffn(d, f) + 4 * d,
+     "the attention's parameter count does not depend on the number of heads: the heads split "
+     "the d columns of each projection (4 d² weights, + 4d biases with bias=True)."),
+    (lambda d, f, h, b: 3 * d * d + (3 * d if b else 0) + _ffn(d, f) + 4 * d,
+     "you forgot the attention's output projection W_o (d² weights, + d biases)."),
+    (lambda d, f, h, b: 4 * d * d + 4 * d + _ffn(d, f) + 4 * d,
+     "with bias=False the attention projections have no biases (the FFN and the layer norms "
+     "still do)."),
+]
+
+
+def _check_q4(answer) -> str:
+    if not callable(answer):
+        raise CheckFailed(f"encoder_block_params must be a function, got {type(answer).__name__}")
+    for d, f, h, b in Q4_CASES:
+        where = f"d={d}, ffn_hiddens={f}, heads={h}, bias={b}"
+        expected = _ref_params(d, f, h, b)
+        try:
+            got = answer(d, f, h, b)
+        except NotImplementedError:
+            raise
+        except Exception as e:
+            raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
+        if got is None or got is Ellipsis:
+            raise NotImplementedError
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        if isinstance(got, bool) or not isinstance(got, (int, float)):
+            raise CheckFailed(f"on {where}: expected a number, got {type(got).__name__}")
+        if got != expected:
+            message = f"on {where}: expected {expected:,} parameters, got {got:,}"
+            for wrong, why in Q4_DIAGNOSES:
+                if got == wrong(d, f, h, b):
+                    raise CheckFailed(f"{message} — {why}")
+            raise CheckFailed(message)
+    return (f"correct on all {len(Q4_CASES)} cases: attention 4d² (+4d), FFN 2·d·ffn + ffn + d, "
+            f"two layer norms 4d")
+
+
+q4 = Exercise(
+    name="Q4 (parameters of an encoder block)",
+    var="encoder_block_params",
+    checker=_check_q4,
+    hints=[
+        "Three parts: multi-head attention, the FFN, and two layer norms (one per add & norm).",
+        "Attention: W_q, W_k, W_v, W_o are d × d each, plus d biases each when bias=True; the heads "
+        "do not change the count. FFN: d × ffn_hiddens + ffn_hiddens, then ffn_hiddens × d + d.",
+        "Each layer norm has a scale and a shift of d numbers.",
+    ],
+    solution='''
+def encoder_block_params(d, ffn_hiddens, heads, bias):
+    attention = 4 * d * d + (4 * d if bias else 0)             # heads only split the columns
+    ffn = d * ffn_hiddens + ffn_hiddens + ffn_hiddens * d + d  # two linear layers with biases
+    norms = 2 * (2 * d)                                        # two layer norms: scale + shift
+    return attention + ffn + norms
+''',
+)

@@ -1,0 +1,218 @@
+"""Tests for the chapter 2 exercises (bertcourse.exercises.ch02).
+
+The wrong answers are written the way a learner would write them (not imported from the
+module), so the tests check that real mistakes get a message naming them."""
+import math
+
+import pytest
+import torch
+
+from bertcourse.exercises import ch02
+from bertcourse.exercises.ch02 import q1, q2, q3, q4
+from bertcourse.positional import relative_rotation, sinusoidal_encoding
+
+EXERCISES = [q1, q2, q3, q4]
+
+
+def solution_function(ex):
+    namespace = {"math": math, "torch": torch}
+    exec(ex.solution(), namespace)
+    return namespace[ex.var]
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_printed_solution_passes(ex):
+    result = ex.check(solution_function(ex))
+    assert result.status == "pass", result.message
+
+
+def test_references_pass_and_agree_with_closed_form():
+    assert q1.check(ch02._ref_row) and q2.check(ch02._ref_block) and q3.check(ch02._ref_wavelengths)
+    row = ch02._ref_row(7, 16)
+    assert row[2].item() == pytest.approx(math.sin(7 / 10000 ** (2 / 16)))
+    assert row[3].item() == pytest.approx(math.cos(7 / 10000 ** (2 / 16)))
+    assert ch02._ref_wavelengths(8)[0].item() == pytest.approx(2 * math.pi)
+    # the 2x2 block moves pair j of every row k positions forward
+    P = sinusoidal_encoding(50, 8, dtype=torch.float64)
+    B = ch02._ref_block(3, 1, 8)
+    torch.testing.assert_close(P[:47, 2:4] @ B, P[3:, 2:4])
+
+
+def q4_without_length_check(E, P):
+    return E * math.sqrt(E.shape[-1]) + P[: E.shape[1]]
+
+
+def test_q4_reference_alone_is_not_enough():
+    """The plain formula gets the numbers right but crashes by accident on a too-long input."""
+    result = q4.check(q4_without_length_check)
+    assert result.status == "fail" and "accident of broadcasting" in result.message, result.message
+
+
+def test_q4_silent_truncation_fails():
+    def silent(E, P):
+        n = min(E.shape[1], P.shape[0])
+        return E[:, :n] * math.sqrt(E.shape[-1]) + P[:n]
+
+    result = q4.check(silent)
+    assert result.status == "fail" and "accepted silently" in result.message
+
+
+# --- stubs are "not attempted"; exceptions are failures ------------------------------------
+
+def stub_q1(i, d):
+    ...
+
+
+def stub_q2(k, j, d):
+    raise NotImplementedError
+
+
+def stub_q3(d):
+    ...
+
+
+def stub_q4(E, P):
+    ...
+
+
+@pytest.mark.parametrize("ex, stub", [(q1, stub_q1), (q2, stub_q2), (q3, stub_q3), (q4, stub_q4)],
+                         ids=["q1", "q2", "q3", "q4"])
+def test_stub_is_not_attempted(ex, stub):
+    result = ex.check(stub)
+    assert result.status == "not attempted", result.message
+    assert str(result).startswith("[NOT ATTEMPTED YET]")
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_undefined_answer_is_not_attempted(ex, monkeypatch):
+    import sys
+    monkeypatch.delattr(sys.modules["__main__"], ex.var, raising=False)
+    result = ex.check()
+    assert result.status == "not attempted" and f"define `{ex.var}`" in result.message
+
+
+def test_learner_exception_is_a_failed_check():
+    def q1_crash(i, d):
+        return torch.zeros(d) / torch.tensor([1.0, 2.0, 3.0])    # shapes do not fit
+
+    result = q1.check(q1_crash)
+    assert result.status == "fail" and "your code raised RuntimeError" in result.message
+
+
+# --- typical wrong answers name the mistake ------------------------------------------------
+
+def _row(i, d, angle, even=math.sin, odd=math.cos):
+    return torch.tensor([even(angle(c)) if c % 2 == 0 else odd(angle(c)) for c in range(d)])
+
+
+def q1_swapped(i, d):
+    return _row(i, d, lambda c: i / 10000 ** ((c - c % 2) / d), even=math.cos, odd=math.sin)
+
+
+def q1_column_exponent(i, d):
+    return _row(i, d, lambda c: i / 10000 ** (c / d))
+
+
+def q1_j_over_d(i, d):
+    return _row(i, d, lambda c: i / 10000 ** ((c // 2) / d))
+
+
+def q1_multiplied(i, d):
+    return _row(i, d, lambda c: i * 10000 ** ((c - c % 2) / d))
+
+
+def q1_all_sin(i, d):
+    return _row(i, d, lambda c: i / 10000 ** ((c - c % 2) / d), odd=math.sin)
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q1_swapped, "sine and cosine are swapped"),
+    (q1_column_exponent, "share the exponent 2j/d"),
+    (q1_j_over_d, "the exponent is j/d"),
+    (q1_multiplied, "*divided* by it"),
+    (q1_all_sin, "every column is a sine"),
+])
+def test_q1_mistakes(wrong, phrase):
+    result = q1.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def q2_transposed(k, j, d):
+    b = k / 10000 ** (2 * j / d)
+    return torch.tensor([[math.cos(b), math.sin(b)], [-math.sin(b), math.cos(b)]])
+
+
+def q2_angle_k(k, j, d):
+    return torch.tensor([[math.cos(k), -math.sin(k)], [math.sin(k), math.cos(k)]])
+
+
+def q2_one_step(k, j, d):
+    b = 1 / 10000 ** (2 * j / d)
+    return torch.tensor([[math.cos(b), -math.sin(b)], [math.sin(b), math.cos(b)]])
+
+
+def q2_identity(k, j, d):
+    return torch.eye(2)
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q2_transposed, "this is the transpose"),
+    (q2_angle_k, "the angle is k * w_j, not k"),
+    (q2_one_step, "rotates by one position only"),
+    (q2_identity, "the identity keeps P[i]"),
+])
+def test_q2_mistakes(wrong, phrase):
+    result = q2.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def test_q2_float32_answer_is_accepted():
+    def float32(k, j, d):
+        return relative_rotation(k, d)[2 * j: 2 * j + 2, 2 * j: 2 * j + 2]
+    assert q2.check(float32).status == "pass"
+
+
+def q3_no_two_pi(d):
+    return 10000 ** (torch.arange(0, d, 2) / d)
+
+
+def q3_frequencies(d):
+    return 1 / 10000 ** (torch.arange(0, d, 2) / d)
+
+
+def q3_j_over_d(d):
+    return 2 * math.pi * 10000 ** (torch.arange((d + 1) // 2) / d)
+
+
+def q3_per_column(d):
+    return 2 * math.pi * 10000 ** (torch.arange(d) / d)
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q3_no_two_pi, "a full turn is 2 pi"),
+    (q3_frequencies, "you returned the frequencies"),
+    (q3_j_over_d, "not j/d"),
+    (q3_per_column, "per column *pair*"),
+])
+def test_q3_mistakes(wrong, phrase):
+    result = q3.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def _guarded(f):
+    def g(E, P):
+        if E.shape[1] > P.shape[0]:
+            raise ValueError("too long")
+        return f(E, P)
+    return g
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (_guarded(lambda E, P: (E + P[: E.shape[1]]) * math.sqrt(E.shape[-1])), "you scaled the sum"),
+    (_guarded(lambda E, P: E + P[: E.shape[1]] * math.sqrt(E.shape[-1])), "you scaled the positions"),
+    (_guarded(lambda E, P: E + P[: E.shape[1]]), "you forgot to multiply"),
+    (_guarded(lambda E, P: E / math.sqrt(E.shape[-1]) + P[: E.shape[1]]), "you divided by sqrt(d)"),
+])
+def test_q4_mistakes(wrong, phrase):
+    result = q4.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message

@@ -1,0 +1,154 @@
+"""Tests for the chapter 3 exercises (bertcourse.exercises.ch03).
+
+The wrong answers are written the way a learner would write them (not imported from the
+module), so the tests check that real mistakes get a message naming them."""
+import math
+
+import pytest
+import torch
+
+from bertcourse.exercises import ch03
+from bertcourse.exercises.ch03 import q1, q2, q3, q4
+
+EXERCISES = [q1, q2, q3, q4]
+
+
+def solution_function(ex):
+    namespace = {"math": math, "torch": torch}
+    exec(ex.solution(), namespace)
+    return namespace[ex.var]
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_printed_solution_passes(ex):
+    result = ex.check(solution_function(ex))
+    assert result.status == "pass", result.message
+
+
+def test_references_pass_and_agree_with_torch():
+    assert q1.check(ch03._ref_add_norm) and q2.check(ch03._ref_ffn)
+    assert q3.check(ch03._ref_mask) and q4.check(ch03._ref_params)
+    X, Y, g, b, eps = ch03.Q1_CASES[1][1]
+    torch.testing.assert_close(ch03._ref_add_norm(X, Y, g, b, eps),
+                               torch.nn.functional.layer_norm(X + Y, (X.shape[-1],), g, b, eps))
+    assert ch03._ref_mask(2, 4).tolist() == [[True, True, True, False], [True, True, True, True]]
+    # BERT-base's encoder block: 7,087,872 parameters (12 of them + embeddings + pooler = 109,482,240)
+    assert ch03._ref_params(768, 3072, 12, True) == 7_087_872
+
+
+# --- stubs, undefined answers, exceptions ------------------------------------------------------
+
+def stub_q1(X, Y, gamma, beta, eps):
+    ...
+
+
+def stub_q2(X, W1, b1, W2, b2):
+    raise NotImplementedError
+
+
+def stub_q3(num_queries, num_keys):
+    ...
+
+
+def stub_q4(d, ffn_hiddens, heads, bias):
+    ...
+
+
+@pytest.mark.parametrize("ex, stub", [(q1, stub_q1), (q2, stub_q2), (q3, stub_q3), (q4, stub_q4)],
+                         ids=["q1", "q2", "q3", "q4"])
+def test_stub_is_not_attempted(ex, stub):
+    result = ex.check(stub)
+    assert result.status == "not attempted", result.message
+    assert str(result).startswith("[NOT ATTEMPTED YET]")
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_undefined_answer_is_not_attempted(ex, monkeypatch):
+    import sys
+    monkeypatch.delattr(sys.modules["__main__"], ex.var, raising=False)
+    result = ex.check()
+    assert result.status == "not attempted" and f"define `{ex.var}`" in result.message
+
+
+def test_learner_exception_is_a_failed_check():
+    def q2_no_transpose(X, W1, b1, W2, b2):
+        return torch.relu(X @ W1 + b1) @ W2 + b2          # fine for square weights only
+
+    result = q2.check(q2_no_transpose)
+    # the square case comes first, so the mistake is named rather than a shape error shown
+    assert result.status == "fail" and "transpose the weights" in result.message, result.message
+
+    def q4_crash(d, f, h, b):
+        return d / 0
+
+    result = q4.check(q4_crash)
+    assert result.status == "fail" and "your code raised ZeroDivisionError" in result.message
+
+    def q3_crash(q, k):
+        return torch.ones(q, k).tril(diagonal="x")
+
+    result = q3.check(q3_crash)
+    assert result.status == "fail" and "your code raised TypeError" in result.message
+
+
+# --- typical wrong answers name the mistake ------------------------------------------------
+
+def _ln(S, gamma, beta, eps, dim=-1, unbiased=False):
+    mu = S.mean(dim, keepdim=True)
+    return (S - mu) / torch.sqrt(S.var(dim, unbiased=unbiased, keepdim=True) + eps) * gamma + beta
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (lambda X, Y, g, b, e: (X + Y - (X + Y).mean(-1, keepdim=True))
+     / torch.sqrt((X + Y).var(-1, keepdim=True) + e) * g + b, "unbiased variance"),
+    (lambda X, Y, g, b, e: X + _ln(Y, g, b, e), "you normalised Y and then added X"),
+    (lambda X, Y, g, b, e: _ln(Y, g, b, e), "you forgot the residual connection"),
+    (lambda X, Y, g, b, e: _ln(X + Y, g, b, e, dim=1), "over the sequence axis"),
+    (lambda X, Y, g, b, e: (X + Y - (X + Y).mean(-1, keepdim=True))
+     / ((X + Y).var(-1, unbiased=False, keepdim=True).sqrt() + e) * g + b, "eps goes inside"),
+    (lambda X, Y, g, b, e: _ln(X + Y, 1.0, 0.0, e), "you forgot gamma and beta"),
+])
+def test_q1_mistakes(wrong, phrase):
+    result = q1.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def test_q1_plain_layer_norm_is_accepted():
+    def with_torch(X, Y, gamma, beta, eps):
+        return torch.nn.functional.layer_norm(X + Y, (X.shape[-1],), gamma, beta, eps)
+    assert q1.check(with_torch).status == "pass"
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (lambda X, W1, b1, W2, b2: (X @ W1.T + b1) @ W2.T + b2, "you forgot the ReLU"),
+    (lambda X, W1, b1, W2, b2: torch.relu(torch.relu(X @ W1.T + b1) @ W2.T + b2), "not after the second"),
+    (lambda X, W1, b1, W2, b2: torch.relu(X @ W1.T) @ W2.T, "you forgot the biases"),
+])
+def test_q2_mistakes(wrong, phrase):
+    result = q2.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (lambda q, k: torch.arange(k)[None, :] > torch.arange(q)[:, None] + (k - q), "the mask is inverted"),
+    (lambda q, k: torch.arange(k)[None, :] < torch.arange(q)[:, None] + (k - q), "must also see itself"),
+    (lambda q, k: torch.ones(q, k).triu().bool(), "see the future"),
+    (lambda q, k: torch.ones(q, k).tril().bool(), "bottom-right"),
+    (lambda q, k: torch.ones(q, k).tril(k - q), "return a boolean tensor"),
+])
+def test_q3_mistakes(wrong, phrase):
+    result = q3.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (lambda d, f, h, b: 4 * d * d + (4 * d if b else 0) + 2 * d * f + f + d, "two layer norms"),
+    (lambda d, f, h, b: 4 * d * d + (4 * d if b else 0) + 2 * d * f + f + d + 2 * d, "two add & norm layers"),
+    (lambda d, f, h, b: 4 * d * d + (4 * d if b else 0) + 2 * d * f + 4 * d, "FFN's biases"),
+    (lambda d, f, h, b: h * (4 * d * d + (4 * d if b else 0)) + 2 * d * f + f + d + 4 * d, "number of heads"),
+    (lambda d, f, h, b: 3 * d * d + (3 * d if b else 0) + 2 * d * f + f + d + 4 * d, "output projection"),
+    (lambda d, f, h, b: 4 * d * d + 4 * d + 2 * d * f + f + d + 4 * d, "with bias=False"),
+])
+def test_q4_mistakes(wrong, phrase):
+    result = q4.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
