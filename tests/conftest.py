@@ -1,0 +1,25 @@
+"""Shared test helpers: the list of course notebooks and tools/run_notebooks.py as a module."""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def pytest_generate_tests(metafunc):
+    # A test that takes `course_notebook` runs once per chapter, so it grows as chapters land.
+    if "course_notebook" in metafunc.fixturenames:
+        metafunc.parametrize("course_notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+
+
+@pytest.fixture(scope="session")
+def run_notebooks():
+    """tools/run_notebooks.py (REPO, COLAB_CELL, ...) imported as a module."""
+    spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "tools" / "run_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,538 @@
+"""Every notebook, run where learners run it: JupyterLab in a real (headless) browser.
+
+One JupyterLab server and one Chromium for the whole module; one fresh page per notebook.
+For each notebook the test opens a fresh copy (outputs stripped, so nothing is left over
+from the committed run) in JupyterLab, clicks *Run > Run All Cells*, waits for the kernel
+to go idle, and asserts:
+
+* no cell has an error output (the model JupyterLab renders from);
+* every widget output is rendered as live ipywidgets DOM, not as a text repr or an
+  "Error displaying widget" message;
+* every course widget (a ``bertcourse.widgets.FigureWidget``, recognised by the
+  ``bertcourse-figure`` class of its figure) shows its figure, and changing each of its
+  controls in the page (slider: arrow key; dropdown: another option; text: typing;
+  buttons: a click) changes what the widget shows;
+* no uncaught JavaScript error happened in the page.
+
+Screenshots of every widget (before and after each change) go to artifacts/browser/<notebook>/,
+with JupyterLab's log in artifacts/browser/jupyterlab.log.
+
+Needs Debian's ``chromium`` (or the browser that ``$CHROMIUM`` names) and PyPI's
+``playwright``, which drives it through ``executable_path``; Playwright's own browser
+download is never used. Locally the test is skipped with a reason when either is missing;
+with ``CI`` set it fails instead.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts" / "browser"
+
+SERVER_START_TIMEOUT = 120     # s, JupyterLab answering on its port
+OPEN_TIMEOUT = 120             # s, notebook rendered and its kernel idle
+RUN_TIMEOUT = 420              # s, one notebook's Run All (chapter 3: 2-3 min on 2 busy cores)
+WIDGET_TIMEOUT = 60            # s, widget views rendered after the last cell finished
+CHANGE_TIMEOUT = 30            # s, a widget's output reacting to a control
+
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+    "--no-first-run", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--disable-extensions", "--disable-default-apps", "--mute-audio",
+]
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _unavailable(reason: str):
+    """Fail in CI (the browser test must run there), skip with the reason elsewhere."""
+    if _in_ci():
+        pytest.fail(f"{reason} (CI is set, so this is a failure, not a skip)", pytrace=False)
+    pytest.skip(reason)
+
+
+# --------------------------------------------------------------------------- JupyterLab
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    root: pathlib.Path
+    log: pathlib.Path
+
+    def api(self, method: str, path: str):
+        request = urllib.request.Request(self.url + path, method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        for session in self.api("GET", "/api/sessions"):
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+
+    def log_tail(self, n: int = 40) -> str:
+        lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
+        return "\n".join(lines[-n:])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _copy_notebooks(dest: pathlib.Path) -> None:
+    """notebooks/ into dest, every code cell's outputs and execution count removed.
+
+    JupyterLab autosaves, so it must never open the committed files. Stripping the outputs
+    means everything the test sees comes from this run, and the kernel is pinned to the
+    current environment's ``python3`` so JupyterLab never asks which kernel to use.
+    """
+    shutil.copytree(ROOT / "notebooks", dest, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    for path in dest.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                     "language": "python"}
+        nb.metadata.pop("widgets", None)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = []
+                cell.execution_count = None
+        nbformat.write(nb, path)
+
+
+def _write_lab_settings(settings: pathlib.Path) -> None:
+    files = {
+        # Render every cell (JupyterLab 4 otherwise virtualises cells outside the viewport,
+        # and their outputs, widgets included, would not be in the DOM).
+        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+        # No news and no update checks: the machine may be offline.
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+            {"fetchNews": "false", "checkForUpdates": False},
+    }
+    for name, value in files.items():
+        (settings / name).parent.mkdir(parents=True, exist_ok=True)
+        (settings / name).write_text(json.dumps(value))
+
+
+def _start_lab(tmp: pathlib.Path, log: pathlib.Path) -> tuple[subprocess.Popen, Lab]:
+    token = secrets.token_hex(24)
+    port = _free_port()
+    jupyter = tmp / "jupyter"
+    settings = jupyter / "lab-user-settings"
+    _write_lab_settings(settings)
+    # Private config/data/runtime dirs: nothing from the user's ~/.jupyter leaks in.
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(jupyter / "config"),
+               JUPYTER_DATA_DIR=str(jupyter / "data"), JUPYTER_RUNTIME_DIR=str(jupyter / "runtime"),
+               JUPYTER_PLATFORM_DIRS="1")
+    cmd = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={tmp}", "--ServerApp.terminals_enabled=False",
+        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+        # window.jupyterapp: lets the test read cell outputs from JupyterLab's own models
+        # (the same switch JupyterLab's UI-test tool, Galata, uses).
+        "--LabApp.expose_app_in_browser=True",
+        f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={jupyter / 'workspaces'}",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:     # containers / CI runners
+        cmd.append("--allow-root")
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    lab = Lab(f"http://127.0.0.1:{port}", token, tmp, log)
+    return proc, lab
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Terminate JupyterLab and everything it started (kernels) via its process group."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.fixture(scope="module")
+def lab():
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = ARTIFACTS / "jupyterlab.log"
+    log.write_text("")
+    with tempfile.TemporaryDirectory(prefix="bertcourse-lab-") as tmp:
+        tmp = pathlib.Path(tmp)
+        _copy_notebooks(tmp / "notebooks")
+        proc = None
+        try:
+            for _attempt in range(3):        # the free port may be taken between bind and listen
+                proc, server = _start_lab(tmp, log)
+                deadline = time.monotonic() + SERVER_START_TIMEOUT
+                while proc.poll() is None and time.monotonic() < deadline:
+                    try:
+                        server.api("GET", "/api/status")
+                        break
+                    except OSError:
+                        time.sleep(0.25)
+                else:
+                    _stop(proc)
+                    continue
+                break
+            else:
+                pytest.fail(f"JupyterLab did not start; its log:\n{server.log_tail()}", pytrace=False)
+            yield server
+        finally:
+            if proc is not None:
+                _stop(proc)
+
+
+# --------------------------------------------------------------------------- Chromium
+
+@pytest.fixture(scope="module")
+def browser_context():
+    # $CHROMIUM may name another Chromium-based browser (e.g. Google Chrome on a laptop).
+    chromium = shutil.which(os.environ.get("CHROMIUM") or "chromium")
+    if chromium is None:
+        _unavailable("Debian's chromium is not installed (apt-get install -y chromium), "
+                     "and $CHROMIUM names no browser")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright Python package is not installed (pip install -r requirements.txt)")
+    pw = sync_playwright().start()
+    try:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            # One context for all notebooks: JupyterLab's JavaScript is fetched once.
+            context = browser.new_context(viewport={"width": 1280, "height": 1000})
+            yield context
+            context.close()
+        finally:
+            browser.close()
+    finally:
+        pw.stop()
+
+
+# --------------------------------------------------------------------------- page helpers
+
+# The notebook panel, its session's kernel status, the toolbar's status indicator and the
+# input prompts ("[ ]:", "[*]:", "[3]:") of all code cells.
+STATE_JS = """() => {
+  const app = window.jupyterapp;
+  const panel = app && app.shell.currentWidget;
+  if (!panel || !panel.content || !panel.sessionContext) return null;
+  const session = panel.sessionContext.session;
+  const indicator = panel.node.querySelector('.jp-Notebook-ExecutionIndicator');
+  return {
+    kernel: session && session.kernel ? session.kernel.status : null,
+    indicator: indicator ? indicator.getAttribute('data-status') : null,
+    prompts: Array.from(panel.node.querySelectorAll('.jp-CodeCell .jp-InputPrompt'))
+                  .map(e => e.textContent.trim()),
+  };
+}"""
+
+# Every code cell's outputs from JupyterLab's notebook model (what the page renders).
+OUTPUTS_JS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = [];
+  panel.content.widgets.forEach((cell, index) => {
+    if (cell.model.type !== 'code') return;
+    const tags = cell.model.getMetadata('tags') || [];
+    cells.push({
+      index, tags,
+      source: cell.model.sharedModel.getSource(),
+      outputs: cell.model.outputs.toJSON().map(o => ({
+        type: o.output_type, name: o.name || null, ename: o.ename || null,
+        evalue: o.evalue || null, text: typeof o.text === 'string' ? o.text : (o.text || []).join(''),
+        mimes: o.data ? Object.keys(o.data) : [],
+      })),
+    });
+  });
+  return cells;
+}"""
+
+# Finds every widget output, tags its node with data-bc-widget=<n>, and reports whether it
+# is a live widget view. Widgets that contain a course figure are "course widgets": their
+# controls get data-bc-control=<n>-<j> so the test can drive them.
+WIDGETS_JS = """() => {
+  const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
+  const CONTROLS = '.widget-slider, .widget-dropdown, .widget-text, .widget-textarea, '
+                 + '.widget-toggle-buttons, .widget-checkbox, .widget-toggle-button, .widget-button';
+  const panel = window.jupyterapp.shell.currentWidget;
+  const widgets = [];
+  panel.content.widgets.forEach((cell, index) => {
+    if (cell.model.type !== 'code') return;
+    const outputs = cell.model.outputs.toJSON();
+    const children = Array.from(cell.outputArea.node.children)
+                          .filter(c => c.classList.contains('jp-OutputArea-child'));
+    outputs.forEach((o, k) => {
+      if (!o.data || !(WIDGET_MIME in o.data)) return;
+      const n = widgets.length;
+      const child = children[k];
+      const node = child && child.querySelector('.jp-OutputArea-output');
+      const info = {n, cell: index, output: k, rendered: false, text: null, course: false,
+                    figureLoaded: false, controls: []};
+      widgets.push(info);
+      if (!node) return;
+      node.setAttribute('data-bc-widget', String(n));
+      const live = node.querySelector('.jupyter-widgets');
+      const rect = node.getBoundingClientRect();
+      info.text = node.innerText.slice(0, 300);
+      info.asText = node.getAttribute('data-mime-type') === 'text/plain';
+      info.rendered = !!live && rect.width > 0 && rect.height > 0
+                      && !/Error displaying widget|Loading widget|[Mm]odel not found/.test(node.innerText);
+      const figures = Array.from(node.querySelectorAll('.bertcourse-figure'));
+      info.course = figures.length > 0;
+      const images = figures.flatMap(f => Array.from(f.querySelectorAll('img')));
+      info.figureLoaded = images.length > 0 && images.every(i => i.complete && i.naturalWidth > 0);
+      const all = Array.from(node.querySelectorAll(CONTROLS));
+      all.filter(c => !all.some(o => o !== c && o.contains(c))).forEach((c, j) => {
+        const cls = c.classList;
+        const kind = cls.contains('widget-slider') ? 'slider'
+                   : cls.contains('widget-dropdown') ? 'dropdown'
+                   : cls.contains('widget-textarea') ? 'textarea'
+                   : cls.contains('widget-text') ? 'text'
+                   : cls.contains('widget-toggle-buttons') ? 'toggle-buttons'
+                   : cls.contains('widget-checkbox') ? 'checkbox' : 'button';
+        const input = c.matches('button, input, select, textarea') ? c
+                    : c.querySelector('button, input, select, textarea');
+        const disabled = (input && input.disabled) || cls.contains('mod-disabled');
+        const label = c.querySelector('.widget-label');
+        c.setAttribute('data-bc-control', n + '-' + j);
+        info.controls.push({j, kind, disabled: !!disabled,
+                            label: (label ? label.textContent : c.textContent).trim().slice(0, 40)});
+      });
+    });
+  });
+  return widgets;
+}"""
+
+# What a widget shows, apart from its controls: HTML (the course figure is an <img> in one),
+# Output and Image widgets.
+SNAPSHOT_JS = """(n) => {
+  const node = document.querySelector('[data-bc-widget="' + n + '"]');
+  if (!node) return null;
+  const parts = Array.from(node.querySelectorAll(
+      '.widget-html, .widget-htmlmath, .widget-output, .widget-image')).map(e => e.outerHTML);
+  const images = Array.from(node.querySelectorAll('.bertcourse-figure img'));
+  const loaded = images.length > 0 && images.every(i => i.complete && i.naturalWidth > 0);
+  return {html: parts.join('\\n'), loaded};
+}"""
+
+
+# What JupyterLab shows instead of a widget it cannot display.
+BROKEN_WIDGET = re.compile(r"Error displaying widget|[Mm]odel not found|Failed to load model class")
+
+
+def _wait(page, predicate, timeout: float, what: str, describe=lambda: ""):
+    """Poll ``predicate()`` (every 0.25 s) until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}. {describe()}", pytrace=False)
+        page.wait_for_timeout(250)
+
+
+def _kernel_idle(state) -> bool:
+    return bool(state) and state["kernel"] == "idle" and state["indicator"] == "idle"
+
+
+def _run_all_cells(page, name: str, lab: Lab) -> None:
+    """Run > Run All Cells in JupyterLab's menu bar, then wait until the kernel is idle and
+    every code cell has its execution count (or a cell failed and stopped the run)."""
+    page.locator("#jp-MainMenu").get_by_text("Run", exact=True).click()
+    page.locator(".lm-Menu").get_by_text("Run All Cells", exact=True).click()
+
+    last = {}
+
+    def finished():
+        state = page.evaluate(STATE_JS)
+        last["state"] = state
+        if not _kernel_idle(state) or any(p == "[*]:" for p in state["prompts"]):
+            return False
+        if all(p[1:-2].isdigit() for p in state["prompts"]):
+            return True
+        # Run All stops at a failing cell; the remaining cells never get a count.
+        return any(o["type"] == "error" for c in page.evaluate(OUTPUTS_JS) for o in c["outputs"])
+
+    def settled():                   # idle twice in a row, 0.5 s apart
+        if not finished():
+            return False
+        page.wait_for_timeout(500)
+        return finished()
+
+    _wait(page, settled, RUN_TIMEOUT, f"{name} to finish Run All Cells",
+          lambda: f"Last state: {last.get('state')}. JupyterLab log:\n{lab.log_tail()}")
+
+
+def _settled_snapshot(page, n: int) -> dict:
+    """What widget ``n`` shows, once two looks 0.25 s apart agree (no update in flight)."""
+    last = {"snap": page.evaluate(SNAPSHOT_JS, n)}
+
+    def same():
+        page.wait_for_timeout(250)
+        snap, last["snap"] = last["snap"], page.evaluate(SNAPSHOT_JS, n)
+        return snap == last["snap"] and snap
+    return _wait(page, same, CHANGE_TIMEOUT, f"widget {n} to stop changing")
+
+
+def _change(page, control, kind: str) -> None:
+    """Change one control the way a learner would."""
+    if kind == "slider":
+        handle = control.locator(".noUi-handle, .ui-slider-handle").first
+        readout = control.locator(".widget-readout")
+        before = readout.first.inner_text() if readout.count() else None
+        handle.press("ArrowRight")
+        page.wait_for_timeout(300)
+        if before is not None and readout.first.inner_text() == before:   # already at its maximum
+            handle.press("ArrowLeft")
+    elif kind == "dropdown":
+        select = control.locator("select")
+        count = select.locator("option").count()
+        current = select.evaluate("s => s.selectedIndex")
+        select.select_option(index=(current + 1) % count)
+    elif kind in ("text", "textarea"):
+        box = control.locator("input, textarea").first
+        box.fill(box.input_value() + " again")
+        if kind == "text":
+            box.press("Enter")
+        box.blur()
+    elif kind == "toggle-buttons":
+        control.locator("button:not(.mod-active)").first.click()
+    elif kind == "checkbox":
+        control.locator("input[type=checkbox]").click()
+    else:
+        control.click()
+
+
+def _changeable(page, control, kind: str) -> bool:
+    if kind == "dropdown":
+        return control.locator("select option").count() > 1
+    if kind == "toggle-buttons":
+        return control.locator("button:not(.mod-active)").count() > 0
+    return True
+
+
+# --------------------------------------------------------------------------- the test
+
+def test_notebook_in_jupyterlab(course_notebook, browser_context, lab):
+    name = course_notebook.name
+    shots = ARTIFACTS / course_notebook.stem
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+
+    t0 = time.monotonic()
+    page = browser_context.new_page()
+    page_errors: list[str] = []
+    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    try:
+        # A workspace of its own, so JupyterLab restores nothing from the previous notebook.
+        page.goto(f"{lab.url}/lab/workspaces/{course_notebook.stem}/tree/notebooks/{name}"
+                  f"?token={lab.token}")
+        _wait(page, lambda: _kernel_idle(page.evaluate(STATE_JS)), OPEN_TIMEOUT,
+              f"{name} to open with an idle kernel",
+              lambda: f"State: {page.evaluate(STATE_JS)}. JupyterLab log:\n{lab.log_tail()}")
+
+        opened = time.monotonic()
+        _run_all_cells(page, name, lab)
+        ran = time.monotonic()
+
+        # 1. No error output anywhere (cells tagged raises-exception may fail on purpose).
+        cells = page.evaluate(OUTPUTS_JS)
+        errors = [f"cell {c['index']} ({c['source'].splitlines()[0] if c['source'] else ''!r}): "
+                  f"{o['ename']}: {o['evalue']}"
+                  for c in cells for o in c["outputs"]
+                  if o["type"] == "error" and "raises-exception" not in c["tags"]]
+        errors += [f"cell {c['index']}: a traceback on stderr:\n{o['text'][-500:]}"
+                   for c in cells for o in c["outputs"]
+                   if o["type"] == "stream" and o["name"] == "stderr" and "Traceback (most recent" in o["text"]]
+        assert not errors, f"{name}: error output in JupyterLab:\n" + "\n".join(errors)
+        prompts = page.evaluate(STATE_JS)["prompts"]
+        assert prompts and all(p[1:-2].isdigit() for p in prompts), f"{name}: not every code cell ran: {prompts}"
+
+        # 2. Every widget is a live ipywidgets view (views render asynchronously).
+        def all_rendered():
+            ws = page.evaluate(WIDGETS_JS)
+            broken = [w for w in ws if w["text"] and BROKEN_WIDGET.search(w["text"])]
+            assert not broken, f"{name}: widgets that JupyterLab could not display: {broken}"
+            as_text = [w for w in ws if w["asText"]]
+            assert not as_text, (f"{name}: widgets shown as their text repr (is the ipywidgets "
+                                 f"JupyterLab extension, jupyterlab_widgets, installed?): {as_text}")
+            if all(w["rendered"] for w in ws) and all(w["figureLoaded"] for w in ws if w["course"]):
+                return (ws,)
+            return None
+
+        (widgets,) = _wait(page, all_rendered, WIDGET_TIMEOUT, f"the widgets of {name} to render",
+                           lambda: "Widgets: " + json.dumps(page.evaluate(WIDGETS_JS))[:3000])
+        for w in widgets:
+            page.locator(f'[data-bc-widget="{w["n"]}"]').screenshot(path=shots / f"widget-{w['n']}.png")
+
+        # 3. Each course widget reacts to each of its controls.
+        course = [w for w in widgets if w["course"]]
+        assert course, (f"{name}: no course widget (a bertcourse.widgets.FigureWidget) is displayed; "
+                        f"widget outputs found: {len(widgets)}")
+        for w in course:
+            n = w["n"]
+            changed = []
+            for c in w["controls"]:
+                control = page.locator(f'[data-bc-control="{n}-{c["j"]}"]')
+                if c["disabled"] or not _changeable(page, control, c["kind"]):
+                    continue
+                before = _settled_snapshot(page, n)
+                _change(page, control, c["kind"])
+                what = f"widget {n} (cell {w['cell']}) of {name} to react to its {c['kind']} {c['label']!r}"
+                _wait(page, lambda: (lambda s: s and s["loaded"] and s["html"] != before["html"])
+                      (page.evaluate(SNAPSHOT_JS, n)), CHANGE_TIMEOUT, what,
+                      lambda: f"JupyterLab log:\n{lab.log_tail(15)}")
+                # Let the kernel finish the update (a widget may redraw in several steps).
+                _wait(page, lambda: _kernel_idle(page.evaluate(STATE_JS)), CHANGE_TIMEOUT,
+                      f"the kernel to go idle after changing {c['label']!r}")
+                page.locator(f'[data-bc-widget="{n}"]').screenshot(
+                    path=shots / f"widget-{n}-after-{c['j']}-{c['kind']}.png")
+                changed.append(c["label"])
+            assert changed, f"{name}: course widget {n} (cell {w['cell']}) has no control to change"
+            w["changed"] = changed
+
+        assert not page_errors, f"{name}: uncaught JavaScript errors in the page: {page_errors}"
+        print(f"{name}: opened in {opened - t0:.1f} s, Run All {ran - opened:.1f} s, widgets checked "
+              f"in {time.monotonic() - ran:.1f} s; {len(widgets)} widget views, "
+              f"controls changed: {[w['changed'] for w in course]}")
+    finally:
+        try:
+            page.screenshot(path=shots / "page.png")
+        except Exception:     # the page may already be gone; the screenshot is only a debugging aid
+            pass
+        page.close()
+        # Free the kernel's memory before the next notebook. If the server is gone the test
+        # has failed already; the module's finaliser stops whatever is left.
+        with contextlib.suppress(OSError):
+            lab.shutdown_kernels()
