@@ -23,3 +23,11 @@ def run_notebooks():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# The course's models are small: one thread is faster than two (no synchronisation), keeps
+# results independent of the machine's core count, and leaves a core to the kernels and the
+# browser that some tests start.
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
