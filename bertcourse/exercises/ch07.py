@@ -1,0 +1,339 @@
+"""Chapter 7 exercises: the pretraining loss, honest evaluation, the masking rate, and
+reading a wrong prediction.
+
+In the notebook::
+
+    from bertcourse.exercises.ch07 import q1, q2, q3, q4
+
+* ``q1`` — ``mlm_loss_by_hand(mlm_logits, mlm_labels, mlm_weights)``: the MLM loss, the
+  mean cross-entropy over the *real* predictions only.
+* ``q2`` — ``mlm_top1_accuracy(mlm_logits, mlm_labels, mlm_weights)``: the fraction of
+  real predictions whose most probable token is the label.
+* ``q3`` — ``predictions_per_sequence(num_tokens, mask_prob)``: how many positions BERT's
+  masking chooses in a sequence of ``num_tokens`` ordinary tokens (then: what happens to
+  the training signal and to the context when the masking rate goes up?).
+* ``q4`` — ``why_wrong``: a letter; which explanation fits the model's wrong answer shown
+  in the notebook.
+
+The references are the package's own functions (:func:`bertcourse.data.mlm_loss`,
+:func:`bertcourse.pretrain.mlm_accuracy`, :func:`bertcourse.data.num_mlm_preds`), so
+the exercises check the learner against exactly the code the chapter runs.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..data import mlm_loss, num_mlm_preds
+from ..pretrain import mlm_accuracy
+from .core import CheckFailed, Exercise, run_cases
+
+__all__ = ["q1", "q2", "q3", "q4"]
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _mlm_case(batch: int, preds: int, vocab: int, seed: int, real: list | None = None, scale: float = 1.0):
+    """(logits, labels, weights); ``real[b]`` = number of real predictions in row b."""
+    g = _gen(seed)
+    logits = torch.randn(batch, preds, vocab, generator=g) * scale
+    labels = torch.randint(5, vocab, (batch, preds), generator=g)
+    weights = torch.ones(batch, preds)
+    if real is not None:
+        for b, n in enumerate(real):
+            weights[b, n:] = 0.0
+            labels[b, n:] = 0                    # padding slots carry label 0 ([PAD])
+    return logits, labels, weights
+
+
+# ---------------------------------------------------------------------------------------
+# Q1: the MLM loss by hand
+# ---------------------------------------------------------------------------------------
+
+def _ref_loss(logits, labels, weights):
+    return mlm_loss(logits, labels, weights)
+
+
+def _per_slot(logits, labels):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
+
+
+def _loss_mean_all_slots(logits, labels, weights):
+    # also what "reduction='mean', then multiply by the weights" boils down to
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+def _loss_mean_times_weights(logits, labels, weights):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)) * weights.mean()
+
+
+def _loss_sum(logits, labels, weights):
+    return (_per_slot(logits, labels) * weights.reshape(-1)).sum()
+
+
+def _loss_over_slots(logits, labels, weights):
+    return (_per_slot(logits, labels) * weights.reshape(-1)).sum() / weights.numel()
+
+
+def _loss_over_rows(logits, labels, weights):
+    return (_per_slot(logits, labels) * weights.reshape(-1)).sum() / weights.shape[0]
+
+
+def _loss_wrong_sign(logits, labels, weights):
+    return -_ref_loss(logits, labels, weights)
+
+
+Q1_CASES = [
+    ("batch=2, 4 slots, vocab 9; row 0 has 3 real predictions, row 1 has 2",
+     _mlm_case(2, 4, 9, seed=1, real=[3, 2])),
+    ("every slot is a real prediction", _mlm_case(3, 2, 7, seed=2)),
+    ("a row with no real prediction at all", _mlm_case(3, 3, 11, seed=3, real=[2, 0, 3])),
+    ("large logits (spread over hundreds: use log_softmax / cross_entropy, not log(softmax))",
+     _mlm_case(2, 3, 6, seed=4, real=[3, 1], scale=100.0)),
+]
+
+Q1_DIAGNOSES = [
+    (_loss_mean_all_slots, "the padding slots count in your loss: a plain mean over all slots (which is "
+                           "also what reduction='mean' followed by multiplying by the weights gives) "
+                           "averages the padding in. Use reduction='none', multiply each slot by its "
+                           "weight, then divide by the sum of the weights."),
+    (_loss_mean_times_weights, "reduction='mean' already averaged over every slot, padding included; "
+                               "multiplying by the weights afterwards cannot take the padding out. "
+                               "Use reduction='none' and weight each slot."),
+    (_loss_sum, "you returned the weighted sum; divide it by the number of real predictions "
+                "(mlm_weights.sum())."),
+    (_loss_over_slots, "you divided by the number of slots (padding included); divide by the number of "
+                       "real predictions, mlm_weights.sum()."),
+    (_loss_over_rows, "you divided by the batch size; the loss is a mean per real prediction: divide by "
+                      "mlm_weights.sum()."),
+    (_loss_wrong_sign, "the sign is wrong: the cross-entropy is -log p(label), a positive number."),
+]
+
+
+def _check_q1(answer) -> str:
+    return run_cases(answer, _ref_loss, Q1_CASES, Q1_DIAGNOSES)
+
+
+q1 = Exercise(
+    name="Q1 (the MLM loss by hand)",
+    var="mlm_loss_by_hand",
+    checker=_check_q1,
+    hints=[
+        "mlm_logits is (batch, num_preds, vocab): flatten it to (batch * num_preds, vocab) and the "
+        "labels to (batch * num_preds,) so that every prediction slot is one row.",
+        "F.cross_entropy(logits, labels, reduction='none') gives one loss per slot. Padding slots "
+        "(weight 0) must not count: multiply by the flattened weights.",
+        "Divide the weighted sum by the number of real predictions, mlm_weights.sum() (clamp it to at "
+        "least a tiny number so that a batch without predictions gives 0, not NaN).",
+    ],
+    solution='''
+def mlm_loss_by_hand(mlm_logits, mlm_labels, mlm_weights):
+    vocab = mlm_logits.shape[-1]
+    per_slot = F.cross_entropy(mlm_logits.reshape(-1, vocab), mlm_labels.reshape(-1),
+                               reduction="none")              # (batch * num_preds,)
+    w = mlm_weights.reshape(-1)
+    return (per_slot * w).sum() / w.sum().clamp(min=1e-8)     # mean over real predictions
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: top-1 accuracy over the real predictions
+# ---------------------------------------------------------------------------------------
+
+def _ref_acc(logits, labels, weights):
+    return mlm_accuracy(logits, labels, weights)
+
+
+def _acc_all_slots(logits, labels, weights):
+    return (logits.argmax(-1) == labels).float().mean()
+
+
+def _acc_count(logits, labels, weights):
+    return ((logits.argmax(-1) == labels) & (weights > 0)).sum().float()
+
+
+def _acc_over_slots(logits, labels, weights):
+    return ((logits.argmax(-1) == labels) & (weights > 0)).float().mean()
+
+
+def _acc_cases():
+    cases = []
+    logits, labels, weights = _mlm_case(3, 4, 8, seed=11, real=[4, 2, 3])
+    labels = labels.clone()
+    labels[0, :2] = logits[0, :2].argmax(-1)           # make some predictions right
+    labels[2, 0] = logits[2, 0].argmax(-1)
+    cases.append(("batch=3, 4 slots, some padding, some right answers", (logits, labels, weights)))
+    logits, labels, weights = _mlm_case(2, 5, 6, seed=12)
+    labels = labels.clone()
+    labels[:, ::2] = logits[:, ::2].argmax(-1)
+    cases.append(("no padding", (logits, labels, weights)))
+    logits, labels, weights = _mlm_case(2, 3, 7, seed=13, real=[2, 0])
+    logits = logits.clone()
+    logits[1, :, 0] = 100.0                             # the padding slots "predict" [PAD] = label 0
+    cases.append(("padding slots whose argmax happens to be their label 0 (they must still not count)",
+                  (logits, labels, weights)))
+    return cases
+
+
+Q2_CASES = _acc_cases()
+
+Q2_DIAGNOSES = [
+    (_acc_over_slots, "you divided by the number of slots (padding included); divide by the number of "
+                      "real predictions, (mlm_weights > 0).sum()."),
+    (_acc_all_slots, "the padding slots count in your accuracy: keep only the slots with mlm_weights > 0."),
+    (_acc_count, "you returned the number of right answers; divide by the number of real predictions."),
+]
+
+
+def _check_q2(answer) -> str:
+    return run_cases(answer, _ref_acc, Q2_CASES, Q2_DIAGNOSES)
+
+
+q2 = Exercise(
+    name="Q2 (MLM top-1 accuracy)",
+    var="mlm_top1_accuracy",
+    checker=_check_q2,
+    hints=[
+        "The model's guess for a slot is the token with the highest logit: mlm_logits.argmax(dim=-1), "
+        "shape (batch, num_preds).",
+        "A slot is right when the guess equals the label, and it only counts when it is a real "
+        "prediction: real = mlm_weights > 0.",
+        "accuracy = (right & real).sum() / real.sum(), as a float tensor (clamp the denominator to at "
+        "least 1).",
+    ],
+    solution='''
+def mlm_top1_accuracy(mlm_logits, mlm_labels, mlm_weights):
+    real = mlm_weights > 0                                  # (batch, num_preds)
+    right = (mlm_logits.argmax(dim=-1) == mlm_labels) & real
+    return right.sum().float() / real.sum().clamp(min=1)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3: how many predictions per sequence for a masking rate
+# ---------------------------------------------------------------------------------------
+
+def _ref_count(num_tokens, mask_prob):
+    return num_mlm_preds(num_tokens, mask_prob)
+
+
+Q3_CASES = [
+    (20, 0.15, "20 tokens at 15% (3.0)"),
+    (10, 0.15, "10 tokens at 15% (1.5 rounds up)"),
+    (3, 0.15, "3 tokens at 15% (0.45: at least one prediction)"),
+    (10, 0.25, "10 tokens at 25% (2.5 rounds up)"),
+    (50, 0.15, "50 tokens at 15% (7.5 rounds up)"),
+    (18, 0.4, "18 tokens at 40% (7.2)"),
+    (90, 0.35, "90 tokens at 35% (31.5, though 90 * 0.35 is 31.4999... in floating point)"),
+    (1, 0.5, "a single token at 50%"),
+]
+
+
+def _check_q3(answer) -> str:
+    if not callable(answer):
+        raise CheckFailed(f"predictions_per_sequence must be a function, got {type(answer).__name__}")
+    for n, p, where in Q3_CASES:
+        expected = _ref_count(n, p)
+        try:
+            got = answer(n, p)
+        except NotImplementedError:
+            raise
+        except Exception as e:
+            raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
+        if got is None or got is Ellipsis:
+            raise NotImplementedError
+        if isinstance(got, torch.Tensor):
+            got = got.item()
+        if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
+            raise CheckFailed(f"on {where}: expected a whole number, got {got!r}")
+        got = int(got)
+        if got != expected:
+            x = n * p
+            message = f"on {where}: expected {expected}, got {got}"
+            if got == 0:
+                message += " — every sequence gets at least one prediction"
+            elif got == math.floor(x + 0.5):
+                message += (f" — floating point: {n} * {p} is {x!r}, just below the half; add a tiny "
+                            f"1e-9 before rounding")
+            elif got == round(x):
+                message += (" — Python's round() rounds halves to the even number (round(2.5) == 2); "
+                            "round half up instead: math.floor(x + 0.5)")
+            elif got == math.floor(x):
+                message += " — you rounded down; BERT's count rounds to the nearest whole number (half up)"
+            elif got == math.ceil(x):
+                message += " — you rounded up; round to the nearest whole number (half up)"
+            raise CheckFailed(message)
+    return f"correct on all {len(Q3_CASES)} cases"
+
+
+q3 = Exercise(
+    name="Q3 (predictions per sequence)",
+    var="predictions_per_sequence",
+    checker=_check_q3,
+    hints=[
+        "BERT predicts about mask_prob of the ordinary tokens: start from x = num_tokens * mask_prob.",
+        "Round x to the nearest whole number, halves up: math.floor(x + 0.5) (Python's round() sends "
+        "2.5 to 2). A product like 90 * 0.35 is 31.4999999...: add a tiny 1e-9 before rounding.",
+        "A sequence always gets at least one prediction: max(1, ...).",
+    ],
+    solution='''
+def predictions_per_sequence(num_tokens, mask_prob):
+    x = num_tokens * mask_prob
+    return max(1, math.floor(x + 0.5 + 1e-9))   # nearest whole number (half up), at least 1
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q4: explain a wrong prediction
+# ---------------------------------------------------------------------------------------
+
+Q4_CHOICES = {
+    "A": "The model has not learned English grammar yet: it puts any token in the blank.",
+    "B": "The model has learned which kind of word fits the blank (a town after 'the capital of X is'), "
+         "but not yet this particular fact.",
+    "C": "[MASK] never appears in the training data, so the model cannot fill it in.",
+    "D": "The answer is missing from the vocabulary, so no model could predict it.",
+}
+
+Q4_WHY_NOT = {
+    "A": "a model without grammar would guess a random kind of token (a verb, a full stop, 'the'); "
+         "its guess here is a town, exactly the kind of word the blank needs.",
+    "C": "80% of the chosen positions are replaced by [MASK] during pretraining: the model sees "
+         "[MASK] in every batch.",
+    "D": "the notebook checks that the answer is a single token of the vocabulary; the model even gives "
+         "it some probability.",
+}
+
+
+def _check_q4(answer) -> str:
+    if not isinstance(answer, str):
+        raise CheckFailed(f"why_wrong must be one letter as a string, e.g. 'A', got {type(answer).__name__}")
+    letter = answer.strip().upper().rstrip(")").strip()
+    if letter not in Q4_CHOICES:
+        raise CheckFailed(f"why_wrong must be one of {', '.join(Q4_CHOICES)}, got {answer!r}")
+    if letter != "B":
+        raise CheckFailed(f"{letter} is not the best explanation: {Q4_WHY_NOT[letter]}")
+    return ("B: grammar (the kind of word) comes first, facts need many more repetitions — so a "
+            "wrong answer of the right kind is the typical error of a briefly trained model.")
+
+
+q4 = Exercise(
+    name="Q4 (explain a wrong prediction)",
+    var="why_wrong",
+    checker=_check_q4,
+    hints=[
+        "Look at the model's guess: what kind of word is it? Is it the kind the blank asks for?",
+        "Compare the 'right kind of word' and 'right fact' accuracies in the table above: which does "
+        "the model reach first?",
+    ],
+    solution='''
+why_wrong = "B"   # the guess is a town (grammar learned), just not the capital of this country (fact)
+''',
+)

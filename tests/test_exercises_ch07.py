@@ -1,0 +1,243 @@
+"""Tests for the chapter 7 exercises (bertcourse.exercises.ch07).
+
+The wrong answers are written the way a learner would write them, so the tests check that
+real mistakes get a message naming them.
+"""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from bertcourse.data import mlm_loss, num_mlm_preds
+from bertcourse.exercises import ch07
+from bertcourse.exercises.ch07 import q1, q2, q3, q4
+from bertcourse.pretrain import mlm_accuracy
+
+EXERCISES = [q1, q2, q3, q4]
+
+
+def solution_answer(ex):
+    """Run the exercise's printed solution text and return what it defines."""
+    namespace = {"math": math, "torch": torch, "F": F}
+    exec(ex.solution(), namespace)
+    return namespace[ex.var]
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_printed_solution_passes(ex):
+    result = ex.check(solution_answer(ex))
+    assert result.status == "pass", result.message
+
+
+def test_references_are_the_package_functions_and_agree_with_plain_torch():
+    assert q1.check(ch07._ref_loss) and q2.check(ch07._ref_acc) and q3.check(ch07._ref_count)
+    logits, labels, weights = ch07.Q1_CASES[0][1]
+    real = weights.reshape(-1) > 0
+    by_hand = F.cross_entropy(logits.reshape(-1, logits.shape[-1])[real], labels.reshape(-1)[real])
+    torch.testing.assert_close(ch07._ref_loss(logits, labels, weights), by_hand)
+    logits, labels, weights = ch07.Q2_CASES[0][1]
+    right = [(logits[b, i].argmax() == labels[b, i]).item() for b in range(3) for i in range(4) if weights[b, i] > 0]
+    assert ch07._ref_acc(logits, labels, weights).item() == pytest.approx(sum(right) / len(right))
+    assert 0 < sum(right) < len(right)                      # the case has right and wrong answers
+    assert [ch07._ref_count(n, p) for n, p, _ in ch07.Q3_CASES] == [3, 2, 1, 3, 8, 7, 32, 1]
+
+
+def test_cases_include_edge_cases():
+    assert any((w.sum(1) == 0).any() for _, (_, _, w) in ch07.Q1_CASES)          # a row without predictions
+    assert any(l.abs().max() > 30 for _, (l, _, _) in ch07.Q1_CASES)             # large logits
+    assert any((w == 0).any() and (l.argmax(-1)[w == 0] == lab[w == 0]).any()    # padding "right" by chance
+               for _, (l, lab, w) in ch07.Q2_CASES)
+
+
+# --- stubs are "not attempted"; exceptions are failures --------------------------------
+
+def stub_q1(mlm_logits, mlm_labels, mlm_weights):
+    ...
+
+
+def stub_q2(mlm_logits, mlm_labels, mlm_weights):
+    raise NotImplementedError
+
+
+def stub_q3(num_tokens, mask_prob):
+    ...
+
+
+@pytest.mark.parametrize("ex, stub", [(q1, stub_q1), (q2, stub_q2), (q3, stub_q3), (q4, ...)],
+                         ids=["q1", "q2", "q3", "q4"])
+def test_stub_is_not_attempted(ex, stub):
+    result = ex.check(stub)
+    assert result.status == "not attempted", result.message
+    assert str(result).startswith("[NOT ATTEMPTED YET]")
+
+
+@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
+def test_undefined_answer_is_not_attempted(ex, monkeypatch):
+    import sys
+    monkeypatch.delattr(sys.modules["__main__"], ex.var, raising=False)
+    result = ex.check()
+    assert result.status == "not attempted" and f"define `{ex.var}`" in result.message
+
+
+def test_learner_exceptions_are_failed_checks():
+    def q1_crash(mlm_logits, mlm_labels, mlm_weights):
+        return F.cross_entropy(mlm_logits, mlm_labels)        # 3-D logits: wrong layout for cross_entropy
+
+    result = q1.check(q1_crash)
+    assert result.status == "fail" and "your code raised" in result.message
+
+    def q3_crash(num_tokens, mask_prob):
+        return num_tokens / 0
+
+    result = q3.check(q3_crash)
+    assert result.status == "fail" and "your code raised ZeroDivisionError" in result.message
+
+
+# --- typical wrong answers name the mistake ---------------------------------------------
+
+def flat(mlm_logits, mlm_labels):
+    return mlm_logits.reshape(-1, mlm_logits.shape[-1]), mlm_labels.reshape(-1)
+
+
+def q1_plain_mean(mlm_logits, mlm_labels, mlm_weights):
+    return F.cross_entropy(*flat(mlm_logits, mlm_labels))
+
+
+def q1_mean_then_weights(mlm_logits, mlm_labels, mlm_weights):
+    # the classic: reduction='mean', then "apply" the weights
+    loss = F.cross_entropy(*flat(mlm_logits, mlm_labels))
+    return (loss * mlm_weights.reshape(-1)).sum() / mlm_weights.sum()
+
+
+def q1_sum(mlm_logits, mlm_labels, mlm_weights):
+    per = F.cross_entropy(*flat(mlm_logits, mlm_labels), reduction="none")
+    return (per * mlm_weights.reshape(-1)).sum()
+
+
+def q1_over_slots(mlm_logits, mlm_labels, mlm_weights):
+    per = F.cross_entropy(*flat(mlm_logits, mlm_labels), reduction="none")
+    return (per * mlm_weights.reshape(-1)).mean()
+
+
+def q1_over_batch(mlm_logits, mlm_labels, mlm_weights):
+    per = F.cross_entropy(*flat(mlm_logits, mlm_labels), reduction="none")
+    return (per * mlm_weights.reshape(-1)).sum() / mlm_logits.shape[0]
+
+
+def q1_log_of_softmax(mlm_logits, mlm_labels, mlm_weights):
+    # mathematically right, numerically not: log(softmax) underflows to -inf for large logits
+    probs = torch.softmax(mlm_logits, dim=-1)
+    picked = probs.gather(-1, mlm_labels.unsqueeze(-1)).squeeze(-1)
+    return (-torch.log(picked) * mlm_weights).sum() / mlm_weights.sum()
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q1_plain_mean, "the padding slots count in your loss"),
+    (q1_mean_then_weights, "the padding slots count in your loss"),
+    (q1_sum, "you returned the weighted sum"),
+    (q1_over_slots, "you divided by the number of slots"),
+    (q1_over_batch, "you divided by the batch size"),
+])
+def test_q1_mistakes(wrong, phrase):
+    result = q1.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def test_q1_log_of_softmax_fails_on_large_logits_only():
+    result = q1.check(q1_log_of_softmax)
+    assert result.status == "fail" and "large logits" in result.message, result.message
+
+
+def test_q1_no_predictions_row_is_handled_by_the_solution_and_the_reference():
+    logits, labels, weights = ch07.Q1_CASES[2][1]
+    assert torch.isfinite(mlm_loss(logits, labels, weights))
+
+
+def q2_all_slots(mlm_logits, mlm_labels, mlm_weights):
+    return (mlm_logits.argmax(-1) == mlm_labels).float().mean()
+
+
+def q2_count(mlm_logits, mlm_labels, mlm_weights):
+    return ((mlm_logits.argmax(-1) == mlm_labels) & (mlm_weights > 0)).sum().float()
+
+
+def q2_over_slots(mlm_logits, mlm_labels, mlm_weights):
+    return (((mlm_logits.argmax(-1) == mlm_labels) & (mlm_weights > 0)).sum() / mlm_weights.numel()).float()
+
+
+def q2_argmax_over_slots(mlm_logits, mlm_labels, mlm_weights):
+    real = mlm_weights > 0
+    guess = mlm_logits.argmax(1)[:, :mlm_labels.shape[1]]     # argmax over the wrong axis
+    return ((guess == mlm_labels) & real).sum().float() / real.sum()
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q2_all_slots, "padding included"),
+    (q2_count, "you returned the number of right answers"),
+    (q2_over_slots, "you divided by the number of slots"),
+    (q2_argmax_over_slots, "first difference"),
+])
+def test_q2_mistakes(wrong, phrase):
+    result = q2.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def q3_floor(num_tokens, mask_prob):
+    return max(1, int(num_tokens * mask_prob))
+
+
+def q3_python_round(num_tokens, mask_prob):
+    return max(1, round(num_tokens * mask_prob))
+
+
+def q3_no_minimum(num_tokens, mask_prob):
+    return math.floor(num_tokens * mask_prob + 0.5 + 1e-9)
+
+
+def q3_ceil(num_tokens, mask_prob):
+    return math.ceil(num_tokens * mask_prob)
+
+
+def q3_no_epsilon(num_tokens, mask_prob):
+    return max(1, math.floor(num_tokens * mask_prob + 0.5))
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (q3_floor, "you rounded down"),
+    (q3_python_round, "Python's round() rounds halves to the even number"),
+    (q3_no_minimum, "every sequence gets at least one prediction"),
+    (q3_ceil, "you rounded up"),
+    (q3_no_epsilon, "floating point: 90 * 0.35 is 31.499999999999996"),
+])
+def test_q3_mistakes(wrong, phrase):
+    result = q3.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def test_q3_accepts_tensors_and_floats_that_are_whole_numbers():
+    assert q3.check(lambda n, p: torch.tensor(num_mlm_preds(n, p))).status == "pass"
+    assert q3.check(lambda n, p: float(num_mlm_preds(n, p))).status == "pass"
+    assert q3.check(lambda n, p: n * p).status == "fail"
+    assert q3.check("three").status == "fail"
+
+
+@pytest.mark.parametrize("answer", ["B", "b", " B ", "B)"])
+def test_q4_right_letter_in_any_spelling(answer):
+    assert q4.check(answer).status == "pass"
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    ("A", "a model without grammar"), ("C", "80% of the chosen positions"),
+    ("D", "a single token of the vocabulary"), ("E", "must be one of A, B, C, D"),
+])
+def test_q4_wrong_letters_explain_why(answer, phrase):
+    result = q4.check(answer)
+    assert result.status == "fail" and phrase in result.message, result.message
+    assert q4.check(2).status == "fail"
+
+
+def test_q2_reference_matches_the_evaluation_accuracy():
+    logits, labels, weights = ch07.Q2_CASES[2][1]
+    assert mlm_accuracy(logits, labels, weights).item() == pytest.approx(
+        ((logits.argmax(-1) == labels) & (weights > 0)).sum().item() / (weights > 0).sum().item())
