@@ -195,10 +195,14 @@ class MaskLM(nn.Module):
         index = pred_positions.unsqueeze(-1).expand(-1, -1, X.shape[-1])
         return torch.gather(X, 1, index)
 
-    def forward(self, X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
+    def features(self, X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
+        """The transformed states the decoder reads: ``(batch, num_preds, num_hiddens)``.
+        (Pretraining feeds them to a fused loss instead of materialising the logits.)"""
         _check_hidden("X", X, self.dense.in_features)
-        H = self.ln(self._act(self.dense(self.gather(X, pred_positions))))
-        return self.decoder(H)
+        return self.ln(self._act(self.dense(self.gather(X, pred_positions))))
+
+    def forward(self, X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.features(X, pred_positions))
 
 
 class Pooler(nn.Module):

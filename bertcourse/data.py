@@ -543,6 +543,11 @@ class PretrainDataset(Dataset):
     def __len__(self) -> int:
         return len(self._tokens)
 
+    @property
+    def lengths(self) -> torch.Tensor:
+        """The real length of every pair, ``(len(self),)`` (e.g. to batch similar lengths)."""
+        return self._valid_lens
+
     def set_epoch(self, epoch: int) -> None:
         """Choose the masks of epoch ``epoch`` (only matters with ``dynamic_masking=True``)."""
         check_positive_int("epoch", epoch, allow_zero=True)

@@ -211,8 +211,9 @@ class LengthBucketSampler(torch.utils.data.Sampler):
 def bucketed_loader(dataset, batch_size: int, seed: int = 0, pool_batches: int = 50):
     """A training DataLoader over a :class:`~bertcourse.data.PretrainDataset` whose batches
     hold pairs of similar length (:class:`LengthBucketSampler`), seeded by ``seed``."""
-    lengths = [int(dataset[i]["valid_lens"]) for i in range(len(dataset))] \
-        if not hasattr(dataset, "_valid_lens") else dataset._valid_lens
+    lengths = getattr(dataset, "lengths", None)   # a PretrainDataset knows them; others are read
+    if lengths is None:
+        lengths = [int(dataset[i]["valid_lens"]) for i in range(len(dataset))]
     sampler = LengthBucketSampler(lengths, batch_size, pool_batches, torch.Generator().manual_seed(seed))
     return torch.utils.data.DataLoader(dataset, batch_sampler=sampler)
 
@@ -330,12 +331,6 @@ def fused_mlm_loss(features: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
                                           chunk, max(block, chunk))
 
 
-def _mlm_features(mlm: MaskLM, encoded: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
-    """What ``MaskLM.forward`` computes before its decoder: ``(batch, num_preds, num_hiddens)``.
-    (``mlm.decoder(_mlm_features(...))`` equals ``mlm(...)``; a test checks it.)"""
-    return mlm.ln(mlm._act(mlm.dense(mlm.gather(encoded, pred_positions))))
-
-
 def pretraining_losses(model: BERTModel, batch: dict, amp: bool = False,
                        fused: bool = True) -> dict:
     """Forward a batch and return ``{"loss", "mlm_loss", "nsp_loss"}`` (0-d tensors).
@@ -352,7 +347,7 @@ def pretraining_losses(model: BERTModel, batch: dict, amp: bool = False,
     with _autocast(amp):
         if fused:
             encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
-            features = _mlm_features(model.mlm, encoded, batch["pred_positions"])
+            features = model.mlm.features(encoded, batch["pred_positions"])
             nsp_logits = model.nsp(model.pooler(encoded))
         else:
             _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"],

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from bertcourse.bert import BERTModel, get_config
 from bertcourse.data import PretrainDataset, mlm_loss, nsp_loss, train_wordpiece
-from bertcourse.pretrain import (History, LengthBucketSampler, TrainConfig, Trainer, _mlm_features, baselines, bucketed_loader,
+from bertcourse.pretrain import (History, LengthBucketSampler, TrainConfig, Trainer, baselines, bucketed_loader,
                                  count_based_accuracy, evaluate, fused_mlm_loss, init_bert_weights,
                                  load_checkpoint, lr_factor, main, make_optimizer,
                                  most_frequent_token_accuracy, nsp_chance_accuracy, plot_history,
@@ -155,7 +155,7 @@ def test_mlm_features_are_what_the_head_feeds_its_decoder(tokenizer, dataset):
     batch = full_batch(dataset)
     encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
     direct = model.mlm(encoded, batch["pred_positions"])
-    via = model.mlm.decoder(_mlm_features(model.mlm, encoded, batch["pred_positions"]))
+    via = model.mlm.decoder(model.mlm.features(encoded, batch["pred_positions"]))
     assert torch.equal(direct, via)
 
 
