@@ -52,7 +52,8 @@ from .data import SPECIAL_TOKENS, WordPieceTokenizer, load_pretrain_data, mlm_lo
 __all__ = [
     "TrainConfig", "History", "Trainer", "pretrain", "init_bert_weights", "training_step",
     "pretraining_losses", "fused_mlm_loss", "trim_batch", "LengthBucketSampler", "bucketed_loader",
-    "lr_factor", "make_optimizer", "mlm_accuracy", "evaluate", "most_frequent_token_accuracy",
+    "lr_factor", "make_optimizer", "mlm_accuracy", "evaluate", "nsp_predictions",
+    "most_frequent_token_accuracy",
     "count_based_accuracy", "nsp_chance_accuracy", "baselines", "plot_history", "save_checkpoint",
     "load_checkpoint", "main",
 ]
@@ -504,6 +505,30 @@ def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
     return {"mlm_acc": mlm_correct / mlm_total, "nsp_acc": nsp_correct / nsp_total,
             "mlm_loss": mlm_loss_sum / mlm_total, "nsp_loss": nsp_loss_sum / nsp_total,
             "num_preds": int(mlm_total), "num_pairs": int(nsp_total)}
+
+
+@torch.no_grad()
+def nsp_predictions(model: BERTModel, loader: Iterable) -> torch.Tensor:
+    """The model's NSP label (0 = IsNext, 1 = NotNext) for every pair of ``loader``, in the
+    loader's order: ``(num_pairs,)`` long. With an unshuffled loader over a
+    :class:`~bertcourse.data.PretrainDataset`, entry ``i`` belongs to ``dataset.pairs[i]``.
+    Runs in ``eval()`` mode and restores the model's mode afterwards."""
+    if not isinstance(model, BERTModel) or model.nsp is None:
+        raise TypeError("model must be a BERTModel with its pretraining heads (with_heads=True)")
+    was_training = model.training
+    model.eval()
+    out = []
+    try:
+        for batch in loader:
+            _check_batch(batch)
+            batch = trim_batch(batch)
+            encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
+            out.append(model.nsp(model.pooler(encoded)).argmax(-1))
+    finally:
+        model.train(was_training)
+    if not out:
+        raise ValueError("loader gave no batches (is it empty?)")
+    return torch.cat(out)
 
 
 def _original_tokens(batch: dict) -> torch.Tensor:

@@ -17,7 +17,8 @@ from bertcourse.data import PretrainDataset, mlm_loss, nsp_loss, train_wordpiece
 from bertcourse.pretrain import (History, LengthBucketSampler, TrainConfig, Trainer, baselines, bucketed_loader,
                                  count_based_accuracy, evaluate, fused_mlm_loss, init_bert_weights,
                                  load_checkpoint, lr_factor, main, make_optimizer,
-                                 most_frequent_token_accuracy, nsp_chance_accuracy, plot_history,
+                                 most_frequent_token_accuracy, nsp_chance_accuracy, nsp_predictions,
+                                 plot_history,
                                  pretrain, pretraining_losses, save_checkpoint, training_step,
                                  trim_batch)
 
@@ -275,6 +276,26 @@ def test_time_budget_is_respected(tokenizer, dataset):
     assert h.stopped_by == "seconds"
     assert h.time[-1] >= 2.0 and h.time[-2] < 2.0                 # stopped at the first step past it
     assert wall <= 2.0 + max(step_times) + 0.5, (wall, max(step_times))
+
+
+def test_nsp_predictions_are_the_argmax_in_order_and_agree_with_evaluate(tokenizer, dataset):
+    model = small_model(tokenizer, dropout=0.1)
+    model.train()
+    ev_loader = loader(dataset, 5, shuffle=False)
+    pred = nsp_predictions(model, ev_loader)
+    assert model.training                                         # restored
+    assert pred.shape == (len(dataset),) and pred.dtype == torch.long
+    model.eval()
+    with torch.no_grad():
+        expected = torch.cat([model(b["tokens"], b["segments"], b["valid_lens"])[2].argmax(-1)
+                              for b in ev_loader])
+    assert torch.equal(pred, expected)
+    labels = torch.tensor([label for _, _, label in dataset.pairs])
+    assert (pred == labels).float().mean().item() == pytest.approx(evaluate(model, ev_loader)["nsp_acc"])
+    with pytest.raises(TypeError, match="with_heads=True"):
+        nsp_predictions(BERTModel(model.config, with_heads=False), ev_loader)
+    with pytest.raises(ValueError, match="no batches"):
+        nsp_predictions(model, [])
 
 
 def test_evaluate_counts_real_predictions_and_restores_the_mode(tokenizer, dataset):
