@@ -174,3 +174,41 @@ def test_results_are_not_echoed_twice_in_jupyter():
         assert formatter.format(value) == ({}, {})      # nothing is displayed
     assert formatter.format("a plain str")[0] == {"text/plain": "'a plain str'"}  # the control
     assert isinstance(ex.hint(), str)
+
+
+# --- every chapter's exercises: the same two promises -------------------------------------
+
+def _all_chapter_exercises():
+    import importlib
+    return [pytest.param(getattr(importlib.import_module(f"bertcourse.exercises.ch0{n}"), q),
+                         id=f"ch0{n}-{q}")
+            for n in range(1, 9) for q in ("q1", "q2", "q3", "q4")]
+
+
+ALL_EXERCISES = _all_chapter_exercises()
+
+
+def _solution_answer(ex):
+    """Run the exercise's printed solution text, with the imports a notebook has, and
+    return what it defines."""
+    import math
+
+    import torch.nn.functional as F
+
+    from bertcourse.attention import masked_softmax
+    namespace = {"math": math, "torch": torch, "F": F, "masked_softmax": masked_softmax}
+    exec(ex.solution(), namespace)
+    return namespace[ex.var]
+
+
+@pytest.mark.parametrize("ex", ALL_EXERCISES)
+def test_printed_solution_passes(ex):
+    result = ex.check(_solution_answer(ex))
+    assert result.status == "pass", result.message
+
+
+@pytest.mark.parametrize("ex", ALL_EXERCISES)
+def test_undefined_answer_is_not_attempted(ex, monkeypatch):
+    monkeypatch.delattr(sys.modules["__main__"], ex.var, raising=False)
+    result = ex.check()
+    assert result.status == "not attempted" and f"define `{ex.var}`" in result.message

@@ -2,7 +2,6 @@
 
 The wrong answers are written the way a learner would write them (not imported from the
 module), so the tests check that real mistakes get a message naming them."""
-import math
 
 import pytest
 import torch
@@ -11,18 +10,6 @@ from bertcourse.exercises import ch03
 from bertcourse.exercises.ch03 import q1, q2, q3, q4
 
 EXERCISES = [q1, q2, q3, q4]
-
-
-def solution_function(ex):
-    namespace = {"math": math, "torch": torch}
-    exec(ex.solution(), namespace)
-    return namespace[ex.var]
-
-
-@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
-def test_printed_solution_passes(ex):
-    result = ex.check(solution_function(ex))
-    assert result.status == "pass", result.message
 
 
 def test_references_pass_and_agree_with_torch():
@@ -60,14 +47,6 @@ def test_stub_is_not_attempted(ex, stub):
     result = ex.check(stub)
     assert result.status == "not attempted", result.message
     assert str(result).startswith("[NOT ATTEMPTED YET]")
-
-
-@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.var)
-def test_undefined_answer_is_not_attempted(ex, monkeypatch):
-    import sys
-    monkeypatch.delattr(sys.modules["__main__"], ex.var, raising=False)
-    result = ex.check()
-    assert result.status == "not attempted" and f"define `{ex.var}`" in result.message
 
 
 def test_learner_exception_is_a_failed_check():
