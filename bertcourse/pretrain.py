@@ -53,9 +53,8 @@ __all__ = [
     "TrainConfig", "History", "Trainer", "pretrain", "init_bert_weights", "training_step",
     "pretraining_losses", "fused_mlm_loss", "trim_batch", "LengthBucketSampler", "bucketed_loader",
     "lr_factor", "make_optimizer", "mlm_accuracy", "evaluate", "nsp_predictions",
-    "most_frequent_token_accuracy",
-    "count_based_accuracy", "nsp_chance_accuracy", "baselines", "plot_history", "save_checkpoint",
-    "load_checkpoint", "main",
+    "most_frequent_token_accuracy", "count_based_accuracy", "nsp_chance_accuracy", "baselines",
+    "plot_history", "save_checkpoint", "load_checkpoint", "main",
 ]
 
 BATCH_KEYS = ("tokens", "segments", "valid_lens", "pred_positions", "mlm_weights", "mlm_labels",

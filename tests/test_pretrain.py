@@ -18,9 +18,8 @@ from bertcourse.pretrain import (History, LengthBucketSampler, TrainConfig, Trai
                                  count_based_accuracy, evaluate, fused_mlm_loss, init_bert_weights,
                                  load_checkpoint, lr_factor, main, make_optimizer,
                                  most_frequent_token_accuracy, nsp_chance_accuracy, nsp_predictions,
-                                 plot_history,
-                                 pretrain, pretraining_losses, save_checkpoint, training_step,
-                                 trim_batch)
+                                 plot_history, pretrain, pretraining_losses, save_checkpoint,
+                                 training_step, trim_batch)
 
 PARAGRAPHS = [
     ["velora is a country in the north.", "its capital is tarnum.", "tarnum lies on the river osk.",
