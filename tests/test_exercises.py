@@ -212,3 +212,25 @@ def test_undefined_answer_is_not_attempted(ex, monkeypatch):
     monkeypatch.delattr(sys.modules["__main__"], ex.var, raising=False)
     result = ex.check()
     assert result.status == "not attempted" and f"define `{ex.var}`" in result.message
+
+
+def test_call_answer_reports_bugs_and_recognises_the_stub():
+    from bertcourse.exercises.core import _NotAttempted, call_answer
+    assert call_answer(lambda x: x + 1, (1,), "x=1") == 2
+    with pytest.raises(CheckFailed, match=r"on x=1, your code raised ZeroDivisionError"):
+        call_answer(lambda x: x / 0, (1,), "x=1")
+    for stub in (lambda x: None, lambda x: ..., stub_raises):
+        with pytest.raises(_NotAttempted):
+            call_answer(stub, (1,), "x=1")
+
+
+def test_as_number_unwraps_tensors_and_refuses_non_numbers():
+    from bertcourse.exercises import as_number
+    assert as_number(torch.tensor(7), "d=2") == 7
+    assert as_number(2.5, "d=2") == 2.5
+    with pytest.raises(CheckFailed, match="on d=2: expected a whole number, got 2.5"):
+        as_number(2.5, "d=2", whole=True)
+    with pytest.raises(CheckFailed, match="on d=2: expected a number, got bool"):
+        as_number(True, "d=2")
+    with pytest.raises(CheckFailed, match="expected a number, got Tensor"):
+        as_number(torch.ones(3), "d=2")

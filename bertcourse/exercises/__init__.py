@@ -16,6 +16,8 @@ An answer that is still the starter stub (``...``, ``None`` or ``raise NotImplem
 is reported as *not attempted yet*, which is not a failure. An exception raised by the
 learner's code becomes a failed check with its message; it never crashes the notebook.
 """
-from .core import CheckFailed, CheckResult, Exercise, compare_tensors, run_cases
+from .core import (CheckFailed, CheckResult, Exercise, as_number, call_answer, compare_tensors,
+                   run_cases)
 
-__all__ = ["CheckFailed", "CheckResult", "Exercise", "compare_tensors", "run_cases"]
+__all__ = ["CheckFailed", "CheckResult", "Exercise", "as_number", "call_answer", "compare_tensors",
+           "run_cases"]

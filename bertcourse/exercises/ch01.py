@@ -22,7 +22,7 @@ import math
 import torch
 
 from ..attention import MultiHeadAttention, dot_product_attention, masked_softmax
-from .core import CheckFailed, Exercise, run_cases
+from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
 
@@ -312,18 +312,7 @@ def _check_q4(answer) -> str:
     for d, heads, bias in Q4_CASES:
         where = f"d={d}, heads={heads}, bias={bias}"
         expected = _ref_param_count(d, heads, bias)
-        try:
-            got = answer(d, heads, bias)
-        except NotImplementedError:
-            raise
-        except Exception as e:  # the learner's bug, reported, never re-raised
-            raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
-        if got is None or got is Ellipsis:
-            raise NotImplementedError
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            raise CheckFailed(f"on {where}: expected a number, got {type(got).__name__}")
+        got = as_number(call_answer(answer, (d, heads, bias), where), where)
         if got != expected:
             message = f"on {where}: expected {expected:,} parameters, got {got:,}"
             for wrong, why in Q4_DIAGNOSES:

@@ -16,11 +16,10 @@ Every reference answer calls :mod:`bertcourse.transformer` / :mod:`bertcourse.at
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from ..attention import causal_mask
 from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN
-from .core import CheckFailed, Exercise, run_cases
+from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
 
@@ -281,18 +280,7 @@ def _check_q4(answer) -> str:
     for d, f, h, b in Q4_CASES:
         where = f"d={d}, ffn_hiddens={f}, heads={h}, bias={b}"
         expected = _ref_params(d, f, h, b)
-        try:
-            got = answer(d, f, h, b)
-        except NotImplementedError:
-            raise
-        except Exception as e:
-            raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
-        if got is None or got is Ellipsis:
-            raise NotImplementedError
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            raise CheckFailed(f"on {where}: expected a number, got {type(got).__name__}")
+        got = as_number(call_answer(answer, (d, f, h, b), where), where)
         if got != expected:
             message = f"on {where}: expected {expected:,} parameters, got {got:,}"
             for wrong, why in Q4_DIAGNOSES:

@@ -25,24 +25,16 @@ import functools
 import torch
 
 from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
-from .core import CheckFailed, Exercise, run_cases
+from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
 
 
 def _call(answer, args: tuple, where: str):
-    """``answer(*args)``; the stub means "not attempted", any other exception a failure."""
+    """:func:`call_answer`, after checking that the answer is a function at all."""
     if not callable(answer):
         raise CheckFailed(f"your answer must be a function, got {type(answer).__name__}")
-    try:
-        got = answer(*args)
-    except NotImplementedError:
-        raise
-    except Exception as e:  # the learner's bug, reported, never re-raised
-        raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
-    if got is None or got is Ellipsis:
-        raise NotImplementedError
-    return got
+    return call_answer(answer, args, where)
 
 
 def _int_list(x, what: str) -> list:
@@ -417,11 +409,7 @@ Q4_DIAGNOSES = [
 def _check_q4(answer) -> str:
     for where, config in Q4_CASES:
         expected = _ref_embedding_params(config)
-        got = _call(answer, (config,), f"the {where} config")
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            raise CheckFailed(f"on the {where} config: expected a number, got {type(got).__name__}")
+        got = as_number(_call(answer, (config,), f"the {where} config"), f"the {where} config")
         if got != expected:
             message = f"on the {where} config: expected {expected:,} parameters, got {got:,}"
             # with num_segments = 2 some mistakes give the same number (forgetting the

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from ..bert import MaskLM
 from ..data import mlm_loss, num_mlm_preds
-from .core import CheckFailed, Exercise, run_cases
+from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
 
@@ -67,18 +67,7 @@ def _check_q1(answer) -> str:
     for n, p in Q1_CASES:
         where = f"num_candidates={n}, mask_prob={p} (p · n = {p * n:.4g})"
         expected = _ref_num_predictions(n, p)
-        try:
-            got = answer(n, p)
-        except NotImplementedError:
-            raise
-        except Exception as e:  # the learner's bug, reported, never re-raised
-            raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
-        if got is None or got is Ellipsis:
-            raise NotImplementedError
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
-            raise CheckFailed(f"on {where}: expected a whole number, got {got!r}")
+        got = as_number(call_answer(answer, (n, p), where), where, whole=True)
         if got != expected:
             message = f"on {where}: expected {expected}, got {int(got)}"
             for wrong, why in Q1_DIAGNOSES:

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from ..bert import NextSentencePred, Pooler
 from ..data import IS_NEXT, NOT_NEXT, generate_corpus, nsp_loss, truncate_pair
 from ..widgets.nsp import sample_pair
-from .core import CheckFailed, Exercise, run_cases
+from .core import CheckFailed, Exercise, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4", "q1_pairs"]
 
@@ -181,14 +181,7 @@ def _check_q2(answer) -> str:
     for description, (a, b, max_len) in Q2_CASES:
         expected = _ref_truncate(a, b, max_len)
         a_in, b_in = list(a), list(b)
-        try:
-            got = answer(a_in, b_in, max_len)
-        except NotImplementedError:
-            raise
-        except Exception as e:  # the learner's bug, reported, never re-raised
-            raise CheckFailed(f"on {description}, your code raised {type(e).__name__}: {e}") from None
-        if got is None or got is Ellipsis:
-            raise NotImplementedError
+        got = call_answer(answer, (a_in, b_in, max_len), description)
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             raise CheckFailed(f"on {description}: return a pair (tokens_a, tokens_b), got {got!r}")
         got = (list(got[0]), list(got[1]))

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from ..data import mlm_loss, num_mlm_preds
 from ..pretrain import mlm_accuracy
-from .core import CheckFailed, Exercise, run_cases
+from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
 
@@ -240,19 +240,7 @@ def _check_q3(answer) -> str:
         raise CheckFailed(f"predictions_per_sequence must be a function, got {type(answer).__name__}")
     for n, p, where in Q3_CASES:
         expected = _ref_count(n, p)
-        try:
-            got = answer(n, p)
-        except NotImplementedError:
-            raise
-        except Exception as e:
-            raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
-        if got is None or got is Ellipsis:
-            raise NotImplementedError
-        if isinstance(got, torch.Tensor):
-            got = got.item()
-        if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
-            raise CheckFailed(f"on {where}: expected a whole number, got {got!r}")
-        got = int(got)
+        got = int(as_number(call_answer(answer, (n, p), where), where, whole=True))
         if got != expected:
             x = n * p
             message = f"on {where}: expected {expected}, got {got}"

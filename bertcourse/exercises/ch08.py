@@ -25,7 +25,7 @@ import torch
 
 from ..pretrained import course_name, head_statistics, mean_pool
 from ..widgets.attention import entropy
-from .core import CheckFailed, Exercise, run_cases
+from .core import CheckFailed, Exercise, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
 
@@ -77,14 +77,7 @@ def _check_q1(answer) -> str:
         raise CheckFailed(f"to_course_name must be a function, got {type(answer).__name__}")
     for hf in Q1_NAMES:
         expected = course_name(hf)
-        try:
-            got = answer(hf)
-        except NotImplementedError:
-            raise
-        except Exception as e:  # the learner's bug, reported, never re-raised
-            raise CheckFailed(f"on {hf!r}, your code raised {type(e).__name__}: {e}") from None
-        if got is None or got is Ellipsis:
-            raise NotImplementedError
+        got = call_answer(answer, (hf,), repr(hf))
         if got != expected:
             raise CheckFailed(f"on {hf!r}: expected {expected!r}, got {got!r} — "
                               f"{_q1_diagnose(hf, got, expected)}")

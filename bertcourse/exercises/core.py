@@ -8,7 +8,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-__all__ = ["CheckFailed", "CheckResult", "Exercise", "compare_tensors", "run_cases"]
+__all__ = ["CheckFailed", "CheckResult", "Exercise", "as_number", "call_answer", "compare_tensors",
+           "run_cases"]
 
 _MISSING = object()
 
@@ -71,6 +72,36 @@ def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
                           f"({int(bad.sum())} of {bad.numel()} entries differ)")
 
 
+def call_answer(answer: Callable, args: tuple, where: str):
+    """``answer(*args)`` inside a checker. The stub (``NotImplementedError``, ``None`` or
+    ``...``) means "not attempted"; any other exception is the learner's bug, reported as a
+    failed check on ``where`` (the case), never re-raised."""
+    try:
+        got = answer(*args)
+    except (NotImplementedError, _NotAttempted):
+        raise _NotAttempted() from None
+    except CheckFailed:
+        raise
+    except Exception as e:
+        raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
+    if got is None or got is Ellipsis:
+        raise _NotAttempted()
+    return got
+
+
+def as_number(got, where: str, whole: bool = False):
+    """A learner's count as a Python number: a one-element tensor is unwrapped; anything
+    that is not a number (or, with ``whole``, not a whole number) fails the check."""
+    if isinstance(got, torch.Tensor) and got.numel() == 1:
+        got = got.item()
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        raise CheckFailed(f"on {where}: expected a {'whole ' if whole else ''}number, got "
+                          + (repr(got) if whole else type(got).__name__))
+    if whole and got != int(got):
+        raise CheckFailed(f"on {where}: expected a whole number, got {got!r}")
+    return got
+
+
 def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, tuple]],
               diagnoses: Sequence[tuple[Callable, str]] = (), atol: float = 1e-5) -> str:
     """Call ``answer(*args)`` and ``reference(*args)`` on each case and compare.
@@ -82,17 +113,7 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
     """
     for description, args in cases:
         expected = reference(*args)
-        try:
-            got = answer(*args)
-        except (NotImplementedError, _NotAttempted):
-            raise _NotAttempted()
-        except CheckFailed:
-            raise
-        except Exception as e:  # the learner's bug, reported, never re-raised
-            raise CheckFailed(f"on {description}, your code raised "
-                              f"{type(e).__name__}: {e}") from None
-        if got is None or got is Ellipsis:
-            raise _NotAttempted()
+        got = call_answer(answer, args, description)
         try:
             compare_tensors(got, expected, f"on {description}", atol=atol)
         except CheckFailed as failure:
