@@ -45,7 +45,7 @@ import torch.nn.functional as F
 
 from bertcourse.attention import store_attention_weights
 from bertcourse.bert import BERTModel, get_config
-from bertcourse.data import mlm_loss, nsp_loss
+from bertcourse.pretrain import mlm_loss, nsp_loss
 from bertcourse.pretrain import _cpu_has_fast_bf16, init_bert_weights, make_optimizer, training_step
 
 TARGET = 600.0          # sentence pairs per second on the 2-core CI machine
@@ -90,7 +90,7 @@ def course_model(cfg):
 
 
 def eager_step(model, opt, batch):
-    """The straightforward step: the model's own forward, full logits, data.mlm_loss."""
+    """The straightforward step: the model's own forward, full logits, pretrain.mlm_loss."""
     _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"], batch["valid_lens"],
                                       batch["pred_positions"])
     loss = mlm_loss(mlm_logits, batch["mlm_labels"], batch["mlm_weights"]) + \

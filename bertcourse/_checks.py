@@ -56,3 +56,11 @@ def check_probability(name: str, value) -> None:
         raise TypeError(f"{name} must be a float in [0, 1), got {type(value).__name__}")
     if not 0.0 <= value < 1.0:
         raise ValueError(f"{name} must be in [0, 1), got {value}")
+
+
+def check_hidden(name: str, X, num_hiddens: int) -> None:
+    """``X`` must be a floating-point ``(batch, seq, num_hiddens)`` tensor."""
+    expected = f"(batch, seq, num_hiddens={num_hiddens})"
+    check_tensor(name, X, ndim=3, expected=expected, floating=True)
+    if X.shape[-1] != num_hiddens:
+        raise ValueError(f"{name} must have shape {expected}, got shape {shape_str(X)}")

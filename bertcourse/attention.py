@@ -23,6 +23,7 @@ Masking convention (decided once, used everywhere):
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -39,6 +40,8 @@ __all__ = [
     "DotProductAttention",
     "MultiHeadAttention",
     "store_attention_weights",
+    "inspect_attention",
+    "entropy",
 ]
 
 
@@ -297,3 +300,36 @@ def store_attention_weights(model: nn.Module, on: bool = True) -> nn.Module:
         if isinstance(m, DotProductAttention):
             m.store_weights = on
     return model
+
+
+@contextlib.contextmanager
+def inspect_attention(model: nn.Module, keep_weights: bool = True, eval_mode: bool = True):
+    """Run ``model`` to look at it: every attention layer keeps its weights (or, with
+    ``keep_weights=False``, takes the fused path) and, with ``eval_mode``, dropout is off.
+    Both settings are put back when the block ends, even after an error::
+
+        with inspect_attention(model):
+            model(tokens)                     # then read blk.attention.attention_weights
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    layers = [m for m in model.modules() if isinstance(m, DotProductAttention)]
+    kept, was_training = [m.store_weights for m in layers], model.training
+    try:
+        for m in layers:
+            m.store_weights = keep_weights
+        if eval_mode:
+            model.eval()
+        yield model
+    finally:
+        for m, on in zip(layers, kept):
+            m.store_weights = on
+        model.train(was_training)
+
+
+def entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Entropy (in nats) of each row of ``weights`` (rows are distributions over keys),
+    with 0 log 0 = 0: ``(..., keys)`` -> ``(...)``. Low = a sharp head, high = a broad one."""
+    check_tensor("weights", weights, expected="(..., keys)", floating=True)
+    w = weights.clamp_min(1e-30)
+    return -(weights * w.log()).sum(-1)

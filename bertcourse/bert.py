@@ -6,9 +6,9 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_tensor, shape_str
+from ._checks import check_hidden, check_positive_int, check_tensor, shape_str
 from .positional import LearnedPositionalEmbedding
-from .transformer import EncoderBlock, _activation, _check_hidden
+from .transformer import EncoderBlock, get_activation
 
 __all__ = ["get_tokens_and_segments", "BERTConfig", "CONFIGS", "get_config", "BERTEncoder",
            "MaskLM", "Pooler", "NextSentencePred", "BERTModel", "num_parameters"]
@@ -177,7 +177,7 @@ class MaskLM(nn.Module):
                  norm_eps: float = 1e-12):
         super().__init__()
         self.dense = nn.Linear(num_hiddens, num_hiddens)
-        self._act = _activation(activation)
+        self._act = get_activation(activation)
         self.ln = nn.LayerNorm(num_hiddens, eps=norm_eps)
         self.decoder = nn.Linear(num_hiddens, vocab_size)
 
@@ -198,7 +198,7 @@ class MaskLM(nn.Module):
     def features(self, X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
         """The transformed states the decoder reads: ``(batch, num_preds, num_hiddens)``.
         (Pretraining feeds them to a fused loss instead of materialising the logits.)"""
-        _check_hidden("X", X, self.dense.in_features)
+        check_hidden("X", X, self.dense.in_features)
         return self.ln(self._act(self.dense(self.gather(X, pred_positions))))
 
     def forward(self, X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
@@ -217,7 +217,7 @@ class Pooler(nn.Module):
         self.dense = nn.Linear(num_hiddens, num_hiddens)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        _check_hidden("X", X, self.dense.in_features)
+        check_hidden("X", X, self.dense.in_features)
         return torch.tanh(self.dense(X[:, 0]))
 
 

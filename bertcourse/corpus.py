@@ -61,7 +61,6 @@ Everything is deterministic for a given seed and cached, because notebooks call
 from __future__ import annotations
 
 import functools
-import inspect
 import random
 import re
 from dataclasses import dataclass, field
@@ -69,6 +68,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ._checks import check_positive_int
+from .utils import cached
 
 __all__ = ["Fact", "Country", "Town", "Animal", "Person", "World", "ParagraphInfo", "Corpus",
            "ClozeItem", "generate_world", "generate_corpus", "cloze_items", "NSP_CUES", "nsp_cues"]
@@ -270,24 +270,6 @@ _NOT_NAMES = frozenset({"dates", "indie", "retro", "irish", "prima", "panda", "r
                         "ligand", "anton"})
 
 
-def _cache(fn):
-    """``functools.lru_cache`` that treats ``f(0)``, ``f(seed=0)`` and ``f(0, size=<default>)``
-    as one call (plain lru_cache would compute and keep three copies). ``f.__wrapped__`` is
-    the uncached function."""
-    signature = inspect.signature(fn)
-    cached = functools.lru_cache(maxsize=8, typed=True)(fn)
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return cached(*bound.args, **bound.kwargs)
-
-    wrapper.cache_clear = cached.cache_clear
-    wrapper.cache_info = cached.cache_info
-    return wrapper
-
-
 def _article(word: str) -> str:
     return "an" if word[0] in "aeiou" else "a"
 
@@ -339,7 +321,7 @@ def _words_in_templates() -> set:
     return words
 
 
-@_cache
+@cached
 def generate_world(seed: int = 0, *, num_countries: int = 24, towns_per_country: int = 4,
                    num_animals: int = 40, num_people: int = 1200) -> World:
     """Make up a small world: countries, towns, animals and people with fixed facts.
@@ -823,7 +805,7 @@ class _Writer:
         return out
 
 
-@_cache
+@cached
 def generate_corpus(seed: int = 0, *, paragraphs_per_country: int = 40,
                     paragraphs_per_town: int = 6, paragraphs_per_animal: int = 20,
                     paragraphs_per_person: int = 3, held_out_fraction: float = 0.05) -> Corpus:

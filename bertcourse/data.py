@@ -26,12 +26,11 @@ import re
 from typing import NamedTuple, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
 from ._checks import check_positive_int, check_tensor, shape_str
 from .bert import get_tokens_and_segments
-from .corpus import _cache
+from .utils import cached
 from .corpus import (Animal, ClozeItem, Corpus, Country, Fact, ParagraphInfo, Person, Town, World,
                      cloze_items, generate_corpus, generate_world)
 
@@ -43,9 +42,9 @@ __all__ = [
     "SPECIAL_TOKENS", "Vocab", "WordPieceTokenizer", "train_wordpiece", "get_tokenizer",
     # MLM and NSP
     "MaskedTokens", "num_mlm_preds", "mask_tokens", "IS_NEXT", "NOT_NEXT", "make_nsp_pair",
-    "truncate_pair",
-    # batches and losses
-    "PretrainDataset", "load_pretrain_data", "mlm_loss", "nsp_loss",
+    "sample_pair", "truncate_pair", "draw_generator", "draw_rng",
+    # batches
+    "PretrainDataset", "load_pretrain_data",
     # WikiText-2
     "parse_wikitext_lines", "read_wikitext", "load_wikitext2",
 ]
@@ -268,7 +267,7 @@ def train_wordpiece(sentences: Sequence[str], vocab_size: int = DEFAULT_VOCAB_SI
     return WordPieceTokenizer(final)
 
 
-@_cache
+@cached
 def get_tokenizer(seed: int = 0, vocab_size: int = DEFAULT_VOCAB_SIZE) -> WordPieceTokenizer:
     """The course's tokenizer: WordPiece trained on the *training* split of
     ``generate_corpus(seed)`` (never on held-out text). Cached."""
@@ -380,6 +379,30 @@ def mask_tokens(token_ids, vocab: Vocab, mask_prob: float = 0.15,
 
 
 # ---------------------------------------------------------------------------------------
+# Repeatable draws: draw number n of a seed
+# ---------------------------------------------------------------------------------------
+
+_DRAW_STRIDE = 1_000_003
+
+
+def _draw_seed(seed: int, draw: int) -> int:
+    for name, value in (("seed", seed), ("draw", draw)):
+        check_positive_int(name, value, allow_zero=True)
+    return seed * _DRAW_STRIDE + draw
+
+
+def draw_generator(seed: int, draw: int) -> torch.Generator:
+    """The torch generator of draw number ``draw`` (0, 1, …) of ``seed``: a widget that
+    re-samples walks through draws 0, 1, 2, … so that every draw can be repeated."""
+    return torch.Generator().manual_seed(_draw_seed(seed, draw))
+
+
+def draw_rng(seed: int, draw: int) -> random.Random:
+    """:func:`draw_generator` for Python's ``random`` (the sentence-pair draws)."""
+    return random.Random(_draw_seed(seed, draw))
+
+
+# ---------------------------------------------------------------------------------------
 # Next sentence prediction
 # ---------------------------------------------------------------------------------------
 
@@ -416,6 +439,25 @@ def make_nsp_pair(paragraph: Sequence, index: int, paragraphs: Sequence, rng: ra
         raise ValueError("paragraphs must contain at least one non-empty paragraph other than "
                          "`paragraph` (a NotNext sentence comes from another paragraph)")
     return sentence_a, rng.choice(rng.choice(others)), NOT_NEXT
+
+
+def sample_pair(paragraphs, seed: int, draw: int):
+    """One NSP example, repeatable: draw number ``draw`` of ``seed`` picks a uniformly chosen
+    paragraph with at least two sentences, a uniformly chosen sentence A in it (not the
+    last), then :func:`make_nsp_pair`.
+
+    Returns ``(sentence_a, sentence_b, label, paragraph_index)``.
+    """
+    if isinstance(paragraphs, str) or not hasattr(paragraphs, "__len__"):
+        raise TypeError(f"paragraphs must be a list of paragraphs, got {type(paragraphs).__name__}")
+    eligible = [j for j, p in enumerate(paragraphs) if len(p) >= 2]
+    if len(eligible) < 2:
+        raise ValueError("paragraphs must hold at least two paragraphs of two or more sentences")
+    rng = draw_rng(seed, draw)
+    j = eligible[rng.randrange(len(eligible))]
+    i = rng.randrange(len(paragraphs[j]) - 1)
+    a, b, label = make_nsp_pair(paragraphs[j], i, paragraphs, rng)
+    return a, b, label, j
 
 
 def truncate_pair(tokens_a: Sequence, tokens_b: Sequence, max_len: int):
@@ -632,48 +674,6 @@ def load_pretrain_data(batch_size: int = 32, max_len: int = 64, split: str = "tr
     loader = DataLoader(dataset, batch_size=batch_size, shuffle=shuffle,
                         generator=torch.Generator().manual_seed(seed) if shuffle else None)
     return loader, tokenizer
-
-
-def mlm_loss(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor) -> torch.Tensor:
-    """Masked-LM loss: the mean cross-entropy over the *real* predictions only.
-
-    ``mlm_logits`` (batch, max_preds, vocab), ``mlm_labels`` (batch, max_preds) integer,
-    ``mlm_weights`` (batch, max_preds) float, 1 for a real prediction and 0 for a padding
-    slot. The per-slot losses (``reduction='none'``) are multiplied by the weights, summed
-    and divided by the sum of the weights (at least 1e-8, so a batch without predictions
-    gives 0, not NaN). Pitfall: ``reduction='mean'`` first and *then* multiplying by the
-    weights does nothing useful — the padding slots have already been averaged in.
-    """
-    check_tensor("mlm_logits", mlm_logits, ndim=3, expected="(batch, max_preds, vocab)", floating=True)
-    batch, max_preds, vocab = mlm_logits.shape
-    exp = f"(batch={batch}, max_preds={max_preds})"
-    check_tensor("mlm_labels", mlm_labels, ndim=2, expected=exp, floating=False)
-    check_tensor("mlm_weights", mlm_weights, ndim=2, expected=exp, floating=True)
-    for name, x in (("mlm_labels", mlm_labels), ("mlm_weights", mlm_weights)):
-        if tuple(x.shape) != (batch, max_preds):
-            raise ValueError(f"{name} must have shape {exp} like mlm_logits' first two dimensions, "
-                             f"got shape {shape_str(x)}")
-    if mlm_labels.numel() and (mlm_labels.min() < 0 or mlm_labels.max() >= vocab):
-        raise ValueError(f"mlm_labels must be ids in 0..{vocab - 1} (vocab={vocab} from mlm_logits), "
-                         f"got values from {int(mlm_labels.min())} to {int(mlm_labels.max())}")
-    per_slot = F.cross_entropy(mlm_logits.reshape(-1, vocab), mlm_labels.reshape(-1), reduction="none")
-    weights = mlm_weights.reshape(-1).to(per_slot.dtype)
-    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
-
-
-def nsp_loss(nsp_logits: torch.Tensor, nsp_labels: torch.Tensor) -> torch.Tensor:
-    """Next-sentence loss: mean cross-entropy of ``nsp_logits`` (batch, 2) against
-    ``nsp_labels`` (batch,) with 0 = IsNext, 1 = NotNext."""
-    check_tensor("nsp_logits", nsp_logits, ndim=2, expected="(batch, 2)", floating=True)
-    if nsp_logits.shape[1] != 2:
-        raise ValueError(f"nsp_logits must have shape (batch, 2), got shape {shape_str(nsp_logits)}")
-    batch = nsp_logits.shape[0]
-    check_tensor("nsp_labels", nsp_labels, ndim=1, expected=f"(batch={batch},)", floating=False)
-    if nsp_labels.shape[0] != batch:
-        raise ValueError(f"nsp_labels must have shape (batch={batch},), got shape {shape_str(nsp_labels)}")
-    if nsp_labels.numel() and not bool(((nsp_labels == IS_NEXT) | (nsp_labels == NOT_NEXT)).all()):
-        raise ValueError(f"nsp_labels must be 0 (IsNext) or 1 (NotNext), got {sorted(set(nsp_labels.tolist()))}")
-    return F.cross_entropy(nsp_logits, nsp_labels)
 
 
 # ---------------------------------------------------------------------------------------

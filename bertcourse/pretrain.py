@@ -47,9 +47,10 @@ from torch import nn
 
 from ._checks import check_positive_int, check_tensor, shape_str
 from .bert import CONFIGS, BERTConfig, BERTModel, MaskLM, get_config
-from .data import SPECIAL_TOKENS, WordPieceTokenizer, load_pretrain_data, mlm_loss, nsp_loss
+from .data import IS_NEXT, NOT_NEXT, SPECIAL_TOKENS, WordPieceTokenizer, load_pretrain_data
 
 __all__ = [
+    "mlm_loss", "nsp_loss",
     "TrainConfig", "History", "Trainer", "pretrain", "init_bert_weights", "training_step",
     "pretraining_losses", "fused_mlm_loss", "trim_batch", "LengthBucketSampler", "bucketed_loader",
     "lr_factor", "make_optimizer", "mlm_accuracy", "evaluate", "nsp_predictions",
@@ -152,6 +153,48 @@ def _check_batch(batch) -> None:
     missing = [k for k in BATCH_KEYS if k not in batch]
     if missing:
         raise ValueError(f"batch is missing the key(s) {missing}; a pretraining batch has {list(BATCH_KEYS)}")
+
+
+def mlm_loss(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor) -> torch.Tensor:
+    """Masked-LM loss: the mean cross-entropy over the *real* predictions only.
+
+    ``mlm_logits`` (batch, max_preds, vocab), ``mlm_labels`` (batch, max_preds) integer,
+    ``mlm_weights`` (batch, max_preds) float, 1 for a real prediction and 0 for a padding
+    slot. The per-slot losses (``reduction='none'``) are multiplied by the weights, summed
+    and divided by the sum of the weights (at least 1e-8, so a batch without predictions
+    gives 0, not NaN). Pitfall: ``reduction='mean'`` first and *then* multiplying by the
+    weights does nothing useful — the padding slots have already been averaged in.
+    """
+    check_tensor("mlm_logits", mlm_logits, ndim=3, expected="(batch, max_preds, vocab)", floating=True)
+    batch, max_preds, vocab = mlm_logits.shape
+    exp = f"(batch={batch}, max_preds={max_preds})"
+    check_tensor("mlm_labels", mlm_labels, ndim=2, expected=exp, floating=False)
+    check_tensor("mlm_weights", mlm_weights, ndim=2, expected=exp, floating=True)
+    for name, x in (("mlm_labels", mlm_labels), ("mlm_weights", mlm_weights)):
+        if tuple(x.shape) != (batch, max_preds):
+            raise ValueError(f"{name} must have shape {exp} like mlm_logits' first two dimensions, "
+                             f"got shape {shape_str(x)}")
+    if mlm_labels.numel() and (mlm_labels.min() < 0 or mlm_labels.max() >= vocab):
+        raise ValueError(f"mlm_labels must be ids in 0..{vocab - 1} (vocab={vocab} from mlm_logits), "
+                         f"got values from {int(mlm_labels.min())} to {int(mlm_labels.max())}")
+    per_slot = F.cross_entropy(mlm_logits.reshape(-1, vocab), mlm_labels.reshape(-1), reduction="none")
+    weights = mlm_weights.reshape(-1).to(per_slot.dtype)
+    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
+def nsp_loss(nsp_logits: torch.Tensor, nsp_labels: torch.Tensor) -> torch.Tensor:
+    """Next-sentence loss: mean cross-entropy of ``nsp_logits`` (batch, 2) against
+    ``nsp_labels`` (batch,) with 0 = IsNext, 1 = NotNext."""
+    check_tensor("nsp_logits", nsp_logits, ndim=2, expected="(batch, 2)", floating=True)
+    if nsp_logits.shape[1] != 2:
+        raise ValueError(f"nsp_logits must have shape (batch, 2), got shape {shape_str(nsp_logits)}")
+    batch = nsp_logits.shape[0]
+    check_tensor("nsp_labels", nsp_labels, ndim=1, expected=f"(batch={batch},)", floating=False)
+    if nsp_labels.shape[0] != batch:
+        raise ValueError(f"nsp_labels must have shape (batch={batch},), got shape {shape_str(nsp_labels)}")
+    if nsp_labels.numel() and not bool(((nsp_labels == IS_NEXT) | (nsp_labels == NOT_NEXT)).all()):
+        raise ValueError(f"nsp_labels must be 0 (IsNext) or 1 (NotNext), got {sorted(set(nsp_labels.tolist()))}")
+    return F.cross_entropy(nsp_logits, nsp_labels)
 
 
 def trim_batch(batch: dict) -> dict:
@@ -287,7 +330,7 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
 def fused_mlm_loss(features: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                    mlm_labels: torch.Tensor, mlm_weights: torch.Tensor,
                    chunk: int = 128, block: int = 1024) -> torch.Tensor:
-    """The MLM loss of :func:`bertcourse.data.mlm_loss`, computed from the features the
+    """The MLM loss of :func:`mlm_loss`, computed from the features the
     MLM head feeds into its decoder, without building the full logits.
 
     ``features`` ``(batch, num_preds, num_hiddens)`` (what :class:`~bertcourse.bert.MaskLM`

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from ._checks import check_tensor, shape_str
-from .attention import DotProductAttention
+from .attention import entropy, inspect_attention
 from .bert import BERTConfig, BERTModel, MaskLM
 
 __all__ = ["NAME_MAP", "IGNORED_BUFFERS", "ACTIVATION_NAMES", "CheckpointError", "LoadReport",
@@ -366,7 +366,7 @@ def _expected_hf_name(course: str, prefix: str) -> str:
 
 
 @torch.no_grad()
-def _copy_weights(model: nn.Module, tensors: dict[str, torch.Tensor], folder) -> tuple[list, list]:
+def copy_weights(model: nn.Module, tensors: dict[str, torch.Tensor], folder) -> tuple[list, list]:
     """Copy ``tensors`` into ``model`` by :data:`NAME_MAP`. Returns ``(ignored, renamed)``.
 
     Every checkpoint tensor must land on a parameter of the right shape and every
@@ -556,7 +556,7 @@ def load_pretrained(source="minilm", *, cache_dir=None, **config_overrides) -> P
         model.mlm.decoder.weight = model.encoder.token_embedding.weight   # tied, as in BERT
     if not heads["pooler"]:
         model.pooler = None
-    ignored, renamed = _copy_weights(model, tensors, folder)
+    ignored, renamed = copy_weights(model, tensors, folder)
     dtypes = sorted({str(t.dtype).removeprefix("torch.") for k, t in tensors.items() if k not in ignored})
     del tensors
     model.eval()
@@ -596,16 +596,9 @@ def attention_maps(pretrained: Pretrained, text_a: str, text_b: str | None = Non
     attention of token ``i`` to token ``j`` in head ``h`` of block ``l`` (0-based).
     """
     enc = pretrained.encode(text_a, text_b)
-    attns = [m for m in pretrained.model.modules() if isinstance(m, DotProductAttention)]
-    previous = [a.store_weights for a in attns]
-    try:
-        for a in attns:
-            a.store_weights = True
+    with inspect_attention(pretrained.model):
         pretrained.model.encoder(enc.tokens, enc.segments)
         weights = torch.stack([blk.attention.attention_weights[0] for blk in pretrained.model.encoder.blks])
-    finally:
-        for a, on in zip(attns, previous):
-            a.store_weights = on
     return enc.pieces[0], enc.segments[0].tolist(), weights
 
 
@@ -643,7 +636,6 @@ def head_statistics(maps) -> dict[str, torch.Tensor]:
     and on the next token, and the entropy (nats) of its weights (low = sharp, high = broad).
     Queries are pooled: a long sentence counts more than a short one.
     """
-    from .widgets.attention import entropy   # chapter 1's entropy of each row, in nats
     if not maps:
         raise ValueError("maps must hold at least one (pieces, segments, weights) triple")
     sums = {p: 0.0 for p in PATTERNS}

@@ -20,11 +20,11 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ._checks import check_positive_int, check_probability, check_tensor, shape_str
+from ._checks import check_hidden, check_positive_int, check_probability, check_tensor, shape_str
 from .attention import MultiHeadAttention
 from .positional import PositionalEncoding
 
-__all__ = ["ACTIVATIONS", "PositionWiseFFN", "AddNorm", "EncoderBlock", "DecoderBlock",
+__all__ = ["ACTIVATIONS", "get_activation", "PositionWiseFFN", "AddNorm", "EncoderBlock", "DecoderBlock",
            "TransformerEmbedding", "TransformerEncoder", "TransformerDecoder", "DecoderCache",
            "EncoderDecoder", "greedy_decode"]
 
@@ -37,17 +37,11 @@ ACTIVATIONS = {
 }
 
 
-def _activation(name: str):
+def get_activation(name: str):
+    """The activation function called ``name`` (a key of :data:`ACTIVATIONS`)."""
     if name not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
     return ACTIVATIONS[name]
-
-
-def _check_hidden(name: str, X, num_hiddens: int) -> None:
-    expected = f"(batch, seq, num_hiddens={num_hiddens})"
-    check_tensor(name, X, ndim=3, expected=expected, floating=True)
-    if X.shape[-1] != num_hiddens:
-        raise ValueError(f"{name} must have shape {expected}, got shape {shape_str(X)}")
 
 
 class PositionWiseFFN(nn.Module):
@@ -61,7 +55,7 @@ class PositionWiseFFN(nn.Module):
         check_positive_int("num_hiddens", num_hiddens)
         check_positive_int("ffn_num_hiddens", ffn_num_hiddens)
         self.activation = activation
-        self._act = _activation(activation)
+        self._act = get_activation(activation)
         self.dense1 = nn.Linear(num_hiddens, ffn_num_hiddens)
         self.dense2 = nn.Linear(ffn_num_hiddens, num_hiddens)
 
@@ -110,7 +104,7 @@ class EncoderBlock(nn.Module):
         self.addnorm2 = AddNorm(num_hiddens, dropout, norm_eps)
 
     def forward(self, X: torch.Tensor, valid_lens=None) -> torch.Tensor:
-        _check_hidden("X", X, self.num_hiddens)
+        check_hidden("X", X, self.num_hiddens)
         Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))
         return self.addnorm2(Y, self.ffn(Y))
 
@@ -195,7 +189,7 @@ class DecoderBlock(nn.Module):
 
     def forward(self, X: torch.Tensor, enc_outputs: torch.Tensor, enc_valid_lens=None,
                 cache: dict | None = None) -> torch.Tensor:
-        _check_hidden("X", X, self.num_hiddens)
+        check_hidden("X", X, self.num_hiddens)
         _check_memory(enc_outputs, X, self.num_hiddens)
         if cache is None:
             Y = self.addnorm1(X, self.attention1(X, X, X, causal=self.causal))

@@ -1,6 +1,7 @@
 """Small helpers every notebook uses: seeding and showing the package's own source."""
 from __future__ import annotations
 
+import functools
 import inspect
 import random
 import textwrap
@@ -8,7 +9,7 @@ import textwrap
 import numpy as np
 import torch
 
-__all__ = ["set_seed", "show_source", "SourceCode"]
+__all__ = ["set_seed", "show_source", "SourceCode", "cached"]
 
 
 def set_seed(seed: int = 0) -> None:
@@ -48,3 +49,21 @@ def show_source(obj) -> SourceCode:
         raise TypeError(f"show_source needs a function, class or method defined in Python, "
                         f"got {type(obj).__name__}: {e}") from None
     return SourceCode(textwrap.dedent(source), getattr(obj, "__qualname__", ""))
+
+
+def cached(fn):
+    """``functools.lru_cache`` that treats ``f(0)``, ``f(seed=0)`` and ``f(0, size=<default>)``
+    as one call (plain lru_cache would compute and keep three copies). ``f.__wrapped__`` is
+    the uncached function."""
+    signature = inspect.signature(fn)
+    cached = functools.lru_cache(maxsize=8, typed=True)(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return cached(*bound.args, **bound.kwargs)
+
+    wrapper.cache_clear = cached.cache_clear
+    wrapper.cache_info = cached.cache_info
+    return wrapper

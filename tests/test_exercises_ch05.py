@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 
 from bertcourse.bert import MaskLM
-from bertcourse.data import SPECIAL_TOKENS, Vocab, mask_tokens, mlm_loss, num_mlm_preds
+from bertcourse.data import SPECIAL_TOKENS, Vocab, mask_tokens, num_mlm_preds
+from bertcourse.pretrain import mlm_loss
 from bertcourse.exercises import ch05
 from bertcourse.exercises.ch05 import q1, q2, q3, q4
 

@@ -9,10 +9,11 @@ import torch
 import torch.nn.functional as F
 
 from bertcourse.bert import NextSentencePred, Pooler
-from bertcourse.data import IS_NEXT, NOT_NEXT, generate_corpus, make_nsp_pair, nsp_loss, truncate_pair
+from bertcourse.data import IS_NEXT, NOT_NEXT, generate_corpus, make_nsp_pair, truncate_pair
+from bertcourse.pretrain import nsp_loss
 from bertcourse.exercises import ch06
 from bertcourse.exercises.ch06 import q1, q1_pairs, q2, q3, q4
-from bertcourse.widgets.nsp import pair_rng
+from bertcourse.data import draw_rng as pair_rng
 
 EXERCISES = [q1, q2, q3, q4]
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bertcourse.data import mlm_loss, num_mlm_preds
+from bertcourse.data import num_mlm_preds
+from bertcourse.pretrain import mlm_loss
 from bertcourse.exercises import ch07
 from bertcourse.exercises.ch07 import q1, q2, q3, q4
 from bertcourse.pretrain import mlm_accuracy

@@ -13,10 +13,10 @@ import torch
 import torch.nn.functional as F
 
 from bertcourse.bert import BERTModel, get_config
-from bertcourse.data import PretrainDataset, mlm_loss, nsp_loss, train_wordpiece
+from bertcourse.data import PretrainDataset, train_wordpiece
 from bertcourse.pretrain import (History, LengthBucketSampler, TrainConfig, Trainer, baselines, bucketed_loader,
                                  count_based_accuracy, evaluate, fused_mlm_loss, init_bert_weights,
-                                 load_checkpoint, lr_factor, main, make_optimizer,
+                                 load_checkpoint, lr_factor, main, make_optimizer, mlm_loss, nsp_loss,
                                  most_frequent_token_accuracy, nsp_chance_accuracy, nsp_predictions,
                                  plot_history, pretrain, pretraining_losses, save_checkpoint,
                                  training_step, trim_batch)
@@ -608,3 +608,90 @@ def test_fit_uses_the_fused_attention_and_restores_the_setting(tokenizer, datase
     trainer.fit(progress=False, plot=False)
     assert seen == [[False, False], [False, False]]           # fused path while training
     assert [m.store_weights for m in layers] == [True, True]  # the setting is back
+
+
+# --- the losses ---------------------------------------------------------------------------
+
+def _logits_labels_weights():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 4, 7, generator=g) * 2
+    labels = torch.randint(0, 7, (3, 4), generator=g)
+    weights = torch.tensor([[1., 1., 1., 0.], [1., 0., 0., 0.], [1., 1., 1., 1.]])
+    # make the padding slots' losses very different, so averaging them in would show
+    logits[weights == 0] = 0.0
+    logits[..., 0][weights == 0] = -20.0
+    labels[weights == 0] = 0
+    return logits, labels, weights
+
+
+def test_mlm_loss_equals_a_hand_computation():
+    logits, labels, weights = _logits_labels_weights()
+    total, count = 0.0, 0
+    for b in range(3):
+        for j in range(4):
+            if weights[b, j] == 1:
+                log_probs = logits[b, j] - torch.logsumexp(logits[b, j], dim=0)
+                total += -float(log_probs[labels[b, j]])
+                count += 1
+    assert count == 8
+    assert float(mlm_loss(logits, labels, weights)) == pytest.approx(total / count, abs=1e-6)
+
+
+def test_mlm_loss_differs_from_the_pitfall_version():
+    logits, labels, weights = _logits_labels_weights()
+    ours = mlm_loss(logits, labels, weights)
+    # pitfall 2: reduction='mean' first, then the weights: the result is the plain mean
+    # over all slots, padding included
+    pitfall_scalar = F.cross_entropy(logits.reshape(-1, 7), labels.reshape(-1))
+    pitfall = (pitfall_scalar * weights.reshape(-1)).sum() / (weights.sum() + 1e-8)
+    assert float(pitfall) == pytest.approx(float(pitfall_scalar), abs=1e-5)
+    assert abs(float(ours) - float(pitfall)) > 1.0
+
+
+def test_mlm_loss_fractional_weights_zero_weights_and_gradients():
+    logits, labels, weights = _logits_labels_weights()
+    w = weights * torch.linspace(0.5, 1.5, 4)
+    per_slot = F.cross_entropy(logits.reshape(-1, 7), labels.reshape(-1), reduction="none")
+    expected = (per_slot * w.reshape(-1)).sum() / w.sum()
+    assert torch.allclose(mlm_loss(logits, labels, w), expected, atol=1e-6)
+    zero = mlm_loss(logits, labels, torch.zeros(3, 4))
+    assert torch.isfinite(zero) and float(zero) == 0.0
+    # padding slots get no gradient
+    logits.requires_grad_(True)
+    mlm_loss(logits, labels, weights).backward()
+    assert torch.all(logits.grad[weights == 0] == 0)
+    assert torch.all(logits.grad[weights == 1].abs().sum(-1) > 0)
+
+
+def test_mlm_loss_errors():
+    logits, labels, weights = _logits_labels_weights()
+    with pytest.raises(ValueError, match=r"\(batch, max_preds, vocab\)"):
+        mlm_loss(logits[0], labels, weights)
+    with pytest.raises(TypeError, match="mlm_labels must be an integer tensor"):
+        mlm_loss(logits, labels.float(), weights)
+    with pytest.raises(TypeError, match="mlm_weights must be a floating-point"):
+        mlm_loss(logits, labels, weights.long())
+    with pytest.raises(ValueError, match=r"mlm_weights must have shape \(batch=3, max_preds=4\)"):
+        mlm_loss(logits, labels, weights[:, :3])
+    with pytest.raises(ValueError, match=r"mlm_labels must have shape"):
+        mlm_loss(logits, labels[:2], weights)
+    with pytest.raises(ValueError, match=r"ids in 0\.\.6"):
+        mlm_loss(logits, labels + 7, weights)
+    with pytest.raises(TypeError, match="mlm_logits"):
+        mlm_loss(logits.tolist(), labels, weights)
+
+
+def test_nsp_loss():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, 2, generator=g)
+    labels = torch.tensor([0, 1, 1, 0, 0, 1])
+    expected = sum(-float(torch.log_softmax(logits[i], 0)[labels[i]]) for i in range(6)) / 6
+    assert float(nsp_loss(logits, labels)) == pytest.approx(expected, abs=1e-6)
+    with pytest.raises(ValueError, match=r"\(batch, 2\)"):
+        nsp_loss(torch.randn(6, 3), labels)
+    with pytest.raises(ValueError, match=r"\(batch=6,\)"):
+        nsp_loss(logits, labels[:5])
+    with pytest.raises(ValueError, match="0 \\(IsNext\\) or 1 \\(NotNext\\)"):
+        nsp_loss(logits, labels + 1)
+    with pytest.raises(TypeError, match="integer"):
+        nsp_loss(logits, labels.float())

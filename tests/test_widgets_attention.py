@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 from bertcourse.widgets import attention as wa  # noqa: E402
 from bertcourse.widgets.attention import (HEAD_NAMES, MAX_TOKENS, SENTENCES, AttentionExplorer,  # noqa: E402
-                                          attention_for_sentence, category, draw_attention, entropy,
+                                          attention_for_sentence, category, draw_attention, entropy,  # entropy: from bertcourse.attention
                                           explorer_model, tokenize, word_vectors)
 
 

@@ -15,7 +15,7 @@ In the notebook::
 The references are the package's own :func:`bertcourse.data.num_mlm_preds`, the rule
 inside :func:`bertcourse.data.mask_tokens` (``tests/test_exercises_ch05.py`` replays
 ``mask_tokens``' random draws to show that :func:`_ref_apply` is that rule),
-:func:`bertcourse.data.mlm_loss` and :meth:`bertcourse.bert.MaskLM.gather`.
+:func:`bertcourse.pretrain.mlm_loss` and :meth:`bertcourse.bert.MaskLM.gather`.
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ import torch
 import torch.nn.functional as F
 
 from ..bert import MaskLM
-from ..data import mlm_loss, num_mlm_preds
+from ..data import num_mlm_preds
+from ..pretrain import mlm_loss
 from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]

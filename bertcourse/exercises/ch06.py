@@ -15,7 +15,7 @@ In the notebook::
 The references are the package's :func:`bertcourse.data.make_nsp_pair` (through the pair
 sampler's :func:`bertcourse.widgets.nsp.sample_pair`), :func:`bertcourse.data.truncate_pair`,
 :class:`bertcourse.bert.Pooler` + :class:`bertcourse.bert.NextSentencePred`, and
-:func:`bertcourse.data.nsp_loss`.
+:func:`bertcourse.pretrain.nsp_loss`.
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 
 from ..bert import NextSentencePred, Pooler
-from ..data import IS_NEXT, NOT_NEXT, generate_corpus, nsp_loss, truncate_pair
-from ..widgets.nsp import sample_pair
+from ..data import IS_NEXT, NOT_NEXT, generate_corpus, sample_pair, truncate_pair
+from ..pretrain import nsp_loss
 from .core import CheckFailed, Exercise, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4", "q1_pairs"]

@@ -15,7 +15,7 @@ In the notebook::
 * ``q4`` — ``why_wrong``: a letter; which explanation fits the model's wrong answer shown
   in the notebook.
 
-The references are the package's own functions (:func:`bertcourse.data.mlm_loss`,
+The references are the package's own functions (:func:`bertcourse.pretrain.mlm_loss`,
 :func:`bertcourse.pretrain.mlm_accuracy`, :func:`bertcourse.data.num_mlm_preds`), so
 the exercises check the learner against exactly the code the chapter runs.
 """
@@ -26,8 +26,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ..data import mlm_loss, num_mlm_preds
-from ..pretrain import mlm_accuracy
+from ..data import num_mlm_preds
+from ..pretrain import mlm_accuracy, mlm_loss
 from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]

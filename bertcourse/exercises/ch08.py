@@ -23,8 +23,8 @@ import math
 
 import torch
 
+from ..attention import entropy
 from ..pretrained import course_name, head_statistics, mean_pool
-from ..widgets.attention import entropy
 from .core import CheckFailed, Exercise, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]

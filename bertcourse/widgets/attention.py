@@ -51,11 +51,12 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ..attention import MultiHeadAttention, dot_product_attention
+from ..attention import MultiHeadAttention, dot_product_attention, entropy
 from . import FigureWidget
+from .drawing import draw_message
 
 __all__ = ["SENTENCES", "HEAD_NAMES", "MAX_TOKENS", "tokenize", "word_vectors", "explorer_model",
-           "attention_for_sentence", "entropy", "draw_attention", "draw_message",
+           "attention_for_sentence", "entropy", "draw_attention",
            "AttentionExplorer"]
 
 SENTENCES = [
@@ -232,12 +233,6 @@ def attention_for_sentence(tokens: list[str], head: int | None = None,
     return weights if head is None else weights[head]
 
 
-def entropy(weights: torch.Tensor) -> torch.Tensor:
-    """Entropy (in nats) of each row of ``weights`` (rows are distributions over keys)."""
-    w = weights.clamp_min(1e-30)
-    return -(weights * w.log()).sum(-1)
-
-
 def draw_attention(tokens: list[str], weights: torch.Tensor, query_index: int,
                    title: str = "") -> Figure:
     """Heatmap of one head's ``(queries, keys)`` weights with the query's row outlined,
@@ -275,15 +270,6 @@ def draw_attention(tokens: list[str], weights: torch.Tensor, query_index: int,
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    return fig
-
-
-def draw_message(message: str) -> Figure:
-    """A small figure that only shows ``message`` (e.g. when there is nothing to draw)."""
-    fig = Figure(figsize=(11, 1.2))
-    ax = fig.add_subplot()
-    ax.axis("off")
-    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=12)
     return fig
 
 

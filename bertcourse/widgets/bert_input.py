@@ -22,7 +22,7 @@ from .._checks import check_positive_int, check_tensor, shape_str
 from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
 from ..data import SPECIAL_TOKENS, truncate_pair
 from . import FigureWidget
-from .attention import draw_message
+from .drawing import draw_message
 
 __all__ = ["EXAMPLE_A", "EXAMPLE_B", "SEGMENT_COLORS", "COLUMNS", "describe_input",
            "embedding_shapes", "embedding_parts", "draw_input_table", "draw_embedding_sum",

@@ -25,9 +25,10 @@ from matplotlib.figure import Figure
 from ..bert import BERTModel
 from ..data import WordPieceTokenizer
 from . import FigureWidget
+from .drawing import draw_message
 
 __all__ = ["fill_mask", "encode_words", "mask_word", "fill_mask_tokens", "draw_fill_mask",
-           "draw_message", "FillMaskPlayground", "attention_maps", "draw_attention_grid"]
+           "FillMaskPlayground", "attention_maps", "draw_attention_grid"]
 
 MASK = "[MASK]"
 MAX_MASKS_DRAWN = 4
@@ -137,14 +138,6 @@ def fill_mask(model: BERTModel, tokenizer, text: str, top_k: int = 5) -> list:
     """
     tokens, _ = encode_words(tokenizer, text)
     return fill_mask_tokens(model, tokenizer, tokens, top_k)
-
-
-def draw_message(message: str) -> Figure:
-    fig = Figure(figsize=(9, 1.2))
-    ax = fig.add_subplot()
-    ax.axis("off")
-    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=12)
-    return fig
 
 
 def _filled_text(tokens: list, predictions: list) -> str:
@@ -303,5 +296,5 @@ class FillMaskPlayground(FigureWidget):
 
     def draw(self, state: dict) -> Figure:
         if state["message"]:
-            return draw_message(state["message"])
+            return draw_message(state["message"], width=9)
         return draw_fill_mask(state["tokens"], state["predictions"])

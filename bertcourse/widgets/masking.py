@@ -18,7 +18,7 @@ chance be the original token (probability ``1 / (vocab - 5)``, 1 in 2,995 here).
 position *looks* kept, and it is classified by what the model sees: **kept**.
 
 Pure functions (tested directly): :func:`corpus_sentences`, :func:`encode_text`,
-:func:`draw_generator`, :func:`classify_masking`, :func:`mask_once`,
+:func:`bertcourse.data.draw_generator`, :func:`classify_masking`, :func:`mask_once`,
 :func:`count_outcomes`, :func:`running_counts`, :func:`chosen_shares`.
 Draw function: :func:`draw_masking`. Widget: :class:`MaskingExplorer`.
 """
@@ -30,13 +30,13 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..bert import get_tokens_and_segments
-from ..data import Vocab, WordPieceTokenizer, generate_corpus, get_tokenizer, mask_tokens
+from ..data import Vocab, WordPieceTokenizer, draw_generator, generate_corpus, get_tokenizer, mask_tokens
 from . import FigureWidget
-from .attention import draw_message
+from .drawing import ROW_WIDTH, draw_message, token_layout
 
 __all__ = ["OUTCOMES", "CHOSEN", "COLOURS", "MAX_TOKENS", "corpus_sentences", "encode_text",
-           "draw_generator", "classify_masking", "mask_once", "count_outcomes", "running_counts",
-           "chosen_shares", "token_layout", "draw_masking", "MaskingExplorer"]
+           "classify_masking", "mask_once", "count_outcomes", "running_counts",
+           "chosen_shares", "draw_masking", "MaskingExplorer"]
 
 OUTCOMES = ("[MASK]", "random", "kept", "not chosen", "special")
 """What can happen to a token, in the order the legend shows them."""
@@ -46,10 +46,8 @@ EXPECTED_SHARES = {"[MASK]": 0.8, "random": 0.1, "kept": 0.1}
 COLOURS = {"[MASK]": "#d62728", "random": "#ff7f0e", "kept": "#2ca02c",
            "not chosen": "#f0f0f0", "special": "#c6dbef"}
 MAX_TOKENS = 48           # [CLS] + up to 46 tokens + [SEP]; longer text is truncated
-ROW_WIDTH = 96            # width of a row of token boxes, in characters
 
 # one draw = one seed for torch.Generator; distinct for draw < 1_000_003
-_DRAW_STRIDE = 1_000_003
 
 
 def corpus_sentences(num: int = 8, seed: int = 0, min_words: int = 8) -> list[str]:
@@ -80,15 +78,6 @@ def encode_text(text: str, tokenizer: WordPieceTokenizer, max_tokens: int = MAX_
     pieces = tokenizer.tokenize(text)
     tokens, _ = get_tokens_and_segments(pieces[:max_tokens - 2])
     return tokens, tokenizer.vocab.to_ids(tokens), len(pieces)
-
-
-def draw_generator(seed: int, draw: int) -> torch.Generator:
-    """The generator of draw number ``draw`` (0, 1, …) for ``seed``: re-sampling walks
-    through draws 0, 1, 2, … so that every draw can be repeated."""
-    for name, value in (("seed", seed), ("draw", draw)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-    return torch.Generator().manual_seed(seed * _DRAW_STRIDE + draw)
 
 
 def classify_masking(original_ids, masked_ids, pred_positions, vocab: Vocab) -> list[str]:
@@ -150,23 +139,6 @@ def chosen_shares(counts: dict) -> dict:
     """Shares of ``[MASK]`` / random / kept among the chosen tokens (zeros if none)."""
     n = sum(counts[o] for o in CHOSEN)
     return {o: (counts[o] / n if n else 0.0) for o in CHOSEN}
-
-
-def token_layout(widths, row_width: int = ROW_WIDTH) -> list:
-    """Where to put boxes of the given widths (in characters) in rows of ``row_width``:
-    a list of ``(row, x_centre)``, one per box, left to right, wrapping to a new row when
-    the next box would not fit (a box wider than a row gets a row of its own).
-    Each box takes its width plus 2 characters of padding."""
-    out, row, x = [], 0, 0.0
-    for w in widths:
-        if isinstance(w, bool) or not isinstance(w, int) or w < 0:
-            raise ValueError(f"widths must be ints >= 0, got {w!r}")
-        span = w + 2
-        if x > 0 and x + span > row_width:
-            row, x = row + 1, 0.0
-        out.append((row, x + span / 2))
-        x += span
-    return out
 
 
 def draw_masking(tokens: list[str], masked_tokens: list[str], outcomes: list[str],

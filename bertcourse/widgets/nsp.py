@@ -12,7 +12,7 @@ A running tally counts IsNext and NotNext over the draws of the current seed: it
 50 / 50. Draw ``d`` of seed ``s`` is always the same pair, so changing the seed starts a
 new series (and a new tally); changing ``max_len`` only re-truncates the pair shown.
 
-Pure functions (tested directly): :func:`pair_rng`, :func:`sample_pair`,
+Pure functions (tested directly): :func:`bertcourse.data.sample_pair`,
 :func:`pair_tokens`, :func:`label_name`, :func:`tally`. Draw function:
 :func:`draw_pair`. Widget: :class:`PairSampler`.
 """
@@ -26,43 +26,16 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..bert import get_tokens_and_segments
-from ..data import (IS_NEXT, NOT_NEXT, WordPieceTokenizer, generate_corpus, get_tokenizer, make_nsp_pair,
+from ..data import (IS_NEXT, NOT_NEXT, WordPieceTokenizer, generate_corpus, get_tokenizer, sample_pair,
                     truncate_pair)
 from . import FigureWidget
-from .masking import ROW_WIDTH, token_layout
+from .drawing import ROW_WIDTH, token_layout
 
-__all__ = ["SEGMENT_COLOURS", "LABEL_NAMES", "pair_rng", "sample_pair", "pair_tokens", "label_name",
+__all__ = ["SEGMENT_COLOURS", "LABEL_NAMES", "pair_tokens", "label_name",
            "tally", "draw_pair", "PairSampler"]
 
 SEGMENT_COLOURS = {0: "#9ecae1", 1: "#fdae6b"}     # segment 0: [CLS] A [SEP]; 1: B [SEP]
 LABEL_NAMES = {IS_NEXT: "IsNext", NOT_NEXT: "NotNext"}
-_DRAW_STRIDE = 1_000_003
-
-
-def pair_rng(seed: int, draw: int) -> random.Random:
-    """The random stream of draw number ``draw`` (0, 1, …) of ``seed``."""
-    for name, value in (("seed", seed), ("draw", draw)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-    return random.Random(seed * _DRAW_STRIDE + draw)
-
-
-def sample_pair(paragraphs, seed: int, draw: int):
-    """One NSP example: a uniformly chosen paragraph with at least two sentences, a
-    uniformly chosen sentence A in it (not the last), then :func:`make_nsp_pair`.
-
-    Returns ``(sentence_a, sentence_b, label, paragraph_index)``.
-    """
-    if isinstance(paragraphs, str) or not hasattr(paragraphs, "__len__"):
-        raise TypeError(f"paragraphs must be a list of paragraphs, got {type(paragraphs).__name__}")
-    eligible = [j for j, p in enumerate(paragraphs) if len(p) >= 2]
-    if len(eligible) < 2:
-        raise ValueError("paragraphs must hold at least two paragraphs of two or more sentences")
-    rng = pair_rng(seed, draw)
-    j = eligible[rng.randrange(len(eligible))]
-    i = rng.randrange(len(paragraphs[j]) - 1)
-    a, b, label = make_nsp_pair(paragraphs[j], i, paragraphs, rng)
-    return a, b, label, j
 
 
 def pair_tokens(sentence_a: str, sentence_b: str, tokenizer: WordPieceTokenizer, max_len: int):

@@ -22,7 +22,7 @@ import ipywidgets as W
 import torch
 from matplotlib.figure import Figure
 
-from ..attention import DotProductAttention
+from ..attention import inspect_attention
 from ..seq2seq import BOS, EOS, Vocab, translate
 from ..transformer import EncoderDecoder
 from . import FigureWidget
@@ -49,18 +49,8 @@ def example_attention(model: EncoderDecoder, source: list[str], src_vocab: Vocab
     prediction = translate(model, [source], src_vocab, tgt_vocab, max_len)[0]
     src = torch.tensor([src_vocab.encode(source)])
     dec_in = torch.tensor([[tgt_vocab.bos_id] + tgt_vocab.encode(prediction)])
-    layers = [m for m in model.modules() if isinstance(m, DotProductAttention)]
-    saved = [m.store_weights for m in layers]
-    was_training = model.training
-    try:
-        for m in layers:                       # the weights are needed, not the fast path
-            m.store_weights = True
-        model.eval()
+    with inspect_attention(model):             # the weights are needed, not the fast path
         model(src, dec_in, torch.tensor([len(source)]))
-    finally:
-        for m, s in zip(layers, saved):
-            m.store_weights = s
-        model.train(was_training)
     stack = lambda ws: torch.stack([w[0] for w in ws])          # drop the batch axis
     return {"source": list(source), "prediction": prediction,
             "dec_inputs": [BOS] + prediction, "dec_outputs": prediction + [EOS],
