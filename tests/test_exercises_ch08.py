@@ -10,7 +10,7 @@ import torch
 
 from bertcourse.exercises import ch08
 from bertcourse.exercises.ch08 import q1, q2, q3, q4
-from bertcourse.pretrained import course_name
+from bertcourse.hf_weights import course_name
 
 EXERCISES = [q1, q2, q3, q4]
 

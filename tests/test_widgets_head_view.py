@@ -8,7 +8,7 @@ import torch
 
 from transformers import BertModel
 
-from bertcourse.pretrained import PATTERNS, attention_maps, head_statistics, load_pretrained
+from bertcourse.hf_weights import PATTERNS, attention_maps, head_statistics, load_pretrained
 from bertcourse.widgets.head_view import (ALL_TOKENS, PAIR_FILTERS, HeadView, draw_head_survey,
                                           draw_head_view, head_view_data, pair_mask)
 

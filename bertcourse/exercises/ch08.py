@@ -13,9 +13,9 @@ In the notebook::
 * ``q4`` — ``previous_token_share(weights)``: for every head, the mean weight a token
   puts on the token just before it.
 
-The references are the package's own functions (:func:`bertcourse.pretrained.course_name`,
-:func:`~bertcourse.pretrained.mean_pool`, chapter 1's
-:func:`bertcourse.widgets.attention.entropy`, :func:`~bertcourse.pretrained.head_statistics`).
+The references are the package's own functions (:func:`bertcourse.hf_weights.course_name`,
+:func:`~bertcourse.hf_weights.mean_pool`, chapter 1's
+:func:`bertcourse.widgets.attention.entropy`, :func:`~bertcourse.hf_weights.head_statistics`).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import math
 import torch
 
 from ..attention import entropy
-from ..pretrained import course_name, head_statistics, mean_pool
+from ..hf_weights import course_name, head_statistics, mean_pool
 from .core import CheckFailed, Exercise, call_answer, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
@@ -69,7 +69,7 @@ def _q1_diagnose(hf: str, got: str, expected: str) -> str:
                 "attention.output.* is the attention's W_o and addnorm1.")
     if not (isinstance(got, str) and (got.endswith(".weight") or got.endswith(".bias"))):
         return "keep the suffix: the .weight or .bias at the end stays the same."
-    return "look the layer up in the table NAME_MAP (bertcourse.pretrained.mapping_table())."
+    return "look the layer up in the table NAME_MAP (bertcourse.hf_weights.mapping_table())."
 
 
 def _check_q1(answer) -> str:
@@ -94,7 +94,7 @@ q1 = Exercise(
         "A dict from the HF layer ('attention.self.query', 'intermediate.dense', 'output.LayerNorm', …) "
         "to the course layer ('attention.W_q', 'ffn.dense1', 'addnorm2.ln', …) does most of the work; "
         "remove a leading 'bert.' first.",
-        "The table is printed in the notebook: bertcourse.pretrained.mapping_table(). Watch out for "
+        "The table is printed in the notebook: bertcourse.hf_weights.mapping_table(). Watch out for "
         "'attention.output.dense' (W_o) vs 'output.dense' (ffn.dense2).",
     ],
     solution='''

@@ -23,7 +23,7 @@ import torch
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from ..pretrained import PATTERNS, Pretrained, attention_maps
+from ..hf_weights import PATTERNS, Pretrained, attention_maps
 from . import FigureWidget
 
 __all__ = ["PAIR_FILTERS", "ALL_TOKENS", "pair_mask", "head_view_data", "draw_head_view",
@@ -123,7 +123,7 @@ def draw_head_view(pieces: list[str], data: dict, token: int = ALL_TOKENS, title
 
 
 def draw_head_survey(stats: dict) -> Figure:
-    """One ``(layers, heads)`` heatmap per pattern of :func:`bertcourse.pretrained.head_statistics`
+    """One ``(layers, heads)`` heatmap per pattern of :func:`bertcourse.hf_weights.head_statistics`
     (``fig.axes[k].images[0]`` holds ``stats[PATTERNS[k]]``), layers and heads labelled from 1."""
     fig = Figure(figsize=(13, 5.5))
     axes = fig.subplots(2, 3).flatten()

@@ -1,4 +1,4 @@
-"""Tests for bertcourse.pretrained: loading Hugging Face BERT checkpoints into the course model.
+"""Tests for bertcourse.hf_weights: loading Hugging Face BERT checkpoints into the course model.
 
 The oracle is ``transformers`` itself: every model loaded here is compared with the Hugging
 Face model built from the same folder. Small random checkpoints are generated in
@@ -22,7 +22,7 @@ from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, BertMo
 
 from bertcourse.attention import DotProductAttention, store_attention_weights
 from bertcourse.bert import BERTModel, get_config
-from bertcourse.pretrained import (IGNORED_BUFFERS, NAME_MAP, CheckpointError, _expected_hf_name,
+from bertcourse.hf_weights import (IGNORED_BUFFERS, NAME_MAP, CheckpointError, _expected_hf_name,
                                    attention_maps, config_from_hf, course_name, fill_mask, head_statistics,
                                    load_pretrained, mapping_table, mean_pool, minilm_folder,
                                    read_checkpoint, typical_heads)
