@@ -16,10 +16,11 @@ import time
 import torch
 
 from bertcourse.bert import BERTModel, get_config
-from bertcourse.corpus import NSP_CUES, generate_corpus, nsp_cues
+from bertcourse.baselines import NSP_CUES, nsp_cues
+from bertcourse.corpus import generate_corpus
 from bertcourse.data import load_pretrain_data
-from bertcourse.pretrain import (TrainConfig, bucketed_loader, init_bert_weights, nsp_predictions,
-                                 pretrain)
+from bertcourse.pretrain import TrainConfig, init_bert_weights, nsp_predictions, pretrain
+from bertcourse.speedups import bucketed_loader
 from bertcourse.utils import set_seed
 
 

@@ -19,7 +19,7 @@ Variants of the course's model (all the same model and loss; see bertcourse.pret
 * ``eager fp32``        the straightforward version: full (5120, 20256) logits, explicit
                         attention softmax (weights kept for visualisation), float32;
 * ``sdpa+fused fp32``   fused attention (``scaled_dot_product_attention``) and the fused,
-                        chunked MLM cross-entropy (:func:`bertcourse.pretrain.fused_mlm_loss`);
+                        chunked MLM cross-entropy (:func:`bertcourse.speedups.fused_mlm_loss`);
 * ``sdpa+fused bf16``   the same under bf16 autocast (loss in float32) — what
                         ``bertcourse.pretrain`` uses on a CPU with fast bfloat16.
 
@@ -45,8 +45,8 @@ import torch.nn.functional as F
 
 from bertcourse.attention import store_attention_weights
 from bertcourse.bert import BERTModel, get_config
-from bertcourse.pretrain import mlm_loss, nsp_loss
-from bertcourse.pretrain import _cpu_has_fast_bf16, init_bert_weights, make_optimizer, training_step
+from bertcourse.pretrain import init_bert_weights, make_optimizer, mlm_loss, nsp_loss, training_step
+from bertcourse.training import cpu_has_fast_bf16
 
 TARGET = 600.0          # sentence pairs per second on the 2-core CI machine
 BATCH, SEQ, PREDS = 512, 64, 10
@@ -110,7 +110,7 @@ def course_variants(cfg, batch):
     m = store_attention_weights(course_model(cfg), False)
     o = make_optimizer(m)
     variants["course sdpa+fused fp32"] = lambda m=m, o=o: training_step(m, o, batch, amp=False)
-    if _cpu_has_fast_bf16():
+    if cpu_has_fast_bf16():
         m = store_attention_weights(course_model(cfg), False)
         o = make_optimizer(m)
         variants["course sdpa+fused bf16"] = lambda m=m, o=o: training_step(m, o, batch, amp=True)
@@ -152,7 +152,7 @@ def hf_variants(cfg, batch, micro: int):
         return step
 
     variants = {"HF BertForPreTraining fp32": make(False)}
-    if _cpu_has_fast_bf16():
+    if cpu_has_fast_bf16():
         variants["HF BertForPreTraining bf16"] = make(True)
     return variants
 
@@ -200,7 +200,7 @@ def main() -> None:
 
     cfg = get_config("d2l-small")
     print(f"CPU: {cpu_model()} ({os.cpu_count()} logical CPUs), torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads, fast bf16: {_cpu_has_fast_bf16()}")
+          f"{torch.get_num_threads()} threads, fast bf16: {cpu_has_fast_bf16()}")
     print(f"setting: {cfg.num_blks} blocks, hidden {cfg.num_hiddens}, {cfg.num_heads} heads, FFN "
           f"{cfg.ffn_num_hiddens}, {cfg.activation}, vocab {cfg.vocab_size:,}, dropout {cfg.dropout}; "
           f"batch {BATCH} x {SEQ} tokens, {PREDS} predictions per pair")

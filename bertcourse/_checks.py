@@ -5,6 +5,7 @@ teaching, so every check names the argument, the shape it expected and the shape
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import torch
@@ -59,8 +60,164 @@ def check_probability(name: str, value) -> None:
 
 
 def check_hidden(name: str, X, num_hiddens: int) -> None:
-    """``X`` must be a floating-point ``(batch, seq, num_hiddens)`` tensor."""
+    """``X`` must be a floating-point ``(batch, seq, num_hiddens)`` tensor, not empty."""
     expected = f"(batch, seq, num_hiddens={num_hiddens})"
     check_tensor(name, X, ndim=3, expected=expected, floating=True)
     if X.shape[-1] != num_hiddens:
         raise ValueError(f"{name} must have shape {expected}, got shape {shape_str(X)}")
+    check_nonempty(name, X, expected)
+
+
+def check_finite_number(name: str, value, *, low: float | None = None, high: float | None = None,
+                        low_open: bool = False, high_open: bool = False) -> None:
+    """Raise TypeError unless ``value`` is a real number (not a bool), ValueError if it is NaN,
+    infinite or outside ``[low, high]`` (``low_open``/``high_open``: the bound itself excluded)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    if low is not None and (value < low or (low_open and value == low)):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value}")
+    if high is not None and (value > high or (high_open and value == high)):
+        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value}")
+
+
+# ----------------------------------------------------------------------------------------
+# Plain Python arguments: ints, flags, strings, lists
+# ----------------------------------------------------------------------------------------
+
+def check_int(name: str, value, *, low: int | None = None, high: int | None = None) -> None:
+    """Raise TypeError unless ``value`` is a Python int (a bool is not), ValueError unless
+    ``low <= value <= high`` (either bound may be None)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
+    if (low is not None and value < low) or (high is not None and value > high):
+        lo = "" if low is None else f"{low} <= "
+        hi = "" if high is None else f" <= {high}"
+        raise ValueError(f"{name} must be an int with {lo}{name}{hi}, got {value}")
+
+
+def check_bool(name: str, value) -> None:
+    """Raise TypeError unless ``value`` is True or False (``"no"`` would count as true)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} ({value!r})")
+
+
+def check_choice(name: str, value, choices) -> None:
+    """Raise TypeError unless ``value`` is a str, ValueError unless it is one of ``choices``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {sorted(choices)}, got {type(value).__name__} ({value!r})")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+
+
+def check_str_list(name: str, value, *, what: str = "strings", allow_empty: bool = True) -> None:
+    """Raise TypeError unless ``value`` is a list (or tuple) of str, and not a str itself;
+    ValueError if it is empty and ``allow_empty`` is False."""
+    if isinstance(value, str):
+        raise TypeError(f"{name} must be a list of {what}, got a str ({value[:40]!r}): split it first")
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list of {what}, got {type(value).__name__}")
+    bad = next((v for v in value if not isinstance(v, str)), None)
+    if bad is not None:
+        raise TypeError(f"{name} must be a list of {what}, got an element of type "
+                        f"{type(bad).__name__} ({bad!r})")
+    if not allow_empty and len(value) == 0:
+        raise ValueError(f"{name} must hold at least one of the {what}, got an empty list")
+
+
+def check_int_list(name: str, value, *, low: int | None = None, high: int | None = None) -> list:
+    """``value`` (a list, tuple or set of ints, or a 1-D integer tensor) as a list of ints, each
+    in ``[low, high]``: TypeError for anything else (a str, floats, bools), ValueError out of range."""
+    if isinstance(value, torch.Tensor):
+        check_tensor(name, value, ndim=1, expected="(n,) of integer ids", floating=False)
+        value = value.tolist()
+    elif isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset, range)):
+        raise TypeError(f"{name} must be a list of ints or a 1-D integer tensor, got "
+                        f"{type(value).__name__} ({str(value)[:40]!r})")
+    bad = next((v for v in value if isinstance(v, bool) or not isinstance(v, int)), None)
+    if bad is not None:
+        raise TypeError(f"{name} must hold ints, got {type(bad).__name__} ({bad!r})")
+    out = list(value)
+    if out and ((low is not None and min(out) < low) or (high is not None and max(out) > high)):
+        raise ValueError(f"{name} must hold ints in [{low}, {high}], got values from {min(out)} to {max(out)}")
+    return out
+
+
+def check_keys(name: str, value, keys, source: str) -> None:
+    """Raise TypeError unless ``value`` is a dict, ValueError unless it has all ``keys``;
+    ``source`` names the function whose result it should be."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be the dict returned by {source}, got {type(value).__name__}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} must have the keys {list(keys)} (from {source}), missing {missing}")
+
+
+def check_instance(name: str, value, cls: type, hint: str = "") -> None:
+    """Raise TypeError unless ``isinstance(value, cls)``; ``hint`` says where to get one."""
+    if not isinstance(value, cls):
+        where = f" ({hint})" if hint else ""
+        raise TypeError(f"{name} must be a {cls.__name__}{where}, got {type(value).__name__}")
+
+
+def check_floating_dtype(name: str, dtype) -> None:
+    """Raise TypeError unless ``dtype`` is a floating-point torch dtype (an integer table of
+    sines would round every entry to 0 or ±1)."""
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{name} must be a floating-point torch.dtype such as torch.float32, "
+                        f"got {type(dtype).__name__} ({dtype!r})")
+    if not dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point torch.dtype such as torch.float32, got {dtype}")
+
+
+# ----------------------------------------------------------------------------------------
+# Tensors: emptiness and token ids
+# ----------------------------------------------------------------------------------------
+
+def check_nonempty(name: str, x: torch.Tensor, expected: str) -> None:
+    """Raise ValueError if any size of ``x`` is 0 (an empty batch or an empty sequence)."""
+    if x.numel() == 0:
+        raise ValueError(f"{name} must not be empty: expected shape {expected} with every size >= 1, "
+                         f"got shape {shape_str(x)}")
+
+
+def check_ids(name: str, ids, vocab_size: int, *, ndim: int = 2,
+              expected: str = "(batch, seq)", what: str = "ids") -> None:
+    """``ids`` must be a non-empty integer tensor of rank ``ndim`` with values in
+    ``[0, vocab_size)``: token ids for an embedding table of ``vocab_size`` rows.
+
+    One ``aminmax`` over the ids, no Python loop: cheap enough for every forward pass.
+    """
+    check_tensor(name, ids, ndim=ndim, expected=f"{expected} of integer token ids", floating=False)
+    check_nonempty(name, ids, expected)
+    lo, hi = (int(v) for v in ids.aminmax())
+    if lo < 0 or hi >= vocab_size:
+        raise ValueError(f"{name} must hold {what} in [0, vocab_size={vocab_size}), got values "
+                         f"from {lo} to {hi}")
+
+
+# ----------------------------------------------------------------------------------------
+# Files
+# ----------------------------------------------------------------------------------------
+
+def check_path(name: str, value) -> None:
+    """Raise TypeError unless ``value`` is a str or an ``os.PathLike`` (e.g. ``pathlib.Path``)."""
+    import os
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or pathlib.Path), got {type(value).__name__} ({value!r})")
+
+
+def read_json(path, what: str = "JSON file"):
+    """Parse the JSON file ``path``; FileNotFoundError or ValueError naming the file."""
+    import json
+    import os
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what} {path!r} does not exist")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{what} {path!r} is not valid JSON ({e}); the file is damaged or not "
+                         f"what it should be") from None

@@ -30,7 +30,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ._checks import check_dim, check_positive_int, check_probability, check_tensor, shape_str
+from ._checks import (check_bool, check_dim, check_finite_number, check_instance, check_nonempty,
+                      check_positive_int, check_probability, check_tensor, shape_str)
 
 __all__ = [
     "causal_mask",
@@ -86,6 +87,7 @@ def key_mask(valid_lens: torch.Tensor | None, scores_shape: torch.Size,
     Returns ``None`` when nothing is masked, otherwise a boolean tensor (``True`` = attend)
     of shape ``(batch, queries, keys)`` or ``(batch, 1, queries, keys)``.
     """
+    check_bool("causal", causal)
     batch, num_queries, num_keys = scores_shape[0], scores_shape[-2], scores_shape[-1]
     multi_head = len(scores_shape) == 4
     mask = None
@@ -166,6 +168,15 @@ def _check_qkv(queries, keys, values, width_name: str = "d") -> None:
     if values.shape[:-2] != b or values.shape[-2] != nk:
         raise ValueError(f"values must have shape {lead}keys={nk}, d_v) matching keys "
                          f"{shape_str(keys)}, got shape {shape_str(values)}")
+    check_nonempty("queries", queries, "(batch, [heads,] queries, d)")
+    check_nonempty("keys", keys, "(batch, [heads,] keys, d)")
+
+
+def _check_options(scale, dropout_p, need_weights) -> None:
+    if scale is not None:
+        check_finite_number("scale", scale, low=0, low_open=True)
+    check_probability("dropout_p", dropout_p)
+    check_bool("need_weights", need_weights)
 
 
 def dot_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
@@ -182,6 +193,7 @@ def dot_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: tor
     ``scale`` defaults to ``1 / sqrt(d)``.
     """
     _check_qkv(queries, keys, values)
+    _check_options(scale, dropout_p, need_weights)
     d = queries.shape[-1]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     scores_shape = queries.shape[:-1] + keys.shape[-2:-1]
@@ -248,6 +260,7 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         check_positive_int("num_hiddens", num_hiddens)
         check_positive_int("num_heads", num_heads)
+        check_bool("bias", bias)
         if num_hiddens % num_heads:
             raise ValueError(f"num_hiddens must be divisible by num_heads, got num_hiddens="
                              f"{num_hiddens}, num_heads={num_heads} (remainder {num_hiddens % num_heads})")
@@ -277,6 +290,7 @@ class MultiHeadAttention(nn.Module):
         for name, x in (("queries", queries), ("keys", keys), ("values", values)):
             check_tensor(name, x, ndim=3, expected=f"(batch, seq, num_hiddens={d})", floating=True)
             check_dim(name, x, -1, d, f"(batch, seq, num_hiddens={d})")
+            check_nonempty(name, x, f"(batch, seq, num_hiddens={d})")
         if not queries.shape[0] == keys.shape[0] == values.shape[0]:
             raise ValueError(f"queries, keys and values must have the same batch size, got shapes "
                              f"{shape_str(queries)}, {shape_str(keys)}, {shape_str(values)}")
@@ -296,6 +310,8 @@ class MultiHeadAttention(nn.Module):
 def store_attention_weights(model: nn.Module, on: bool = True) -> nn.Module:
     """Switch every attention layer in ``model`` between keeping its weights for
     visualisation (``on=True``) and the fused fast path (``on=False``). Returns ``model``."""
+    check_instance("model", model, nn.Module)
+    check_bool("on", on)
     for m in model.modules():
         if isinstance(m, DotProductAttention):
             m.store_weights = on
@@ -311,8 +327,9 @@ def inspect_attention(model: nn.Module, keep_weights: bool = True, eval_mode: bo
         with inspect_attention(model):
             model(tokens)                     # then read blk.attention.attention_weights
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_instance("model", model, nn.Module)
+    check_bool("keep_weights", keep_weights)
+    check_bool("eval_mode", eval_mode)
     layers = [m for m in model.modules() if isinstance(m, DotProductAttention)]
     kept, was_training = [m.store_weights for m in layers], model.training
     try:
@@ -331,5 +348,8 @@ def entropy(weights: torch.Tensor) -> torch.Tensor:
     """Entropy (in nats) of each row of ``weights`` (rows are distributions over keys),
     with 0 log 0 = 0: ``(..., keys)`` -> ``(...)``. Low = a sharp head, high = a broad one."""
     check_tensor("weights", weights, expected="(..., keys)", floating=True)
+    if weights.dim() == 0:
+        raise ValueError("weights must have shape (..., keys) with at least one axis (the keys), "
+                         "got a 0-D tensor")
     w = weights.clamp_min(1e-30)
     return -(weights * w.log()).sum(-1)

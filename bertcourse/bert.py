@@ -6,9 +6,11 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from ._checks import check_hidden, check_positive_int, check_tensor, shape_str
+from ._checks import (check_bool, check_choice, check_dim, check_finite_number, check_hidden, check_instance,
+                      check_nonempty, check_positive_int, check_probability, check_str_list, check_tensor,
+                      shape_str)
 from .positional import LearnedPositionalEmbedding
-from .transformer import EncoderBlock, get_activation
+from .transformer import ACTIVATIONS, EncoderBlock, get_activation
 
 __all__ = ["get_tokens_and_segments", "BERTConfig", "CONFIGS", "get_config", "BERTEncoder",
            "MaskLM", "Pooler", "NextSentencePred", "BERTModel", "num_parameters"]
@@ -22,12 +24,9 @@ def get_tokens_and_segments(tokens_a: list[str], tokens_b: list[str] | None = No
 
     Returns ``(tokens, segments)``, two lists of the same length.
     """
-    for name, toks in (("tokens_a", tokens_a), ("tokens_b", tokens_b)):
-        if toks is None and name == "tokens_b":
-            continue
-        if isinstance(toks, str) or not isinstance(toks, (list, tuple)):
-            raise TypeError(f"{name} must be a list of token strings, got {type(toks).__name__}"
-                            + (" (split the text into tokens first)" if isinstance(toks, str) else ""))
+    check_str_list("tokens_a", tokens_a, what="token strings")
+    if tokens_b is not None:
+        check_str_list("tokens_b", tokens_b, what="token strings")
     tokens = ["[CLS]", *tokens_a, "[SEP]"]
     segments = [0] * len(tokens)
     if tokens_b is not None:
@@ -54,6 +53,17 @@ class BERTConfig:
     norm_eps: float = 1e-12       # BERT: 1e-12; torch's LayerNorm default: 1e-5
     num_segments: int = 2
 
+    def __post_init__(self):
+        for name in ("vocab_size", "num_hiddens", "ffn_num_hiddens", "num_heads", "num_blks",
+                     "max_len", "num_segments"):
+            check_positive_int(name, getattr(self, name))
+        if self.num_hiddens % self.num_heads:
+            raise ValueError(f"num_hiddens must be divisible by num_heads, got num_hiddens="
+                             f"{self.num_hiddens}, num_heads={self.num_heads}")
+        check_probability("dropout", self.dropout)
+        check_choice("activation", self.activation, ACTIVATIONS)
+        check_finite_number("norm_eps", self.norm_eps, low=0, low_open=True)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -75,8 +85,7 @@ CONFIGS = {
 def get_config(name: str, **overrides) -> BERTConfig:
     """A standard configuration by name (``tiny``, ``d2l-small``, ``base``, ``large``),
     with any field overridden, e.g. ``get_config("tiny", vocab_size=len(vocab))``."""
-    if name not in CONFIGS:
-        raise ValueError(f"config must be one of {sorted(CONFIGS)}, got {name!r}")
+    check_choice("config", name, CONFIGS)
     unknown = set(overrides) - set(BERTConfig.__dataclass_fields__)
     if unknown:
         raise TypeError(f"unknown BERTConfig field(s): {sorted(unknown)}")
@@ -105,8 +114,8 @@ class BERTEncoder(nn.Module):
 
     def __init__(self, config: BERTConfig):
         super().__init__()
+        check_instance("config", config, BERTConfig, hint="e.g. bertcourse.bert.get_config('tiny')")
         c = self.config = config
-        check_positive_int("vocab_size", c.vocab_size)
         self.token_embedding = nn.Embedding(c.vocab_size, c.num_hiddens)
         self.segment_embedding = nn.Embedding(c.num_segments, c.num_hiddens)
         self.pos_embedding = LearnedPositionalEmbedding(c.max_len, c.num_hiddens)
@@ -118,11 +127,14 @@ class BERTEncoder(nn.Module):
                          activation=c.activation, norm_eps=c.norm_eps)
             for _ in range(c.num_blks))
 
-    def check_inputs(self, tokens, segments=None, valid_lens=None) -> None:
-        """Named errors for the mistakes learners make with BERT inputs."""
+    def check_inputs(self, tokens, segments=None, valid_lens=None, return_hidden_states: bool = False) -> None:
+        """Named errors for the mistakes learners make with BERT inputs. (``valid_lens`` is
+        checked by the attention layers, which know the sequence length.)"""
         c = self.config
         expected = f"(batch, seq <= max_len={c.max_len})"
         check_tensor("tokens", tokens, ndim=2, expected=expected, floating=False)
+        check_nonempty("tokens", tokens, expected)
+        check_bool("return_hidden_states", return_hidden_states)
         if tokens.shape[1] > c.max_len:
             raise ValueError(f"tokens has {tokens.shape[1]} positions but max_len={c.max_len}: "
                              f"truncate the input (got shape {shape_str(tokens)})")
@@ -141,6 +153,7 @@ class BERTEncoder(nn.Module):
 
     def embed(self, tokens, segments=None) -> torch.Tensor:
         """The input representation: token + segment + position embeddings, normalised."""
+        self.check_inputs(tokens, segments)
         X = self.token_embedding(tokens)
         if segments is not None:
             X = X + self.segment_embedding(segments)
@@ -149,7 +162,7 @@ class BERTEncoder(nn.Module):
         return self.embedding_dropout(self.embedding_norm(self.pos_embedding(X)))
 
     def forward(self, tokens, segments=None, valid_lens=None, return_hidden_states: bool = False):
-        self.check_inputs(tokens, segments, valid_lens)
+        self.check_inputs(tokens, segments, valid_lens, return_hidden_states)
         X = self.embed(tokens, segments)
         hidden_states = [X]
         for blk in self.blks:
@@ -176,6 +189,9 @@ class MaskLM(nn.Module):
     def __init__(self, vocab_size: int, num_hiddens: int, activation: str = "gelu",
                  norm_eps: float = 1e-12):
         super().__init__()
+        check_positive_int("vocab_size", vocab_size)
+        check_positive_int("num_hiddens", num_hiddens)
+        check_finite_number("norm_eps", norm_eps, low=0, low_open=True)
         self.dense = nn.Linear(num_hiddens, num_hiddens)
         self._act = get_activation(activation)
         self.ln = nn.LayerNorm(num_hiddens, eps=norm_eps)
@@ -214,6 +230,7 @@ class Pooler(nn.Module):
 
     def __init__(self, num_hiddens: int):
         super().__init__()
+        check_positive_int("num_hiddens", num_hiddens)
         self.dense = nn.Linear(num_hiddens, num_hiddens)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
@@ -230,12 +247,19 @@ class NextSentencePred(nn.Module):
 
     def __init__(self, num_hiddens: int):
         super().__init__()
+        check_positive_int("num_hiddens", num_hiddens)
         self.output = nn.Linear(num_hiddens, 2)
 
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
-        check_tensor("pooled", pooled, ndim=2, expected=f"(batch, num_hiddens={self.output.in_features})",
-                     floating=True)
+        _check_pooled(pooled, self.output.in_features)
         return self.output(pooled)
+
+
+def _check_pooled(pooled, num_hiddens: int) -> None:
+    expected = f"(batch, num_hiddens={num_hiddens})"
+    check_tensor("pooled", pooled, ndim=2, expected=expected, floating=True)
+    check_dim("pooled", pooled, -1, num_hiddens, expected)
+    check_nonempty("pooled", pooled, expected)
 
 
 class BERTModel(nn.Module):
@@ -252,6 +276,8 @@ class BERTModel(nn.Module):
 
     def __init__(self, config: BERTConfig, with_heads: bool = True):
         super().__init__()
+        check_instance("config", config, BERTConfig, hint="e.g. bertcourse.bert.get_config('tiny')")
+        check_bool("with_heads", with_heads)
         self.config = config
         self.encoder = BERTEncoder(config)
         self.pooler = Pooler(config.num_hiddens)
@@ -275,4 +301,5 @@ class BERTModel(nn.Module):
 
 def num_parameters(model: nn.Module) -> int:
     """Number of distinct parameters (a tied weight counts once)."""
+    check_instance("model", model, nn.Module)
     return sum(p.numel() for p in model.parameters())

@@ -67,11 +67,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from ._checks import check_positive_int
+from ._checks import check_bool, check_positive_int
 from .utils import cached
 
 __all__ = ["Fact", "Country", "Town", "Animal", "Person", "World", "ParagraphInfo", "Corpus",
-           "ClozeItem", "generate_world", "generate_corpus", "cloze_items", "NSP_CUES", "nsp_cues"]
+           "ClozeItem", "generate_world", "generate_corpus", "cloze_items"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -889,6 +889,13 @@ def cloze_items(corpus: Corpus, split: str = "held_out", *, relations=None,
     """
     if not isinstance(corpus, Corpus):
         raise TypeError(f"corpus must be a Corpus (from generate_corpus()), got {type(corpus).__name__}")
+    check_bool("exclude_seen", exclude_seen)
+    if relations is not None:
+        if (not isinstance(relations, (set, frozenset, list, tuple))
+                or not all(isinstance(r, str) for r in relations)):
+            raise TypeError(f"relations must be None or a set of relation names such as {{'capital'}}, "
+                            f"got {type(relations).__name__} ({relations!r})")
+        relations = set(relations)
     paragraphs, infos = ((corpus.train, corpus.train_info) if split == "train" else
                          (corpus.split(split), corpus.held_out_info))
     seen = {s for par in corpus.train for s in par} if (exclude_seen and split != "train") else set()
@@ -905,59 +912,4 @@ def cloze_items(corpus: Corpus, split: str = "held_out", *, relations=None,
                     continue
                 masked = re.sub(rf"\b{re.escape(f.value)}\b", "[MASK]", sentence)
                 out.append(ClozeItem(sentence, masked, f.value, f))
-    return out
-
-
-# What gives a random second sentence away (see nsp_cues)
-NSP_CUES = ("B follows A", "B opens a paragraph", "B is about another kind of thing",
-            "B is about the same kind of thing")
-
-
-def nsp_cues(corpus: Corpus, pairs, split: str = "held_out") -> list:
-    """For NSP pairs ``(sentence_a, sentence_b, label)`` made from the paragraphs of
-    ``split`` (e.g. ``PretrainDataset.pairs``), name what could give a random B away.
-
-    One of :data:`NSP_CUES` per pair:
-
-    * ``"B follows A"``: label 0 (IsNext), nothing to give away;
-    * ``"B opens a paragraph"``: B is the first sentence of a paragraph (it names its
-      entity and introduces it), so it follows nothing — visible in B alone;
-    * ``"B is about another kind of thing"``: no paragraph that contains A is about the
-      same kind of entity (country, town, animal, person) as a paragraph that contains B
-      — visible by comparing the words of A and B (``he``/``she`` against ``it``, a
-      currency against legs);
-    * ``"B is about the same kind of thing"``: a random sentence about another entity of
-      the same kind. Only names, a pronoun of the other gender, or knowing the facts can
-      catch it ("its capital is tarnum." after a sentence about another country).
-    """
-    if not isinstance(corpus, Corpus):
-        raise TypeError(f"corpus must be a Corpus (from generate_corpus()), got {type(corpus).__name__}")
-    paragraphs = corpus.split(split)
-    infos = corpus.train_info if split == "train" else corpus.held_out_info
-    kinds: dict = {}        # sentence -> kinds of the paragraphs that contain it
-    openers = set()         # first sentences of paragraphs
-    for par, info in zip(paragraphs, infos):
-        if par:
-            openers.add(par[0])
-        for sentence in par:
-            kinds.setdefault(sentence, set()).add(info.kind)
-    out = []
-    for i, pair in enumerate(pairs):
-        if not (isinstance(pair, (tuple, list)) and len(pair) == 3):
-            raise TypeError(f"pairs must hold (sentence_a, sentence_b, label) triples; pair {i} is {pair!r}")
-        a, b, label = pair
-        if label not in (0, 1):
-            raise ValueError(f"pair {i}: label must be 0 (IsNext) or 1 (NotNext), got {label!r}")
-        for name, sentence in (("sentence_a", a), ("sentence_b", b)):
-            if sentence not in kinds:
-                raise ValueError(f"pair {i}: {name} {sentence!r} is not a sentence of the "
-                                 f"{split!r} split (were the pairs made from another split?)")
-        if label == 0:
-            out.append(NSP_CUES[0])
-        elif b in openers:
-            out.append(NSP_CUES[1])
-        elif not kinds[a] & kinds[b]:
-            out.append(NSP_CUES[2])
-        else:
-            out.append(NSP_CUES[3])
     return out

@@ -28,7 +28,7 @@ from typing import NamedTuple, Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from ._checks import check_positive_int, check_tensor, shape_str
+from ._checks import check_bool, check_int_list, check_path, check_positive_int, check_tensor, shape_str
 from .bert import get_tokens_and_segments
 from .utils import cached
 from .corpus import (Animal, ClozeItem, Corpus, Country, Fact, ParagraphInfo, Person, Town, World,
@@ -44,7 +44,7 @@ __all__ = [
     "MaskedTokens", "num_mlm_preds", "mask_tokens", "IS_NEXT", "NOT_NEXT", "make_nsp_pair",
     "sample_pair", "truncate_pair", "draw_generator", "draw_rng",
     # batches
-    "PretrainDataset", "load_pretrain_data",
+    "PretrainDataset", "check_batch", "load_pretrain_data",
     # WikiText-2
     "parse_wikitext_lines", "read_wikitext", "load_wikitext2",
 ]
@@ -123,6 +123,9 @@ class Vocab:
         if isinstance(ids, int):
             self._check_id(ids)
             return self.tokens[ids]
+        if not isinstance(ids, (list, tuple, range)):
+            raise TypeError(f"ids must be an int, a list of ints or a 1-D integer tensor, "
+                            f"got {type(ids).__name__} ({ids!r})")
         out = []
         for i in ids:
             if isinstance(i, bool) or not isinstance(i, int):
@@ -165,9 +168,9 @@ class WordPieceTokenizer:
         return len(self.vocab)
 
     @staticmethod
-    def _check_text(text) -> None:
+    def _check_text(text, name: str = "text") -> None:
         if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
+            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
 
     def tokenize(self, text: str) -> list:
         """Text -> WordPiece tokens, e.g. ``['the', 'capital', 'of', 'wehothary', ...]``."""
@@ -183,16 +186,16 @@ class WordPieceTokenizer:
         """Many texts -> a list of id lists (much faster than ``encode`` in a loop)."""
         if isinstance(texts, str):
             raise TypeError("texts must be a list of strings, got a str (use encode)")
-        for t in texts:
-            self._check_text(t)
+        for i, t in enumerate(texts):
+            self._check_text(t, f"texts[{i}]")
         return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def tokenize_batch(self, texts: Sequence[str]) -> list:
         """Many texts -> a list of token lists."""
         if isinstance(texts, str):
             raise TypeError("texts must be a list of strings, got a str (use tokenize)")
-        for t in texts:
-            self._check_text(t)
+        for i, t in enumerate(texts):
+            self._check_text(t, f"texts[{i}]")
         return [e.tokens for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
@@ -202,7 +205,11 @@ class WordPieceTokenizer:
             if ids.dim() != 1:
                 raise ValueError(f"ids must be a list or a 1-D tensor, got shape {shape_str(ids)}")
             ids = ids.tolist()
+        if isinstance(ids, str):
+            raise TypeError(f"ids must be a list of ints or a 1-D integer tensor, got a str ({ids[:40]!r}); "
+                            f"to turn text into ids use encode")
         self.vocab.to_tokens(list(ids))            # type and range check with a clear message
+        check_bool("skip_special_tokens", skip_special_tokens)
         return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
     def save(self, path) -> None:
@@ -213,10 +220,16 @@ class WordPieceTokenizer:
     def load(cls, path) -> "WordPieceTokenizer":
         """Read a tokenizer saved with :meth:`save`."""
         from tokenizers import Tokenizer
+        check_path("path", path)
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no tokenizer file at {path!r} (save one with tokenizer.save(path))")
-        return cls(Tokenizer.from_file(path))
+        try:
+            tokenizer = Tokenizer.from_file(path)
+        except Exception as e:   # tokenizers raises a bare Exception for a damaged file
+            raise ValueError(f"the tokenizer file {path!r} could not be read ({e}); is it a "
+                             f"tokenizer.json written by tokenizer.save(path)?") from None
+        return cls(tokenizer)
 
     def __repr__(self) -> str:
         return f"WordPieceTokenizer(vocab_size={len(self)})"
@@ -362,6 +375,8 @@ def mask_tokens(token_ids, vocab: Vocab, mask_prob: float = 0.15,
         if lo < 0 or hi >= len(vocab):
             raise ValueError(f"token_ids must be ids in 0..{len(vocab) - 1}, got values from "
                              f"{int(lo)} to {int(hi)}")
+    if special_ids is not None:
+        special_ids = check_int_list("special_ids", special_ids, low=0, high=len(vocab) - 1)
     special = vocab.special_ids if special_ids is None else tuple(sorted({*vocab.special_ids, *special_ids}))
     maskable, pool = _maskable_and_pool(len(vocab), special)
 
@@ -426,6 +441,13 @@ def make_nsp_pair(paragraph: Sequence, index: int, paragraphs: Sequence, rng: ra
     if not 0 <= index < len(paragraph) - 1:
         raise ValueError(f"index must be in 0..{len(paragraph) - 2} (sentence index+1 must exist "
                          f"in a paragraph of {len(paragraph)} sentences), got {index}")
+    if isinstance(paragraphs, str) or not isinstance(paragraphs, Sequence):
+        raise TypeError(f"paragraphs must be a list of paragraphs, got {type(paragraphs).__name__}")
+    # checked before the coin flip, so a bad call fails every time, not half of the time
+    # (any() stops at the first other paragraph: usually the first or the second)
+    if not any(p is not paragraph and len(p) > 0 for p in paragraphs):
+        raise ValueError("paragraphs must contain at least one non-empty paragraph other than "
+                         "`paragraph` (a NotNext sentence comes from another paragraph)")
     sentence_a = paragraph[index]
     if rng.random() < 0.5:
         return sentence_a, paragraph[index + 1], IS_NEXT
@@ -497,8 +519,9 @@ class PretrainDataset(Dataset):
     * masking is drawn per example, the first time the example is read, from its own
       generator seeded by ``(seed, epoch, index)`` — so an example looks the same however
       the loader shuffles or batches. With ``dynamic_masking=False`` (the default; static
-      masking as in d2l and the original BERT) the epoch is always 0: every epoch sees the
-      same masks. With ``dynamic_masking=True`` (as in RoBERTa) call
+      masking as in d2l) the epoch is always 0: every epoch sees the same masks. (The
+      original BERT wrote its data ``dupe_factor=10`` times with different masks, so each
+      pair was seen under ten maskings.) With ``dynamic_masking=True`` (as in RoBERTa) call
       ``dataset.set_epoch(e)`` at the start of each epoch to get fresh masks.
 
     ``dataset.pairs[i]`` is example ``i`` as text: ``(sentence_a, sentence_b, nsp_label)``.
@@ -536,6 +559,7 @@ class PretrainDataset(Dataset):
             max_preds = max(1, round(max_len * mask_prob))
         check_positive_int("max_preds", max_preds)
         check_positive_int("seed", seed, allow_zero=True)
+        check_bool("dynamic_masking", dynamic_masking)
         self.tokenizer, self.vocab = tokenizer, tokenizer.vocab
         self.max_len, self.mask_prob, self.max_preds = max_len, mask_prob, max_preds
         self.seed, self.dynamic_masking, self.epoch = seed, bool(dynamic_masking), 0
@@ -618,6 +642,8 @@ class PretrainDataset(Dataset):
     def __getitem__(self, index: int) -> dict:
         if isinstance(index, torch.Tensor):
             index = int(index)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"index must be an int, got {type(index).__name__} ({index!r})")
         if not -len(self) <= index < len(self):
             raise IndexError(f"index {index} out of range for a dataset of {len(self)} examples")
         index %= len(self)
@@ -637,6 +663,30 @@ class PretrainDataset(Dataset):
                 f"{'dynamic' if self.dynamic_masking else 'static'} masking, seed={self.seed})")
 
 
+def check_batch(batch) -> None:
+    """Raise unless ``batch`` is a pretraining batch: a dict with the keys of
+    :attr:`PretrainDataset.KEYS` (what :func:`load_pretrain_data`'s loaders yield)."""
+    keys = list(PretrainDataset.KEYS)
+    if not isinstance(batch, dict):
+        raise TypeError(f"batch must be a dict with the keys {keys}, got {type(batch).__name__}")
+    missing = [k for k in keys if k not in batch]
+    if missing:
+        raise ValueError(f"batch is missing the key(s) {missing}; a pretraining batch has {keys}")
+
+
+def _check_kinds(kinds) -> set:
+    """``kinds`` for :func:`load_pretrain_data`: a kind or a collection of kinds -> a set."""
+    known = {"country", "town", "animal", "person"}
+    if isinstance(kinds, str):
+        kinds = {kinds}
+    if not isinstance(kinds, (set, frozenset, list, tuple)) or not all(isinstance(k, str) for k in kinds):
+        raise TypeError(f"kinds must be a subset of {sorted(known)} (a set of str), got "
+                        f"{type(kinds).__name__} ({kinds!r})")
+    if not set(kinds) <= known:
+        raise ValueError(f"kinds must be a subset of {sorted(known)}, got {sorted(kinds)}")
+    return set(kinds)
+
+
 def load_pretrain_data(batch_size: int = 32, max_len: int = 64, split: str = "train", seed: int = 0,
                        mask_prob: float = 0.15, max_preds: int | None = None,
                        vocab_size: int = DEFAULT_VOCAB_SIZE, num_paragraphs: int | None = None,
@@ -653,18 +703,23 @@ def load_pretrain_data(batch_size: int = 32, max_len: int = 64, split: str = "tr
     :attr:`PretrainDataset.KEYS`, tensors with a leading batch dimension.
     """
     check_positive_int("batch_size", batch_size)
+    if split not in ("train", "held_out"):
+        raise ValueError(f"split must be 'train' or 'held_out', got {split!r}")
+    if kinds is not None:
+        kinds = _check_kinds(kinds)
+    if num_paragraphs is not None:
+        check_positive_int("num_paragraphs", num_paragraphs)
+        if num_paragraphs < 2:
+            raise ValueError(f"num_paragraphs must be >= 2 (next sentence prediction draws its random "
+                             f"sentences from another paragraph), got {num_paragraphs}")
+    if shuffle is not None:
+        check_bool("shuffle", shuffle)
     corpus = generate_corpus(seed)
     paragraphs = corpus.split(split)
     if kinds is not None:
-        if isinstance(kinds, str):
-            kinds = {kinds}
-        known = {"country", "town", "animal", "person"}
-        if not set(kinds) <= known:
-            raise ValueError(f"kinds must be a subset of {sorted(known)}, got {sorted(kinds)}")
         infos = corpus.train_info if split == "train" else corpus.held_out_info
         paragraphs = [p for p, info in zip(paragraphs, infos) if info.kind in kinds]
     if num_paragraphs is not None:
-        check_positive_int("num_paragraphs", num_paragraphs)
         paragraphs = paragraphs[:num_paragraphs]
     tokenizer = get_tokenizer(seed, vocab_size)
     dataset = PretrainDataset(paragraphs, tokenizer, max_len=max_len, mask_prob=mask_prob,

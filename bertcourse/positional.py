@@ -17,12 +17,10 @@ block-diagonal with one 2×2 rotation per (sin, cos) column pair.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_probability, check_tensor, shape_str
+from ._checks import check_floating_dtype, check_positive_int, check_probability, check_tensor, shape_str
 
 __all__ = ["sinusoidal_encoding", "frequencies", "relative_rotation", "PositionalEncoding",
            "LearnedPositionalEmbedding"]
@@ -36,6 +34,7 @@ def frequencies(num_hiddens: int, dtype: torch.dtype = torch.float64) -> torch.T
     almost ``2 pi * 10000`` for the last pair.
     """
     check_positive_int("num_hiddens", num_hiddens)
+    check_floating_dtype("dtype", dtype)
     two_j = torch.arange(0, num_hiddens, 2, dtype=torch.float64)
     return (1.0 / torch.pow(10000.0, two_j / num_hiddens)).to(dtype)
 
@@ -50,6 +49,7 @@ def sinusoidal_encoding(max_len: int, num_hiddens: int,
     """
     check_positive_int("max_len", max_len)
     check_positive_int("num_hiddens", num_hiddens)
+    check_floating_dtype("dtype", dtype)
     positions = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)          # (max_len, 1)
     angles = positions * frequencies(num_hiddens)                                 # (max_len, ceil(d/2))
     P = torch.zeros(max_len, num_hiddens, dtype=torch.float64)
@@ -72,6 +72,7 @@ def relative_rotation(offset: int, num_hiddens: int,
     if isinstance(offset, bool) or not isinstance(offset, int):
         raise TypeError(f"offset must be an int, got {type(offset).__name__} ({offset!r})")
     check_positive_int("num_hiddens", num_hiddens)
+    check_floating_dtype("dtype", dtype)
     if num_hiddens % 2:
         raise ValueError(f"num_hiddens must be even for the rotation (one 2x2 block per sin/cos "
                          f"pair), got num_hiddens={num_hiddens}")

@@ -19,23 +19,26 @@ import datetime as _dt
 import functools
 import random
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
+from torch.utils.data import DataLoader
 
-from ._checks import check_positive_int, check_tensor, shape_str
+from ._checks import (check_ids, check_instance, check_int, check_int_list, check_positive_int, check_str_list, check_tensor,
+                      shape_str)
+from .training import TrainConfig, Trainer
 from .transformer import EncoderDecoder, greedy_decode
 
-__all__ = ["PAD", "BOS", "EOS", "Vocab", "spell_number", "spell_day", "spell_year", "spell_date",
+__all__ = ["PAD", "BOS", "EOS", "DateVocab", "spell_number", "spell_day", "spell_year", "spell_date",
            "iso_date", "make_date_dataset", "DateDataset", "src_vocab_for_dates",
-           "tgt_vocab_for_dates", "Batch", "make_batch", "sequence_loss", "train_seq2seq",
+           "tgt_vocab_for_dates", "Batch", "make_batch", "sequence_loss", "seq2seq_step", "train_seq2seq",
            "translate", "exact_match"]
 
 PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
 
 
-class Vocab:
+class DateVocab:
     """A tiny vocabulary: ``<pad>`` = 0, ``<bos>`` = 1, ``<eos>`` = 2, then ``tokens``.
 
     ``encode(tokens) -> list[int]`` (unknown tokens are an error: the task is closed),
@@ -43,6 +46,7 @@ class Vocab:
     """
 
     def __init__(self, tokens: Sequence[str]):
+        check_str_list("tokens", tokens, what="token strings")
         specials = [PAD, BOS, EOS]
         self.itos = specials + [t for t in dict.fromkeys(tokens) if t not in specials]
         self.stoi = {t: i for i, t in enumerate(self.itos)}
@@ -61,7 +65,7 @@ class Vocab:
         return [self.stoi[t] for t in tokens]
 
     def decode(self, ids) -> list[str]:
-        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        ids = self._check_ids(ids)
         out = []
         for i in ids:
             if i == self.eos_id:
@@ -69,6 +73,11 @@ class Vocab:
             if i not in (self.pad_id, self.bos_id):
                 out.append(self.itos[i])
         return out
+
+
+    def _check_ids(self, ids) -> list:
+        """``ids`` (a list of ints or a 1-D integer tensor) as a list, every id in range."""
+        return check_int_list("ids", ids, low=0, high=len(self.itos) - 1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -87,6 +96,7 @@ MONTHS = ["january", "february", "march", "april", "may", "june", "july", "augus
 
 def spell_number(n: int) -> list[str]:
     """0..99 in words: ``42 -> ['forty', 'two']``."""
+    check_int("n", n)
     if not 0 <= n <= 99:
         raise ValueError(f"n must be in 0..99, got {n}")
     if n < 20:
@@ -97,6 +107,7 @@ def spell_number(n: int) -> list[str]:
 
 def spell_day(day: int) -> list[str]:
     """1..31 as an ordinal: ``21 -> ['twenty', 'first']``, ``12 -> ['twelfth']``."""
+    check_int("day", day)
     if not 1 <= day <= 31:
         raise ValueError(f"day must be in 1..31, got {day}")
     words = spell_number(day)
@@ -108,6 +119,7 @@ def spell_day(day: int) -> list[str]:
 def spell_year(year: int) -> list[str]:
     """1900..2099 the way it is said: 1905 ``nineteen oh five``, 1984 ``nineteen eighty four``,
     2000 ``two thousand``, 2007 ``two thousand seven``, 2023 ``twenty twenty three``."""
+    check_int("year", year)
     if not 1900 <= year <= 2099:
         raise ValueError(f"year must be in 1900..2099, got {year}")
     century, rest = divmod(year, 100)
@@ -127,6 +139,7 @@ def _spelled(kind: str, n: int) -> tuple:
 
 def spell_date(date: _dt.date, style: int = 0) -> list[str]:
     """A date in words. ``style=0``: "<day> of <month> <year>"; ``style=1``: "<month> <day> <year>"."""
+    _check_date(date)
     day, month, year = list(_spelled("day", date.day)), MONTHS[date.month - 1], list(_spelled("year", date.year))
     if style == 0:
         return day + ["of", month] + year
@@ -137,20 +150,27 @@ def spell_date(date: _dt.date, style: int = 0) -> list[str]:
 
 def iso_date(date: _dt.date) -> list[str]:
     """The target: the ISO form as a list of characters, ``['1', '9', '9', '9', '-', '0', '3', ...]``."""
+    _check_date(date)
     return list(date.isoformat())
 
 
-def src_vocab_for_dates() -> Vocab:
+def _check_date(date) -> None:
+    check_instance("date", date, _dt.date, hint="e.g. datetime.date(1999, 3, 21)")
+    if not 1900 <= date.year <= 2099:
+        raise ValueError(f"date must lie in the years 1900..2099 (the years spell_year can say), got {date}")
+
+
+def src_vocab_for_dates() -> DateVocab:
     words = set(MONTHS) | {"of", "oh", "hundred", "thousand"}
     for n in range(1, 100):
         words.update(spell_number(n))
     for d in range(1, 32):
         words.update(spell_day(d))
-    return Vocab(sorted(words))
+    return DateVocab(sorted(words))
 
 
-def tgt_vocab_for_dates() -> Vocab:
-    return Vocab(list("0123456789-"))
+def tgt_vocab_for_dates() -> DateVocab:
+    return DateVocab(list("0123456789-"))
 
 
 @dataclass
@@ -158,8 +178,8 @@ class DateDataset:
     """``train`` and ``valid``: lists of ``(source words, target characters)`` pairs."""
     train: list
     valid: list
-    src_vocab: Vocab
-    tgt_vocab: Vocab
+    src_vocab: DateVocab
+    tgt_vocab: DateVocab
 
 
 def make_date_dataset(num_train: int = 20000, num_valid: int = 1000, seed: int = 0,
@@ -174,6 +194,9 @@ def make_date_dataset(num_train: int = 20000, num_valid: int = 1000, seed: int =
     """
     check_positive_int("num_train", num_train)
     check_positive_int("num_valid", num_valid)
+    check_positive_int("seed", seed, allow_zero=True)
+    check_int("first_year", first_year, low=1900, high=2099)
+    check_int("last_year", last_year, low=first_year, high=2099)
     start, end = _dt.date(first_year, 1, 1), _dt.date(last_year, 12, 31)
     dates = [start + _dt.timedelta(days=i) for i in range((end - start).days + 1)]
     if num_train + num_valid > len(dates):
@@ -213,10 +236,24 @@ def _pad(seqs: list[list[int]], pad_id: int) -> torch.Tensor:
     return torch.tensor([s + [pad_id] * (width - len(s)) for s in seqs], dtype=torch.long)
 
 
-def make_batch(pairs: Sequence[tuple], src_vocab: Vocab, tgt_vocab: Vocab) -> Batch:
-    """Encode and pad ``(source tokens, target tokens)`` pairs into a :class:`Batch`."""
-    if not pairs:
+def _check_pairs(pairs) -> None:
+    if isinstance(pairs, str) or not isinstance(pairs, Sequence):
+        raise TypeError(f"pairs must be a list of (source tokens, target tokens) pairs, got "
+                        f"{type(pairs).__name__}")
+    if len(pairs) == 0:
         raise ValueError("pairs must hold at least one (source, target) pair")
+    bad = next((p for p in pairs if not (isinstance(p, (tuple, list)) and len(p) == 2)
+                or isinstance(p[0], str) or isinstance(p[1], str)), None)
+    if bad is not None:
+        raise TypeError(f"pairs must be a list of (source tokens, target tokens) pairs, each a pair of "
+                        f"token lists, found {str(bad)[:60]!r}")
+
+
+def make_batch(pairs: Sequence[tuple], src_vocab: DateVocab, tgt_vocab: DateVocab) -> Batch:
+    """Encode and pad ``(source tokens, target tokens)`` pairs into a :class:`Batch`."""
+    _check_pairs(pairs)
+    check_instance("src_vocab", src_vocab, DateVocab)
+    check_instance("tgt_vocab", tgt_vocab, DateVocab)
     src = [src_vocab.encode(s) for s, _ in pairs]
     tgt = [tgt_vocab.encode(t) for _, t in pairs]
     return Batch(
@@ -238,55 +275,68 @@ def sequence_loss(logits: torch.Tensor, labels: torch.Tensor, valid_lens: torch.
     if labels.shape != logits.shape[:2]:
         raise ValueError(f"labels must have shape {tuple(logits.shape[:2])} (logits' first two axes), "
                          f"got shape {shape_str(labels)}")
+    check_ids("labels", labels, logits.shape[-1], expected=f"{tuple(logits.shape[:2])}", what="target ids")
+    _check_target_lens(valid_lens, *labels.shape)
     per_token = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")   # (batch, tgt_len)
     weights = (torch.arange(labels.shape[1]) < valid_lens.unsqueeze(1)).to(per_token.dtype)
     return (per_token * weights).sum() / weights.sum()
 
 
-def train_seq2seq(model: EncoderDecoder, pairs: Sequence[tuple], src_vocab: Vocab, tgt_vocab: Vocab,
-                  num_steps: int, batch_size: int = 128, lr: float = 3e-3, warmup: int = 50,
-                  seed: int = 0, progress: bool = True,
-                  callback: Callable[[int, float], None] | None = None) -> list[float]:
-    """Train with Adam for a fixed number of steps (never a fixed time: the result must
-    repeat exactly). The learning rate warms up linearly for ``warmup`` steps, then decays
-    linearly to 0. Batches are drawn with their own generator seeded by ``seed``.
+def seq2seq_step(model: EncoderDecoder, batch: Batch) -> dict:
+    """The step function of the shared training loop: teacher forcing (the decoder reads
+    ``<bos>`` + the target and predicts the target + ``<eos>``), loss over real tokens."""
+    logits = model(batch.src, batch.dec_inputs, batch.src_valid_lens)
+    return {"loss": sequence_loss(logits, batch.labels, batch.tgt_valid_lens)}
 
-    Returns the training loss of every step.
+
+def _check_target_lens(valid_lens, batch: int, tgt_len: int) -> None:
+    expected = f"(batch={batch},)"
+    check_tensor("valid_lens", valid_lens, ndim=1, expected=expected, floating=False)
+    if valid_lens.shape[0] != batch:
+        raise ValueError(f"valid_lens must have shape {expected}, got shape {shape_str(valid_lens)}")
+    lo, hi = (int(v) for v in valid_lens.aminmax())
+    if lo < 0 or hi > tgt_len:
+        raise ValueError(f"valid_lens must lie in [0, tgt_len={tgt_len}], got values from {lo} to {hi}")
+    if hi == 0:
+        raise ValueError("valid_lens are all 0: the batch has no target token to average the loss "
+                         "over (the mean would be 0 / 0 = NaN)")
+
+
+def train_seq2seq(model: EncoderDecoder, pairs: Sequence[tuple], src_vocab: DateVocab, tgt_vocab: DateVocab,
+                  num_steps: int, batch_size: int = 128, lr: float = 3e-3, warmup: int = 50,
+                  seed: int = 0, progress: bool = True) -> list[float]:
+    """Train for a fixed number of steps (never a fixed time: the result must repeat exactly)
+    on the course's one training loop (:class:`bertcourse.training.Trainer`): Adam
+    (``betas=(0.9, 0.98)`` as in the Transformer paper, no weight decay), linear warm-up over
+    ``warmup`` steps, then linear decay to 0, gradients clipped at norm 1. Batches are
+    shuffled with their own generator seeded by ``seed``. The model is left in ``eval()``
+    mode, ready to decode.
+
+    Returns the training loss of every step (``history["loss"]``).
     """
     check_positive_int("num_steps", num_steps)
     check_positive_int("batch_size", batch_size)
-    gen = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / max(warmup, 1), max(0.0, (num_steps - s) / max(num_steps - warmup, 1))))
-    steps = range(num_steps)
-    if progress:
-        from tqdm.auto import tqdm
-        steps = tqdm(steps, desc="training", mininterval=0.5)
-    losses = []
-    model.train()
-    for step in steps:
-        idx = torch.randint(len(pairs), (batch_size,), generator=gen).tolist()
-        b = make_batch([pairs[i] for i in idx], src_vocab, tgt_vocab)
-        logits = model(b.src, b.dec_inputs, b.src_valid_lens)
-        loss = sequence_loss(logits, b.labels, b.tgt_valid_lens)
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
-        losses.append(loss.item())
-        if callback is not None:
-            callback(step, losses[-1])
-        if progress and step % 50 == 0:
-            steps.set_postfix(loss=f"{losses[-1]:.3f}")
+    if len(pairs) == 0:
+        raise ValueError("pairs must hold at least one (source, target) pair")
+    loader = DataLoader(list(pairs), batch_size=batch_size, shuffle=True, drop_last=len(pairs) >= batch_size,
+                        generator=torch.Generator().manual_seed(seed),
+                        collate_fn=functools.partial(make_batch, src_vocab=src_vocab, tgt_vocab=tgt_vocab))
+    cfg = TrainConfig(steps=num_steps, lr=lr, warmup_steps=warmup, weight_decay=0.0, betas=(0.9, 0.98),
+                      eps=1e-8, clip=1.0, eval_every=None, amp=False, seed=seed)
+    history = Trainer(model, loader, seq2seq_step, cfg, desc="training").fit(progress=progress, plot=False)
     model.eval()
-    return losses
+    return history["loss"]
 
 
-def translate(model: EncoderDecoder, sources: Sequence[Sequence[str]], src_vocab: Vocab,
-              tgt_vocab: Vocab, max_len: int = 16, use_cache: bool = True) -> list[list[str]]:
+def translate(model: EncoderDecoder, sources: Sequence[Sequence[str]], src_vocab: DateVocab,
+              tgt_vocab: DateVocab, max_len: int = 16, use_cache: bool = True) -> list[list[str]]:
     """Greedy-decode a list of token lists; returns the output tokens (up to ``<eos>``)."""
+    check_instance("model", model, EncoderDecoder)
+    if isinstance(sources, str) or not isinstance(sources, Sequence):
+        raise TypeError(f"sources must be a list of token lists, e.g. [['march', 'first', ...]], got "
+                        f"{type(sources).__name__}")
+    for i, s in enumerate(sources):
+        check_str_list(f"sources[{i}]", s, what="source words")
     if not sources:
         return []
     ids = [src_vocab.encode(s) for s in sources]
@@ -297,9 +347,11 @@ def translate(model: EncoderDecoder, sources: Sequence[Sequence[str]], src_vocab
     return [tgt_vocab.decode(row) for row in out]
 
 
-def exact_match(model: EncoderDecoder, pairs: Sequence[tuple], src_vocab: Vocab, tgt_vocab: Vocab,
+def exact_match(model: EncoderDecoder, pairs: Sequence[tuple], src_vocab: DateVocab, tgt_vocab: DateVocab,
                 batch_size: int = 500, max_len: int = 16) -> float:
     """The fraction of pairs whose greedy output equals the target exactly."""
+    _check_pairs(pairs)
+    check_positive_int("batch_size", batch_size)
     correct = 0
     for i in range(0, len(pairs), batch_size):
         chunk = pairs[i: i + batch_size]

@@ -20,7 +20,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ._checks import check_hidden, check_positive_int, check_probability, check_tensor, shape_str
+from ._checks import (check_bool, check_choice, check_finite_number, check_hidden, check_ids, check_instance,
+                      check_int, check_positive_int, check_probability, check_tensor, shape_str)
 from .attention import MultiHeadAttention
 from .positional import PositionalEncoding
 
@@ -39,9 +40,14 @@ ACTIVATIONS = {
 
 def get_activation(name: str):
     """The activation function called ``name`` (a key of :data:`ACTIVATIONS`)."""
-    if name not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+    check_choice("activation", name, ACTIVATIONS)
     return ACTIVATIONS[name]
+
+
+def _check_norm_eps(name: str, eps) -> None:
+    """Layer norm divides by ``sqrt(var + eps)``: ``eps`` must be a small positive number
+    (0 divides by 0 on a constant row, a negative one takes the root of a negative number)."""
+    check_finite_number(name, eps, low=0, low_open=True)
 
 
 class PositionWiseFFN(nn.Module):
@@ -54,12 +60,13 @@ class PositionWiseFFN(nn.Module):
         super().__init__()
         check_positive_int("num_hiddens", num_hiddens)
         check_positive_int("ffn_num_hiddens", ffn_num_hiddens)
-        self.activation = activation
+        self.num_hiddens, self.activation = num_hiddens, activation
         self._act = get_activation(activation)
         self.dense1 = nn.Linear(num_hiddens, ffn_num_hiddens)
         self.dense2 = nn.Linear(ffn_num_hiddens, num_hiddens)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        check_hidden("X", X, self.num_hiddens)
         return self.dense2(self._act(self.dense1(X)))
 
 
@@ -73,15 +80,25 @@ class AddNorm(nn.Module):
 
     def __init__(self, num_hiddens: int, dropout: float = 0.0, eps: float = 1e-5):
         super().__init__()
+        check_positive_int("num_hiddens", num_hiddens)
         check_probability("dropout", dropout)
+        _check_norm_eps("eps", eps)
+        self.num_hiddens = num_hiddens
         self.dropout = nn.Dropout(dropout)
         self.ln = nn.LayerNorm(num_hiddens, eps=eps)
 
     def forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-        if X.shape != Y.shape:
-            raise ValueError(f"AddNorm needs X and Y of the same shape (batch, seq, num_hiddens), "
-                             f"got X {shape_str(X)} and Y {shape_str(Y)}")
+        _check_residual(X, Y, self.num_hiddens)
         return self.ln(X + self.dropout(Y))
+
+
+def _check_residual(X, Y, num_hiddens: int) -> None:
+    """X and Y must be ``(batch, seq, num_hiddens)`` tensors of the same shape."""
+    check_hidden("X", X, num_hiddens)
+    check_tensor("Y", Y, expected=f"{shape_str(X)} like X", floating=True)
+    if X.shape != Y.shape:
+        raise ValueError(f"AddNorm needs X and Y of the same shape (batch, seq, num_hiddens), "
+                         f"got X {shape_str(X)} and Y {shape_str(Y)}")
 
 
 class EncoderBlock(nn.Module):
@@ -97,6 +114,7 @@ class EncoderBlock(nn.Module):
                  dropout: float = 0.0, bias: bool = False, activation: str = "relu",
                  norm_eps: float = 1e-5):
         super().__init__()
+        _check_norm_eps("norm_eps", norm_eps)
         self.num_hiddens = num_hiddens
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, bias)
         self.addnorm1 = AddNorm(num_hiddens, dropout, norm_eps)
@@ -179,6 +197,8 @@ class DecoderBlock(nn.Module):
                  dropout: float = 0.0, bias: bool = False, activation: str = "relu",
                  norm_eps: float = 1e-5, causal: bool = True):
         super().__init__()
+        _check_norm_eps("norm_eps", norm_eps)
+        check_bool("causal", causal)
         self.num_hiddens, self.causal = num_hiddens, causal
         self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout, bias)
         self.addnorm1 = AddNorm(num_hiddens, dropout, norm_eps)
@@ -206,11 +226,7 @@ class DecoderBlock(nn.Module):
 
 
 def _check_tokens(name: str, tokens, vocab_size: int) -> None:
-    expected = "(batch, seq) of integer token ids"
-    check_tensor(name, tokens, ndim=2, expected=expected, floating=False)
-    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
-        raise ValueError(f"{name} must hold ids in [0, vocab_size={vocab_size}), got values from "
-                         f"{int(tokens.min())} to {int(tokens.max())}")
+    check_ids(name, tokens, vocab_size, expected="(batch, seq)")
 
 
 class TransformerEmbedding(nn.Module):
@@ -233,6 +249,7 @@ class TransformerEmbedding(nn.Module):
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
 
     def forward(self, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        _check_tokens("tokens", tokens, self.vocab_size)
         return self.pos_encoding(self.token(tokens) * math.sqrt(self.num_hiddens), offset)
 
 
@@ -381,7 +398,7 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_valid_lens=None,
     sequence has produced ``<eos>``). The model is put in eval mode for the call and
     restored afterwards.
     """
-    check_positive_int("max_len", max_len)
+    _check_decode_args(model, src, bos_id, eos_id, pad_id, max_len)
     was_training = model.training
     model.eval()
     try:
@@ -402,3 +419,18 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_valid_lens=None,
         return out[:, 1:]
     finally:
         model.train(was_training)
+
+
+def _check_decode_args(model, src, bos_id, eos_id, pad_id, max_len) -> None:
+    """Named errors for :func:`greedy_decode`'s arguments."""
+    check_instance("model", model, EncoderDecoder)
+    check_positive_int("max_len", max_len)
+    # the vocabulary sizes of the course's encoder and decoder (a custom module may lack them)
+    src_vocab = getattr(getattr(model.encoder, "embedding", None), "vocab_size", None)
+    tgt_vocab = getattr(model.decoder, "vocab_size", None)
+    if src_vocab is None:
+        check_tensor("src", src, ndim=2, expected="(batch, src_len) of integer token ids", floating=False)
+    else:
+        _check_tokens("src", src, src_vocab)
+    for name, value in (("bos_id", bos_id), ("eos_id", eos_id), ("pad_id", pad_id)):
+        check_int(name, value, low=0, high=None if tgt_vocab is None else tgt_vocab - 1)

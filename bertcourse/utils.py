@@ -9,11 +9,14 @@ import textwrap
 import numpy as np
 import torch
 
+from ._checks import check_int
+
 __all__ = ["set_seed", "show_source", "SourceCode", "cached"]
 
 
 def set_seed(seed: int = 0) -> None:
     """Seed Python's, NumPy's and PyTorch's generators, so a notebook repeats exactly."""
+    check_int("seed", seed, low=0, high=2**32 - 1)      # NumPy's range
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -47,7 +50,7 @@ def show_source(obj) -> SourceCode:
         source = inspect.getsource(obj)
     except (TypeError, OSError) as e:
         raise TypeError(f"show_source needs a function, class or method defined in Python, "
-                        f"got {type(obj).__name__}: {e}") from None
+                        f"got obj of type {type(obj).__name__}: {e}") from None
     return SourceCode(textwrap.dedent(source), getattr(obj, "__qualname__", ""))
 
 
@@ -55,6 +58,8 @@ def cached(fn):
     """``functools.lru_cache`` that treats ``f(0)``, ``f(seed=0)`` and ``f(0, size=<default>)``
     as one call (plain lru_cache would compute and keep three copies). ``f.__wrapped__`` is
     the uncached function."""
+    if not callable(fn):
+        raise TypeError(f"cached decorates a function: fn must be callable, got {type(fn).__name__}")
     signature = inspect.signature(fn)
     cached = functools.lru_cache(maxsize=8, typed=True)(fn)
 

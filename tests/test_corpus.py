@@ -9,9 +9,15 @@ from collections import Counter
 import pytest
 
 from bertcourse import corpus as corpus_module
-from bertcourse.corpus import NSP_CUES, nsp_cues
-from bertcourse.data import (ClozeItem, Corpus, Fact, PretrainDataset, World, cloze_items,
-                             generate_corpus, generate_world, get_tokenizer)
+from bertcourse.data import (
+    ClozeItem,
+    Corpus,
+    Fact,
+    World,
+    cloze_items,
+    generate_corpus,
+    generate_world,
+)
 
 
 @pytest.fixture(scope="module")
@@ -253,50 +259,3 @@ def test_small_world_parameters():
 
 
 # -- what gives a random NSP sentence away ---------------------------------------------------
-
-def test_nsp_cues_on_hand_picked_pairs(corpus):
-    infos = corpus.held_out_info
-    paragraphs = corpus.held_out
-    person = next(p for p, i in zip(paragraphs, infos) if i.kind == "person")
-    country = next(p for p, i in zip(paragraphs, infos) if i.kind == "country")
-    other_country = [p for p, i in zip(paragraphs, infos) if i.kind == "country"][1]
-    pairs = [(person[0], person[1], 0),              # a real next sentence
-             (person[1], country[0], 1),             # an opening sentence
-             (person[1], country[-1], 1),            # a person, then a country
-             (country[1], other_country[-1], 1)]     # two countries
-    assert nsp_cues(corpus, pairs) == list(NSP_CUES)
-
-
-def test_nsp_cues_shares_on_the_training_pairs(corpus):
-    """On the real dataset: every IsNext pair is "B follows A", and the share of random
-    sentences that open a paragraph is what the sampling implies."""
-    paragraphs = [list(p) for p in corpus.train if len(p) >= 2]
-    dataset = PretrainDataset(paragraphs, get_tokenizer(0), max_len=64, seed=0)
-    cues = nsp_cues(corpus, dataset.pairs, "train")
-    labels = [label for _, _, label in dataset.pairs]
-    assert all((cue == NSP_CUES[0]) == (label == 0) for cue, label in zip(cues, labels))
-    negatives = [cue for cue, label in zip(cues, labels) if label == 1]
-    # a random B is sentence j of a uniformly chosen other paragraph: it opens that
-    # paragraph with probability mean(1 / len(paragraph)); sentences repeated at the start
-    # of another paragraph add a little. ~14,000 draws: standard error ~0.003
-    expected = sum(1 / len(p) for p in paragraphs) / len(paragraphs)
-    share = negatives.count(NSP_CUES[1]) / len(negatives)
-    assert len(negatives) > 10_000
-    assert expected - 0.012 < share < expected + 0.02
-    # and both kinds of comparison occur often
-    assert negatives.count(NSP_CUES[2]) > 0.3 * len(negatives)
-    assert negatives.count(NSP_CUES[3]) > 0.1 * len(negatives)
-
-
-def test_nsp_cues_errors(corpus):
-    a, b = corpus.held_out[0][:2]
-    with pytest.raises(TypeError, match="corpus must be a Corpus"):
-        nsp_cues([], [(a, b, 0)])
-    with pytest.raises(TypeError, match=r"\(sentence_a, sentence_b, label\) triples; pair 0"):
-        nsp_cues(corpus, [(a, b)])
-    with pytest.raises(ValueError, match="pair 0: label must be 0"):
-        nsp_cues(corpus, [(a, b, 2)])
-    with pytest.raises(ValueError, match="sentence_b 'not a sentence.' is not a sentence of the 'held_out'"):
-        nsp_cues(corpus, [(a, "not a sentence.", 1)])
-    with pytest.raises(ValueError, match="split must be"):
-        nsp_cues(corpus, [(a, b, 0)], split="test")

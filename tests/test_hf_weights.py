@@ -22,8 +22,9 @@ from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, BertMo
 
 from bertcourse.attention import DotProductAttention, store_attention_weights
 from bertcourse.bert import BERTModel, get_config
+from bertcourse.analysis import attention_maps, fill_mask
 from bertcourse.hf_weights import (IGNORED_BUFFERS, NAME_MAP, CheckpointError, _expected_hf_name,
-                                   attention_maps, config_from_hf, course_name, fill_mask, head_statistics,
+                                   config_from_hf, course_name, head_statistics,
                                    load_pretrained, mapping_table, mean_pool, minilm_folder,
                                    read_checkpoint, typical_heads)
 
@@ -244,7 +245,7 @@ def test_sentence_embeddings_match_sentence_transformers(minilm, monkeypatch):
 def test_attention_maps_equal_hf_and_restore_the_fast_path_setting(minilm, hf_minilm):
     store_attention_weights(minilm.model, False)
     try:
-        pieces, segments, w = attention_maps(minilm, "The cat sat on the mat.", "It purred.")
+        pieces, segments, w = attention_maps(minilm.model, minilm.tokenizer, "The cat sat on the mat.", "It purred.")
         flags = {m.store_weights for m in minilm.model.modules() if isinstance(m, DotProductAttention)}
         assert flags == {False}                           # the caller's setting is restored
     finally:
@@ -456,7 +457,7 @@ def test_fill_mask_matches_hf_and_needs_an_mlm_head(tmp_path, minilm):
     hf = make_checkpoint(tmp_path, BertForPreTraining, seed=15)
     p = load_pretrained(tmp_path)
     text = "the cat [MASK] on the [MASK] ."
-    result = fill_mask(p, text, top_k=3)
+    result = [guesses for _, guesses in fill_mask(p.model, p.tokenizer, text, top_k=3)]
     enc = p.encode(text)
     with torch.no_grad():
         probs = hf(**enc.hf()).prediction_logits[0].softmax(-1)
@@ -467,11 +468,11 @@ def test_fill_mask_matches_hf_and_needs_an_mlm_head(tmp_path, minilm):
         assert [t for t, _ in r] == [VOCAB[i] for i in top.indices.tolist()]
         assert [x for _, x in r] == pytest.approx(top.values.tolist(), abs=1e-5)
     with pytest.raises(ValueError, match="at least one \\[MASK\\]"):
-        fill_mask(p, "no mask here")
+        fill_mask(p.model, p.tokenizer, "no mask here")
     with pytest.raises(TypeError, match="text must be a str"):
-        fill_mask(p, ["the [MASK]"])
-    with pytest.raises(ValueError, match="no MLM head .* load_pretrained\\('bert-base-uncased'\\)"):
-        fill_mask(minilm, "the [MASK] sat")
+        fill_mask(p.model, p.tokenizer, ["the [MASK]"])
+    with pytest.raises(ValueError, match="no MLM head"):
+        fill_mask(minilm.model, minilm.tokenizer, "the [MASK] sat")
 
 
 def test_old_tensorflow_era_layout_bin_with_gamma_beta_and_tied_copy(tmp_path):
@@ -599,7 +600,7 @@ def test_folder_problems_have_clear_errors(tmp_path):
     (tmp_path / "config.json").unlink()
     with pytest.raises(FileNotFoundError, match="no config.json"):
         load_pretrained(tmp_path)
-    with pytest.raises(FileNotFoundError, match="neither 'minilm'"):
+    with pytest.raises(FileNotFoundError, match=r"'\./no/such/folder'.*does not exist, and it is not 'minilm'"):
         load_pretrained("./no/such/folder")
     with pytest.raises(TypeError, match="source must be"):
         load_pretrained(3)
@@ -631,10 +632,10 @@ def test_hub_name_offline_fails_fast_with_a_clear_message(tmp_path, monkeypatch)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     start = time.perf_counter()
     with pytest.raises(RuntimeError) as info:
-        load_pretrained("bert-base-uncased", cache_dir=tmp_path)
+        load_pretrained("bert-base-uncased", download=True, cache_dir=tmp_path)
     assert time.perf_counter() - start < 5.0           # no network attempt, no hang
     text = str(info.value)
-    assert "load_pretrained('bert-base-uncased')" in text and "internet" in text
+    assert "load_pretrained('bert-base-uncased', download=True)" in text and "internet" in text
     assert "HF_HUB_OFFLINE" in text and "load_pretrained('minilm')" in text
 
 
@@ -646,7 +647,7 @@ def test_hub_name_uses_the_local_cache_when_offline(tmp_path, monkeypatch, minil
     make_checkpoint(snap, BertModel)
     (tmp_path / "models--someone--tiny-bert" / "refs").mkdir()
     (tmp_path / "models--someone--tiny-bert" / "refs" / "main").write_text("0" * 40)
-    p = load_pretrained("someone/tiny-bert", cache_dir=tmp_path)
+    p = load_pretrained("someone/tiny-bert", download=True, cache_dir=tmp_path)
     assert p.config.num_hiddens == 32 and p.report.source == "someone/tiny-bert"
 
 
@@ -665,7 +666,7 @@ def test_hub_errors_are_translated(tmp_path, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", no_network)
     with pytest.raises(RuntimeError, match=r"needs an internet connection \(ConnectionError: Name or service"):
-        load_pretrained("bert-base-uncased", cache_dir=tmp_path)
+        load_pretrained("bert-base-uncased", download=True, cache_dir=tmp_path)
     assert calls[0]["local_files_only"] is False and calls[0]["cache_dir"] == tmp_path
     assert "model.safetensors*" in calls[0]["allow_patterns"] and "config.json" in calls[0]["allow_patterns"]
 
@@ -677,7 +678,34 @@ def test_hub_errors_are_translated(tmp_path, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", unknown)
     with pytest.raises(RuntimeError, match="no public model 'someone/no-such-bert'"):
-        load_pretrained("someone/no-such-bert", cache_dir=tmp_path)
+        load_pretrained("someone/no-such-bert", download=True, cache_dir=tmp_path)
+
+
+def test_a_name_is_a_folder_unless_download_is_asked_for(tmp_path, monkeypatch):
+    """A mistyped folder (or a hub name without download=True) never reaches the network:
+    FileNotFoundError saying the folder does not exist, with the download=True hint."""
+    import huggingface_hub
+
+    def no_call(*args, **kwargs):
+        raise AssertionError("snapshot_download must not be called without download=True")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", no_call)
+    monkeypatch.chdir(tmp_path)
+    for name in ("my_checkpoint", "bert-base-uncased", "someone/tiny-bert"):
+        with pytest.raises(FileNotFoundError) as info:
+            load_pretrained(name)
+        text = str(info.value)
+        assert f"source {name!r}" in text and "does not exist" in text
+        assert f"load_pretrained({name!r}, download=True)" in text
+    with pytest.raises(FileNotFoundError, match="does not exist") as info:
+        load_pretrained("../not a hub name")
+    assert "download=True" not in str(info.value)
+    make_checkpoint(tmp_path / "ckpt", BertModel)
+    with pytest.raises(ValueError, match="download=True fetches a Hugging Face Hub model.*a local folder"):
+        load_pretrained(tmp_path / "ckpt", download=True)
+    with pytest.raises(TypeError, match="download must be True or False"):
+        load_pretrained("bert-base-uncased", download="yes")
+    assert load_pretrained("ckpt").config.num_hiddens == 32      # a relative folder still loads
 
 
 def test_hub_repo_with_bin_weights_only(tmp_path, monkeypatch):
@@ -693,7 +721,7 @@ def test_hub_repo_with_bin_weights_only(tmp_path, monkeypatch):
         return str(tmp_path)          # the folder has no safetensors, only the .bin
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot)
-    p = load_pretrained("someone/old-bert")
+    p = load_pretrained("someone/old-bert", download=True)
     assert len(patterns) == 2 and "pytorch_model.bin*" in patterns[1]
     assert p.report.weights_file == "pytorch_model.bin"
     tokens, segments, mask = tiny_inputs()

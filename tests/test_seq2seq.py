@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bertcourse.seq2seq import (Vocab, exact_match, iso_date, make_batch, make_date_dataset,
+from bertcourse.seq2seq import (DateVocab, exact_match, iso_date, make_batch, make_date_dataset,
                                 sequence_loss, spell_date, spell_day, spell_number, spell_year,
                                 src_vocab_for_dates, tgt_vocab_for_dates, train_seq2seq, translate)
 from bertcourse.transformer import EncoderDecoder, TransformerDecoder, TransformerEncoder, greedy_decode
@@ -65,7 +65,7 @@ def test_every_wording_names_exactly_one_date():
 # --- vocabulary and dataset ----------------------------------------------------------------------
 
 def test_vocab_specials_encode_decode():
-    v = Vocab(["b", "a", "b"])
+    v = DateVocab(["b", "a", "b"])
     assert v.itos == ["<pad>", "<bos>", "<eos>", "b", "a"] and len(v) == 5
     assert (v.pad_id, v.bos_id, v.eos_id) == (0, 1, 2)
     assert v.encode(["a", "b"]) == [4, 3]
@@ -153,9 +153,23 @@ def test_training_lowers_loss_and_is_deterministic(trained):
     assert len(losses) == 80
     assert sum(losses[-10:]) / 10 < 0.5 * sum(losses[:10]) / 10
     again = tiny_model(ds)
-    losses2 = train_seq2seq(again, ds.train, ds.src_vocab, ds.tgt_vocab, num_steps=5, batch_size=64,
+    state = torch.get_rng_state()
+    losses2 = train_seq2seq(again, ds.train, ds.src_vocab, ds.tgt_vocab, num_steps=80, batch_size=64,
                             lr=3e-3, warmup=10, progress=False)
-    assert losses2 == losses[:5]                                 # same seed, same numbers
+    assert losses2 == losses                                     # same seed, same numbers
+    assert torch.equal(torch.get_rng_state(), state)             # the caller's random state is untouched
+    assert not again.training                                    # left in eval() mode, ready to decode
+
+
+def test_train_seq2seq_runs_on_the_shared_loop(trained, monkeypatch):
+    import bertcourse.training as training
+    ds, _, _ = trained
+    calls = []
+    real_fit = training.Trainer.fit
+    monkeypatch.setattr(training.Trainer, "fit", lambda self, **kw: calls.append(self) or real_fit(self, **kw))
+    losses = train_seq2seq(tiny_model(ds), ds.train, ds.src_vocab, ds.tgt_vocab, num_steps=3, batch_size=8,
+                           progress=False)
+    assert len(calls) == 1 and len(losses) == 3 and calls[0].cfg.betas == (0.9, 0.98)
 
 
 def test_cached_and_uncached_decoding_agree_on_trained_model(trained):

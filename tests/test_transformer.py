@@ -338,7 +338,11 @@ def test_model_errors_are_named():
         model.encoder(torch.full((1, 21), 3))
     with pytest.raises(ValueError, match=r"tokens must hold ids in \[0, vocab_size=9\)"):
         model(src, torch.tensor([[1, 9]]), lens)
-    with pytest.raises(ValueError, match=r"X needs positions 20\.\.20 but max_len=20"):
+    with pytest.raises(ValueError, match=r"eos_id must be an int with 0 <= eos_id <= 8, got 100"):
         greedy_decode(model, src, lens, bos_id=1, eos_id=100, max_len=25)
+    with torch.no_grad():                 # <eos> (id 2) never wins: decoding runs past max_len=20
+        model.decoder.dense.bias[2] = -1e4
+    with pytest.raises(ValueError, match=r"X needs positions 20\.\.20 but max_len=20"):
+        greedy_decode(model, src, lens, bos_id=1, eos_id=2, max_len=25)
     with pytest.raises(ValueError, match="num_blks must be > 0"):
         TransformerEncoder(10, 16, 32, 4, 0)

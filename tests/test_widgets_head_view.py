@@ -8,7 +8,8 @@ import torch
 
 from transformers import BertModel
 
-from bertcourse.hf_weights import PATTERNS, attention_maps, head_statistics, load_pretrained
+from bertcourse.analysis import attention_maps
+from bertcourse.hf_weights import PATTERNS, head_statistics, load_pretrained
 from bertcourse.widgets.head_view import (ALL_TOKENS, PAIR_FILTERS, HeadView, draw_head_survey,
                                           draw_head_view, head_view_data, pair_mask)
 
@@ -126,7 +127,7 @@ def test_widget_new_text_reruns_the_model(minilm):
     assert not v.state["kept"].any() and "type a sentence B" in v.state["message"]
     v.pair.value = "all"
     v.text_a.value = "Dogs bark."
-    pieces, segments, w = attention_maps(minilm, "Dogs bark.")
+    pieces, segments, w = attention_maps(minilm.model, minilm.tokenizer, "Dogs bark.")
     assert v.state["pieces"] == pieces == ["[CLS]", "dogs", "bark", ".", "[SEP]"]
     assert torch.equal(v.state["weights"], w)
     assert v.state["token"] == 3 and len(v.token.options) == 1 + 5
@@ -140,7 +141,7 @@ def test_widget_rejects_a_non_pretrained():
 
 
 def test_draw_head_survey_shows_the_statistics(minilm):
-    stats = head_statistics([attention_maps(minilm, A, B), attention_maps(minilm, "Dogs bark.")])
+    stats = head_statistics([attention_maps(minilm.model, minilm.tokenizer, A, B), attention_maps(minilm.model, minilm.tokenizer, "Dogs bark.")])
     fig = draw_head_survey(stats)
     for ax, pattern in zip(fig.axes, PATTERNS):
         np.testing.assert_array_equal(np.asarray(ax.images[0].get_array()), stats[pattern].numpy())

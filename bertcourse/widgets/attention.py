@@ -51,6 +51,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from .._checks import check_int, check_tensor
 from ..attention import MultiHeadAttention, dot_product_attention, entropy
 from . import FigureWidget
 from .drawing import draw_message
@@ -218,7 +219,9 @@ def attention_for_sentence(tokens: list[str], head: int | None = None,
     the scores: ``softmax(q·k / (sqrt(d_head) · temperature))``.
     """
     _check_tokens(tokens)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(f"temperature must be a number > 0, got {type(temperature).__name__} ({temperature!r})")
+    if not (temperature > 0 and math.isfinite(temperature)):
         raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
     if head is not None and (isinstance(head, bool) or not isinstance(head, int)
                              or not 0 <= head < NUM_HEADS):
@@ -240,6 +243,8 @@ def draw_attention(tokens: list[str], weights: torch.Tensor, query_index: int,
     ``fig.axes[1].patches`` are the bars (one per key)."""
     _check_tokens(tokens)
     n = len(tokens)
+    check_tensor("weights", weights, ndim=2, expected=f"(queries={n}, keys={n})", floating=True)
+    check_int("query_index", query_index)
     if tuple(weights.shape) != (n, n):
         raise ValueError(f"weights must have shape (queries={n}, keys={n}), got shape "
                          f"{tuple(weights.shape)}")

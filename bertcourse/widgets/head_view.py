@@ -23,7 +23,9 @@ import torch
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from ..hf_weights import PATTERNS, Pretrained, attention_maps
+from .._checks import check_int, check_tensor
+from ..analysis import attention_maps
+from ..hf_weights import PATTERNS, Pretrained
 from . import FigureWidget
 
 __all__ = ["PAIR_FILTERS", "ALL_TOKENS", "pair_mask", "head_view_data", "draw_head_view",
@@ -41,6 +43,8 @@ def pair_mask(segments, which: str) -> torch.Tensor:
     """
     if which not in PAIR_FILTERS:
         raise ValueError(f"which must be one of {list(PAIR_FILTERS)}, got {which!r}")
+    if isinstance(segments, str) or not isinstance(segments, (list, tuple, torch.Tensor)):
+        raise TypeError(f"segments must be a list of 0/1 per token, got {type(segments).__name__} ({segments!r})")
     seg = torch.as_tensor(segments)
     if seg.dim() != 1:
         raise ValueError(f"segments must be a 1-D list of 0/1 per token, got shape {tuple(seg.shape)}")
@@ -61,6 +65,9 @@ def head_view_data(weights: torch.Tensor, segments, layer: int, head: int,
     ``(query, key, weight)`` triples drawn, i.e. every kept pair of the chosen query (or of
     all queries) with a weight above 0.
     """
+    check_tensor("weights", weights, expected="(layers, heads, seq, seq)", floating=True)
+    for name, value in (("layer", layer), ("head", head), ("token", token)):
+        check_int(name, value)
     if weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
         raise ValueError(f"weights must have shape (layers, heads, seq, seq), got shape {tuple(weights.shape)}")
     L, H, n, _ = weights.shape
@@ -182,7 +189,7 @@ class HeadView(FigureWidget):
         """Run the model once per text; the controls only pick from these maps."""
         b = self.text_b.value if self.text_b.value.strip() else None
         a = self.text_a.value
-        self._pieces, self._segments, self._weights = attention_maps(self.pretrained, a, b)
+        self._pieces, self._segments, self._weights = attention_maps(self.pretrained.model, self.pretrained.tokenizer, a, b)
 
     def _refresh_tokens(self, token: int) -> None:
         self.token.options = [("(all tokens)", ALL_TOKENS)] + [(f"{i}: {p}", i) for i, p in enumerate(self._pieces)]

@@ -25,10 +25,10 @@ Draw function: :func:`draw_masking`. Widget: :class:`MaskingExplorer`.
 from __future__ import annotations
 
 import ipywidgets as W
-import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from .._checks import check_int_list, check_keys, check_positive_int
 from ..bert import get_tokens_and_segments
 from ..data import Vocab, WordPieceTokenizer, draw_generator, generate_corpus, get_tokenizer, mask_tokens
 from . import FigureWidget
@@ -90,12 +90,12 @@ def classify_masking(original_ids, masked_ids, pred_positions, vocab: Vocab) -> 
     """
     if not isinstance(vocab, Vocab):
         raise TypeError(f"vocab must be a Vocab, got {type(vocab).__name__}")
-    original = torch.as_tensor(original_ids).tolist()
-    masked = torch.as_tensor(masked_ids).tolist()
+    original = check_int_list("original_ids", original_ids)
+    masked = check_int_list("masked_ids", masked_ids)
     if len(original) != len(masked):
         raise ValueError(f"original_ids and masked_ids must have the same length (seq,), got "
                          f"{len(original)} and {len(masked)}")
-    chosen = set(torch.as_tensor(pred_positions).tolist())
+    chosen = set(check_int_list("pred_positions", pred_positions))
     if chosen and not (min(chosen) >= 0 and max(chosen) < len(original)):
         raise ValueError(f"pred_positions must lie in [0, seq={len(original)}), got {sorted(chosen)}")
     out = []
@@ -128,6 +128,7 @@ def count_outcomes(outcomes) -> dict:
 
 def running_counts(ids, vocab: Vocab, mask_prob: float, seed: int, num_draws: int) -> dict:
     """The counts of :func:`count_outcomes` summed over draws ``0 .. num_draws - 1``."""
+    check_positive_int("num_draws", num_draws, allow_zero=True)
     total = dict.fromkeys(OUTCOMES, 0)
     for d in range(num_draws):
         for k, v in count_outcomes(mask_once(ids, vocab, mask_prob, seed, d)["outcomes"]).items():
@@ -137,6 +138,7 @@ def running_counts(ids, vocab: Vocab, mask_prob: float, seed: int, num_draws: in
 
 def chosen_shares(counts: dict) -> dict:
     """Shares of ``[MASK]`` / random / kept among the chosen tokens (zeros if none)."""
+    check_keys("counts", counts, CHOSEN, "count_outcomes")
     n = sum(counts[o] for o in CHOSEN)
     return {o: (counts[o] / n if n else 0.0) for o in CHOSEN}
 

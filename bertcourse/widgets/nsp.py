@@ -19,7 +19,6 @@ Pure functions (tested directly): :func:`bertcourse.data.sample_pair`,
 from __future__ import annotations
 
 import html
-import random
 
 import ipywidgets as W
 from matplotlib.figure import Figure
@@ -46,6 +45,9 @@ def pair_tokens(sentence_a: str, sentence_b: str, tokenizer: WordPieceTokenizer,
     """
     if not isinstance(tokenizer, WordPieceTokenizer):
         raise TypeError(f"tokenizer must be a WordPieceTokenizer, got {type(tokenizer).__name__}")
+    for name, sentence in (("sentence_a", sentence_a), ("sentence_b", sentence_b)):
+        if not isinstance(sentence, str):
+            raise TypeError(f"{name} must be a str, got {type(sentence).__name__}")
     ta, tb = tokenizer.tokenize(sentence_a), tokenizer.tokenize(sentence_b)
     a, b = truncate_pair(ta, tb, max_len)
     tokens, segments = get_tokens_and_segments(a, b)

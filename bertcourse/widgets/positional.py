@@ -20,7 +20,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .._checks import check_positive_int
+from .._checks import check_int, check_positive_int
 from ..positional import sinusoidal_encoding
 from . import FigureWidget
 
@@ -40,6 +40,10 @@ def encoding_view(num_hiddens: int, position: int, dims: tuple[int, int], max_le
     """
     check_positive_int("num_hiddens", num_hiddens)
     check_positive_int("max_len", max_len)
+    check_int("position", position)
+    if not (isinstance(dims, (tuple, list)) and len(dims) == 2
+            and all(isinstance(d, int) and not isinstance(d, bool) for d in dims)):
+        raise TypeError(f"dims must be a pair of ints (first, last), got {type(dims).__name__} ({dims!r})")
     if not 0 <= position < max_len:
         raise ValueError(f"position must be in [0, max_len - 1 = {max_len - 1}], got {position}")
     lo, hi = dims

@@ -22,8 +22,9 @@ import ipywidgets as W
 import torch
 from matplotlib.figure import Figure
 
+from .._checks import check_instance, check_str_list, check_tensor
 from ..attention import inspect_attention
-from ..seq2seq import BOS, EOS, Vocab, translate
+from ..seq2seq import BOS, EOS, DateVocab, translate
 from ..transformer import EncoderDecoder
 from . import FigureWidget
 
@@ -33,7 +34,7 @@ KINDS = ["encoder self", "decoder self", "cross"]
 
 
 @torch.no_grad()
-def example_attention(model: EncoderDecoder, source: list[str], src_vocab: Vocab, tgt_vocab: Vocab,
+def example_attention(model: EncoderDecoder, source: list[str], src_vocab: DateVocab, tgt_vocab: DateVocab,
                       max_len: int = 16) -> dict:
     """Decode ``source`` and collect every attention map of the model on it.
 
@@ -44,8 +45,8 @@ def example_attention(model: EncoderDecoder, source: list[str], src_vocab: Vocab
     ``decoder self`` ``(L, H, T, T)``, ``cross`` ``(L, H, T, S)`` with ``S`` source words
     and ``T = len(prediction) + 1`` decoder steps.
     """
-    if not source:
-        raise ValueError("source must hold at least one word, got an empty list")
+    check_instance("model", model, EncoderDecoder)
+    check_str_list("source", source, what="source words", allow_empty=False)
     prediction = translate(model, [source], src_vocab, tgt_vocab, max_len)[0]
     src = torch.tensor([src_vocab.encode(source)])
     dec_in = torch.tensor([[tgt_vocab.bos_id] + tgt_vocab.encode(prediction)])
@@ -62,6 +63,7 @@ def example_attention(model: EncoderDecoder, source: list[str], src_vocab: Vocab
 def draw_attention_map(weights: torch.Tensor, row_labels: list[str], col_labels: list[str],
                        title: str = "") -> Figure:
     """Heatmap of ``(queries, keys)`` weights with token labels (``fig.axes[0].images[0]``)."""
+    check_tensor("weights", weights, ndim=2, expected="(queries, keys)", floating=True)
     q, k = weights.shape
     if len(row_labels) != q or len(col_labels) != k:
         raise ValueError(f"need {q} row labels and {k} column labels for weights of shape "
@@ -87,8 +89,8 @@ class TransformerAttentionExplorer(FigureWidget):
     (``(queries, keys)``), ``row_labels``, ``col_labels``, ``source``, ``prediction``.
     """
 
-    def __init__(self, model: EncoderDecoder, sources: list[list[str]], src_vocab: Vocab,
-                 tgt_vocab: Vocab, max_len: int = 16):
+    def __init__(self, model: EncoderDecoder, sources: list[list[str]], src_vocab: DateVocab,
+                 tgt_vocab: DateVocab, max_len: int = 16):
         if not sources:
             raise ValueError("sources must hold at least one example")
         self.model, self.sources = model, [list(s) for s in sources]

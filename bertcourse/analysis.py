@@ -1,0 +1,156 @@
+"""Using a trained BERT: fill in blanks and read its attention.
+
+Both functions take a course :class:`~bertcourse.bert.BERTModel` and a tokenizer — the
+course's :class:`~bertcourse.data.WordPieceTokenizer` (chapter 7's tiny BERT) or a Hugging
+Face ``tokenizers.Tokenizer`` (chapter 8's real model, ``pretrained.tokenizer``), as long as
+the vocabulary has BERT's special tokens — and run the model in ``eval()`` mode, putting
+its mode back afterwards. The chapters' widgets call them.
+
+* :func:`fill_mask` — the model's top-k guesses, with probabilities, for every ``[MASK]``;
+* :func:`attention_maps` — every attention map of the model for ``[CLS] A [SEP] (B [SEP])``.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from .attention import inspect_attention
+from .bert import BERTModel, get_tokens_and_segments
+from .data import WordPieceTokenizer
+
+__all__ = ["MASK", "hf_tokenizer", "check_mlm_model", "encode_words", "mask_word", "fill_mask_tokens", "fill_mask",
+           "attention_maps"]
+
+MASK = "[MASK]"
+
+
+def hf_tokenizer(tokenizer):
+    """The ``tokenizers.Tokenizer`` inside a course tokenizer (or the object itself)."""
+    from tokenizers import Tokenizer
+    if isinstance(tokenizer, WordPieceTokenizer):
+        return tokenizer.tokenizer
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    raise TypeError(f"tokenizer must be a WordPieceTokenizer (bertcourse.data) or a tokenizers.Tokenizer, "
+                    f"got {type(tokenizer).__name__}")
+
+
+def _special_id(tok, token: str) -> int:
+    i = tok.token_to_id(token)
+    if i is None:
+        raise ValueError(f"the tokenizer's vocabulary has no {token} token")
+    return i
+
+
+def check_mlm_model(model) -> None:
+    """Raise unless ``model`` is a course BERTModel with its MLM head."""
+    if not isinstance(model, BERTModel):
+        raise TypeError(f"model must be a bertcourse BERTModel, got {type(model).__name__}")
+    if model.mlm is None:
+        raise ValueError("model has no MLM head (it was built with with_heads=False or loaded without "
+                         "one): fill-mask needs the masked-language-model head")
+
+
+def encode_words(tokenizer, text: str) -> tuple[list, list]:
+    """Split ``text`` into WordPiece tokens and group them by word.
+
+    Returns ``(tokens, words)``: ``tokens`` the list of token strings (``[MASK]`` typed
+    in any case stays one token), ``words`` a list of ``(word_text, first, last)``:
+    the word as written and the token indices ``first..last`` (inclusive) of its pieces.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    tok = hf_tokenizer(tokenizer)
+    text = re.sub(r"\[mask\]", MASK, text, flags=re.IGNORECASE)
+    enc = tok.encode(text, add_special_tokens=False)
+    spans = []                        # [first_char, end_char, first_token, last_token]
+    for i, (w, (a, b)) in enumerate(zip(enc.word_ids, enc.offsets)):
+        same_word = (i > 0 and w is not None and w == enc.word_ids[i - 1]
+                     and MASK not in (enc.tokens[i], enc.tokens[i - 1]))
+        if same_word:
+            spans[-1][1], spans[-1][3] = b, i
+        else:
+            spans.append([a, b, i, i])
+    return list(enc.tokens), [(text[a:b], first, last) for a, b, first, last in spans]
+
+
+def mask_word(tokens: list, words: list, index: int) -> list:
+    """``tokens`` with every piece of word ``index`` replaced by ``[MASK]`` (a word that
+    WordPiece splits into 3 pieces becomes 3 blanks)."""
+    if not 0 <= index < len(words):
+        raise ValueError(f"index must be in 0..{len(words) - 1} (the text has {len(words)} words), got {index}")
+    _, first, last = words[index]
+    return [MASK if first <= i <= last else t for i, t in enumerate(tokens)]
+
+
+@torch.no_grad()
+def fill_mask_tokens(model: BERTModel, tokenizer, tokens: list, top_k: int = 5) -> list:
+    """:func:`fill_mask` for a list of token strings (without ``[CLS]``/``[SEP]``)."""
+    check_mlm_model(model)
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
+    tok = hf_tokenizer(tokenizer)
+    ids = [tok.token_to_id(t) for t in tokens]
+    unk = _special_id(tok, "[UNK]")
+    ids = [unk if i is None else i for i in ids]
+    ids = [_special_id(tok, "[CLS]"), *ids, _special_id(tok, "[SEP]")]
+    mask_id = _special_id(tok, MASK)
+    positions = [i for i, t in enumerate(ids) if t == mask_id]
+    if not positions:
+        raise ValueError("text must contain at least one [MASK] (or mask a word) to fill in")
+    if len(ids) > model.config.max_len:
+        raise ValueError(f"text has {len(ids)} tokens with [CLS] and [SEP], but the model takes at most "
+                         f"max_len={model.config.max_len}: shorten it")
+    vocab = model.config.vocab_size
+    top_k = min(top_k, vocab)
+    with inspect_attention(model, keep_weights=False):     # eval mode: no dropout, same answer every time
+        x = torch.tensor([ids])
+        _, logits, _ = model(x, torch.zeros_like(x), torch.tensor([len(ids)]), torch.tensor([positions]))
+    probs = torch.softmax(logits[0].float(), dim=-1)               # (num_masks, vocab)
+    top_p, top_i = probs.topk(top_k, dim=-1)
+    out = []
+    for pos, p_row, i_row in zip(positions, top_p.tolist(), top_i.tolist()):
+        out.append((pos, [(tok.id_to_token(i) or "[UNK]", p) for i, p in zip(i_row, p_row)]))
+    return out
+
+
+def fill_mask(model: BERTModel, tokenizer, text: str, top_k: int = 5) -> list:
+    """The model's ``top_k`` guesses for every ``[MASK]`` in ``text``.
+
+    Returns a list with one entry per ``[MASK]``, left to right: ``(position, [(token,
+    probability), ...])``, where ``position`` is the index in the model's input
+    ``[CLS] tokens [SEP]`` (so ``[CLS]`` is 0) and the guesses are sorted by
+    probability (softmax over the whole vocabulary, so they sum to at most 1). The model
+    runs in ``eval()`` mode (its mode is restored afterwards).
+    """
+    tokens, _ = encode_words(tokenizer, text)
+    return fill_mask_tokens(model, tokenizer, tokens, top_k)
+
+
+@torch.no_grad()
+def attention_maps(model: BERTModel, tokenizer, text_a: str, text_b: str | None = None):
+    """Every attention map of ``model`` for ``[CLS] A [SEP] (B [SEP])``.
+
+    Returns ``(pieces, segments, weights)``: the tokens, their segment ids and a
+    ``(layers, heads, seq, seq)`` tensor; ``weights[l, h, i, j]`` is how much token ``i``
+    attends to token ``j`` in head ``h`` of block ``l`` (0-based). Runs in ``eval()``
+    mode with the weights kept, and puts both settings back afterwards.
+    """
+    if not isinstance(model, BERTModel):
+        raise TypeError(f"model must be a bertcourse BERTModel, got {type(model).__name__}")
+    tok = hf_tokenizer(tokenizer)
+    for name, text in (("text_a", text_a), ("text_b", text_b)):
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+    a = tok.encode(text_a, add_special_tokens=False).tokens
+    b = None if text_b is None else tok.encode(text_b, add_special_tokens=False).tokens
+    pieces, segments = get_tokens_and_segments(a, b)
+    if len(pieces) > model.config.max_len:
+        raise ValueError(f"the pair has {len(pieces)} tokens, more than max_len={model.config.max_len}")
+    ids = torch.tensor([[tok.token_to_id(p) if tok.token_to_id(p) is not None else _special_id(tok, "[UNK]")
+                         for p in pieces]])
+    with inspect_attention(model):          # eval mode, weights kept; both restored after
+        model.encoder(ids, torch.tensor([segments]))
+        weights = torch.stack([blk.attention.attention_weights[0] for blk in model.encoder.blks])
+    return pieces, segments, weights

@@ -1,0 +1,218 @@
+"""The command lines, and what they share: a bad option or a bad input is one line on stderr
+and exit code 2, Ctrl-C is exit code 130, and no command ever prints a traceback.
+
+    python -m bertcourse.pretrain --config tiny --seconds 90 --out runs/tiny
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import sys
+from typing import Callable
+
+import torch
+
+from .bert import CONFIGS
+
+__all__ = ["UsageError", "Parser", "positive_int", "positive_float", "nonnegative_float",
+           "check_writable", "run_cli", "pretrain_main"]
+
+
+class UsageError(Exception):
+    """A wrong option or input: printed as one line, exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line on stderr and exit code 2 (no usage dump)."""
+
+    def error(self, message):
+        # "argument --seconds: --seconds must be > 0" -> "--seconds must be > 0"
+        raise UsageError(re.sub(r"^argument (--[\w-]+): \1 ", r"\1 ", message))
+
+
+def _number(name: str, convert, text: str, low: float, inclusive: bool):
+    try:
+        value = convert(text)
+    except ValueError:
+        kind = "a whole number" if convert is int else "a number"
+        raise argparse.ArgumentTypeError(f"{name} must be {kind}, got {text!r}") from None
+    if not math.isfinite(value) or value < low or (value == low and not inclusive):
+        raise argparse.ArgumentTypeError(f"{name} must be {'>=' if inclusive else '>'} {low}, got {text}")
+    return value
+
+
+def positive_int(name: str) -> Callable[[str], int]:
+    """An argparse ``type`` accepting whole numbers > 0 (the message names the option)."""
+    return lambda text: _number(name, int, text, 0, False)
+
+
+def positive_float(name: str) -> Callable[[str], float]:
+    """An argparse ``type`` accepting finite numbers > 0 (NaN and infinity are refused)."""
+    return lambda text: _number(name, float, text, 0, False)
+
+
+def nonnegative_float(name: str) -> Callable[[str], float]:
+    """An argparse ``type`` accepting finite numbers >= 0."""
+    return lambda text: _number(name, float, text, 0, True)
+
+
+def nonnegative_int(name: str) -> Callable[[str], int]:
+    """An argparse ``type`` accepting whole numbers >= 0."""
+    return lambda text: _number(name, int, text, 0, True)
+
+
+def check_writable(folder: str, option: str = "--out") -> None:
+    """Create ``folder`` if needed and make sure a file can be written into it."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        probe = os.path.join(folder, f".write-test-{os.getpid()}")
+        with open(probe, "w") as f:
+            f.write("ok")
+        os.remove(probe)
+    except OSError as e:
+        raise UsageError(f"{option} {folder!r} is not a writable folder ({e.strerror or e})") from None
+
+
+def run_cli(parse: Callable, run: Callable, argv=None) -> int:
+    """``run(parse(argv))`` with the course's rules: ``UsageError`` and errors in the input
+    (``ValueError``, ``TypeError``, ``FileNotFoundError``) are one line on stderr and exit
+    code 2; Ctrl-C while loading is exit code 130 (training itself stops cleanly and saves);
+    anything else is one line and exit code 1."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return run(parse(argv))
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted before training started; nothing was saved", file=sys.stderr)
+        return 130
+    except Exception as e:          # a bug: still no traceback, but say what it was
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+# ---------------------------------------------------------------------------------------
+# python -m bertcourse.pretrain
+# ---------------------------------------------------------------------------------------
+
+def _pretrain_parser() -> Parser:
+    p = Parser(prog="python -m bertcourse.pretrain",
+               description="Pretrain a BERT (MLM + NSP) on the course's generated corpus and save a "
+                           "checkpoint (safetensors weights, config.json, tokenizer.json).",
+               epilog="Example: python -m bertcourse.pretrain --config tiny --seconds 90 --out runs/tiny. "
+                      "Ctrl-C stops after the current step and saves a checkpoint; run again with "
+                      "--resume to continue.")
+    p.add_argument("--config", default="tiny",
+                   help=f"model size, one of {', '.join(CONFIGS)} (default: tiny); the vocabulary size "
+                        "is set to the tokenizer's")
+    p.add_argument("--seconds", type=positive_float("--seconds"), default=None,
+                   help="time budget in seconds (default: 90 when --steps is not given)")
+    p.add_argument("--steps", type=positive_int("--steps"), default=None,
+                   help="number of optimizer steps (if given with --seconds, whichever ends first)")
+    p.add_argument("--out", required=True, help="output folder for the checkpoint (created if needed)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run saved in --out (same budget: it trains what is left)")
+    p.add_argument("--batch-size", type=positive_int("--batch-size"), default=128,
+                   help="sentence pairs per batch (default: 128)")
+    p.add_argument("--max-len", type=positive_int("--max-len"), default=64,
+                   help="maximal tokens per pair, at least 5 (default: 64)")
+    p.add_argument("--lr", type=positive_float("--lr"), default=5e-3, help="peak learning rate (default: 5e-3)")
+    p.add_argument("--warmup-steps", type=nonnegative_int("--warmup-steps"), default=50,
+                   help="linear warm-up steps (default: 50)")
+    p.add_argument("--weight-decay", type=nonnegative_float("--weight-decay"), default=0.01,
+                   help="AdamW weight decay (default: 0.01)")
+    p.add_argument("--clip", type=positive_float("--clip"), default=1.0, help="gradient-norm clip (default: 1.0)")
+    p.add_argument("--eval-every", type=positive_int("--eval-every"), default=200,
+                   help="evaluate on the held-out split every N steps (default: 200)")
+    p.add_argument("--seed", type=nonnegative_int("--seed"), default=0,
+                   help="seed of the corpus, tokenizer, masks and model (default: 0)")
+    p.add_argument("--num-paragraphs", type=positive_int("--num-paragraphs"), default=None,
+                   help="use only the first N training paragraphs, at least 2 (smaller, faster; default: all)")
+    p.add_argument("--amp", choices=("auto", "on", "off"), default="auto",
+                   help="bf16 autocast for the matrix products (default: auto = when the CPU has fast bf16)")
+    p.add_argument("--threads", type=positive_int("--threads"), default=None,
+                   help="torch threads (default: torch's choice; 1 is best on a busy machine)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _parse_pretrain_args(argv) -> argparse.Namespace:
+    from .checkpoints import CONFIG_FILE, MODEL_FILE, STATE_FILE, STATE_INFO_FILE
+    args = _pretrain_parser().parse_args(argv)
+    if args.config not in CONFIGS:
+        raise UsageError(f"--config must be one of {', '.join(CONFIGS)}, got {args.config!r}")
+    if args.max_len < 5:
+        raise UsageError(f"--max-len must be >= 5, got {args.max_len}")
+    if args.num_paragraphs is not None and args.num_paragraphs < 2:
+        raise UsageError(f"--num-paragraphs must be >= 2 (a random second sentence comes from another "
+                         f"paragraph), got {args.num_paragraphs}")
+    if args.seconds is None and args.steps is None:
+        args.seconds = 90.0
+    check_writable(args.out)
+    if args.resume:
+        missing = [f for f in (CONFIG_FILE, MODEL_FILE, STATE_FILE, STATE_INFO_FILE)
+                   if not os.path.isfile(os.path.join(args.out, f))]
+        if missing:
+            raise UsageError(f"--resume: no complete saved run in {args.out!r} (missing {', '.join(missing)})")
+    return args
+
+
+def _run_pretrain(args) -> int:
+    from .bert import BERTModel, get_config
+    from .checkpoints import load_checkpoint, save_checkpoint
+    from .data import load_pretrain_data
+    from .pretrain import evaluate, init_bert_weights, pretraining_step
+    from .speedups import bucketed_loader
+    from .training import TrainConfig, Trainer
+    from .utils import set_seed
+    set_seed(args.seed)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"loading the corpus and the tokenizer (seed {args.seed}) ...", flush=True)
+    train_loader, tokenizer = load_pretrain_data(args.batch_size, args.max_len, "train", seed=args.seed,
+                                                 num_paragraphs=args.num_paragraphs)
+    train_loader = bucketed_loader(train_loader.dataset, args.batch_size, seed=args.seed)
+    eval_loader, _ = load_pretrain_data(128, args.max_len, "held_out", seed=args.seed)
+    cfg = TrainConfig(steps=args.steps, seconds=args.seconds, lr=args.lr, warmup_steps=args.warmup_steps,
+                      weight_decay=args.weight_decay, clip=args.clip, eval_every=args.eval_every,
+                      amp={"auto": "auto", "on": True, "off": False}[args.amp], seed=args.seed)
+    if args.resume:
+        model, _, state = load_checkpoint(args.out)
+    else:
+        torch.manual_seed(args.seed)
+        model = init_bert_weights(BERTModel(get_config(args.config, vocab_size=len(tokenizer.vocab),
+                                                       max_len=args.max_len)))
+    trainer = Trainer(model, train_loader, pretraining_step(), cfg, eval_loader=eval_loader,
+                      eval_fn=evaluate, desc="pretraining")
+    if args.resume:
+        trainer.load_state_dict(state)
+        print(f"resuming from step {trainer.step} ({trainer.elapsed:.1f} s trained)", flush=True)
+    n_params = sum(p.numel() for p in model.parameters())
+    name = "the saved" if args.resume else f"a {args.config}"
+    print(f"training {name} BERT ({n_params:,} parameters) on {len(train_loader.dataset):,} pairs; "
+          f"budget: {args.steps or '-'} steps / {args.seconds or '-'} s; bf16 autocast: {trainer.amp}",
+          flush=True)
+    history = trainer.fit(progress=not args.quiet, plot=True)
+    extra = {"config_name": args.config, "seed": args.seed, "max_len": args.max_len}
+    save_checkpoint(args.out, model, tokenizer, trainer, extra=extra)
+    ev = history.final_eval
+    summary = f" held-out MLM accuracy {ev['mlm_acc']:.3f}, NSP accuracy {ev['nsp_acc']:.3f};" if ev else ""
+    if history.interrupted:
+        print(f"interrupted at step {trainer.step};{summary} checkpoint saved to {args.out} "
+              f"(continue with --resume)", flush=True)
+        return 130
+    print(f"done: {trainer.step} steps in {trainer.elapsed:.1f} s;{summary} checkpoint saved to {args.out}",
+          flush=True)
+    return 0
+
+
+def pretrain_main(argv=None) -> int:
+    """``python -m bertcourse.pretrain``; returns the exit code (0 done, 2 bad options or input,
+    130 interrupted)."""
+    return run_cli(_parse_pretrain_args, _run_pretrain, argv)

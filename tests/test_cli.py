@@ -1,0 +1,103 @@
+"""bertcourse.cli: python -m bertcourse.pretrain (one-line errors, exit codes, resume)."""
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from tiny_bert import (  # noqa: F401
+    PARAGRAPHS,
+    dataset,
+    full_batch,
+    loader,
+    one_thread,
+    small_model,
+    tokenizer,
+)
+
+from bertcourse.checkpoints import load_checkpoint
+from bertcourse.cli import pretrain_main as main
+
+
+def run_main(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+@pytest.mark.parametrize("argv,message", [
+    (["--config", "huge"], "--config must be one of tiny, d2l-small, base, large, got 'huge'"),
+    (["--seconds", "0"], "--seconds must be > 0, got 0"),
+    (["--seconds", "-5"], "--seconds must be > 0, got -5"),
+    (["--seconds", "soon"], "--seconds must be a number, got 'soon'"),
+    (["--steps", "0"], "--steps must be > 0, got 0"),
+    (["--batch-size", "2.5"], "--batch-size must be a whole number, got '2.5'"),
+    (["--amp", "fp8"], "argument --amp: invalid choice: 'fp8'"),
+    (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+])
+def test_bad_options_give_one_line_and_exit_code_2(capsys, tmp_path, argv, message):
+    code, out, err = run_main(capsys, "--out", str(tmp_path / "run"), *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
+    assert out == ""
+
+def test_unwritable_output_folder_and_missing_resume_state(capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    code, _, err = run_main(capsys, "--out", str(blocker / "run"))
+    assert code == 2 and err.startswith("error: --out") and "not a writable folder" in err
+    assert err.count("\n") == 1
+    code, _, err = run_main(capsys, "--out", str(tmp_path / "empty"), "--resume")
+    assert code == 2 and "--resume: no complete saved run in" in err
+    code, _, err = run_main(capsys)
+    assert code == 2 and err == "error: the following arguments are required: --out\n"
+
+def test_help_explains_every_option(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--config", "--seconds", "--steps", "--out", "--resume", "--batch-size", "--max-len",
+                   "--lr", "--warmup-steps", "--weight-decay", "--clip", "--eval-every", "--seed",
+                   "--num-paragraphs", "--amp", "--threads", "--quiet"):
+        assert option in text
+
+CLI = [sys.executable, "-m", "bertcourse.pretrain"]
+
+def test_cli_error_is_not_a_traceback():
+    r = subprocess.run(CLI + ["--config", "huge", "--out", "runs/never"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == ["error: --config must be one of tiny, d2l-small, base, large, got 'huge'"]
+    assert "Traceback" not in r.stderr
+
+def test_cli_ctrl_c_saves_a_checkpoint_and_resume_continues(tmp_path):
+    out = tmp_path / "run"
+    args = CLI + ["--config", "tiny", "--out", str(out), "--num-paragraphs", "60", "--batch-size", "8",
+                  "--eval-every", "100000", "--quiet", "--amp", "off", "--threads", "1"]
+    p = subprocess.Popen(args + ["--steps", "100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in p.stdout:                       # wait until training has started
+        lines.append(line)
+        if line.startswith("training a tiny BERT"):
+            break
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    rest, err = p.communicate(timeout=120)
+    assert p.returncode == 130, (lines, rest, err)
+    assert "Traceback" not in err
+    assert "interrupted at step" in rest and "--resume" in rest
+    with open(out / "trainer_state.json") as f:
+        step = json.load(f)["step"]
+    assert step > 0
+    model, tok, state = load_checkpoint(out)
+    assert state["info"]["history"]["stopped_by"] == "interrupt"
+
+    r = subprocess.run(args + ["--steps", str(step + 3), "--resume"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"resuming from step {step}" in r.stdout and f"done: {step + 3} steps" in r.stdout
+    model2, _, state2 = load_checkpoint(out)
+    assert state2["info"]["step"] == step + 3
+    assert len(state2["info"]["history"]["metrics"]["loss"]) == step + 3
+    assert not all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), model2.state_dict().values()))

@@ -1,0 +1,160 @@
+"""bertcourse.training: the one training loop (budget, schedule, history, evaluation, resume, Ctrl-C)."""
+import json
+import os
+import signal
+import time
+
+import pytest
+import torch
+from tiny_bert import (  # noqa: F401
+    PARAGRAPHS,
+    dataset,
+    full_batch,
+    interrupt_at,
+    loader,
+    one_thread,
+    params_of,
+    small_model,
+    tokenizer,
+)
+
+from bertcourse.checkpoints import load_checkpoint, save_checkpoint
+from bertcourse.pretrain import pretrain, pretraining_step
+from bertcourse.training import (
+    History,
+    TrainConfig,
+    Trainer,
+    lr_factor,
+    make_optimizer,
+    plot_history,
+)
+
+
+def test_optimizer_decays_matrices_only(tokenizer):
+    model = small_model(tokenizer)
+    decay, no_decay = make_optimizer(model, weight_decay=0.1).param_groups
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    assert all(p.dim() == 2 for p in decay["params"]) and all(p.dim() == 1 for p in no_decay["params"])
+    n = sum(p.numel() for g in (decay, no_decay) for p in g["params"])
+    assert n == sum(p.numel() for p in model.parameters())    # every parameter once (tied decoder)
+
+def test_lr_factor_warms_up_then_decays_linearly():
+    assert lr_factor(0, 0.0, 10) == pytest.approx(0.1)
+    assert lr_factor(4, 0.0, 10) == pytest.approx(0.5)
+    assert lr_factor(9, 0.0, 10) == pytest.approx(1.0)
+    assert lr_factor(50, 0.5, 10) == pytest.approx(0.5)
+    assert lr_factor(99, 1.0, 10) == pytest.approx(0.0)
+    assert lr_factor(99, 1.0, 10, final_ratio=0.1) == pytest.approx(0.1)
+    assert lr_factor(0, 0.0, 0) == 1.0
+    assert lr_factor(5, 2.0, 0) == 0.0                          # progress is clipped to [0, 1]
+
+def test_train_config_checks_its_fields():
+    with pytest.raises(ValueError, match="give steps or seconds"):
+        TrainConfig(steps=None, seconds=None)
+    with pytest.raises(ValueError, match="seconds must be > 0, got 0"):
+        TrainConfig(seconds=0)
+    with pytest.raises(ValueError, match="steps must be > 0, got -3"):
+        TrainConfig(steps=-3)
+    with pytest.raises(ValueError, match="amp must be True, False or 'auto'"):
+        TrainConfig(amp="bf16")
+    with pytest.raises(ValueError, match="clip must be > 0, got 0"):
+        TrainConfig(clip=0)
+    for name in ("lr", "clip", "weight_decay", "seconds", "eps"):     # NaN and infinity make no sense
+        for bad in (float("nan"), float("inf")):
+            with pytest.raises(ValueError, match=f"{name} must be a finite number"):
+                TrainConfig(**{name: bad})
+    with pytest.raises(ValueError, match="lr must be > 0, got 0"):                # trains nothing
+        TrainConfig(lr=0)
+    with pytest.raises(TypeError, match="betas must be a pair"):
+        TrainConfig(betas=0.9)
+    with pytest.raises(ValueError, match=r"betas\[1\] must be < 1"):
+        TrainConfig(betas=(0.9, 1.0))
+    with pytest.raises(ValueError, match="step must be >= 0, got -5"):
+        lr_factor(-5, 0, 10)
+
+def test_pretrain_records_history_and_evaluates(tokenizer, dataset):
+    model = small_model(tokenizer)
+    cfg = TrainConfig(steps=12, eval_every=5, warmup_steps=3, lr=2e-3, amp=False)
+    h = pretrain(model, loader(dataset), loader(dataset, 8, shuffle=False), cfg, progress=False, plot=False)
+    assert h.step == list(range(1, 13)) and len(h["loss"]) == len(h.lr) == len(h.time) == 12
+    assert set(h.metrics) == {"loss", "mlm_loss", "nsp_loss", "grad_norm"}
+    assert [e["step"] for e in h.evals] == [5, 10, 12]
+    assert h.stopped_by == "steps" and not h.interrupted
+    assert h.lr[0] == pytest.approx(2e-3 / 3) and h.lr[2] == pytest.approx(2e-3 * (1 - 2 / 12))
+    assert h.time == sorted(h.time)
+    assert model.training
+    assert History.from_dict(json.loads(json.dumps(h.to_dict()))) == h
+    fig = plot_history(h)
+    assert len(fig.axes[0].lines) == 3 and len(fig.axes[1].lines) == 2
+    assert list(fig.axes[1].lines[0].get_ydata()) == [e["mlm_acc"] for e in h.evals]
+
+def test_time_budget_is_respected(tokenizer, dataset):
+    model = small_model(tokenizer)
+    cfg = TrainConfig(steps=None, seconds=2.0, eval_every=None, amp=False)
+    start = time.perf_counter()
+    h = pretrain(model, loader(dataset), None, cfg, progress=False, plot=False)
+    wall = time.perf_counter() - start
+    step_times = [b - a for a, b in zip([0.0] + h.time[:-1], h.time)]
+    assert h.stopped_by == "seconds"
+    assert h.time[-1] >= 2.0 and h.time[-2] < 2.0                 # stopped at the first step past it
+    assert wall <= 2.0 + max(step_times) + 0.5, (wall, max(step_times))
+
+def test_resume_continues_exactly_like_an_uninterrupted_run(tokenizer, dataset, tmp_path):
+    cfg = TrainConfig(steps=9, eval_every=None, warmup_steps=2, amp=False, seed=3)
+    # uninterrupted: 9 steps (an epoch has 5 batches of 4: the run crosses an epoch boundary)
+    a = small_model(tokenizer)
+    Trainer(a, loader(dataset), pretraining_step(), cfg).fit(progress=False, plot=False)
+    # Ctrl-C after step 3 (inside the first epoch), and after step 7 (inside the second)
+    b = small_model(tokenizer)
+    t = Trainer(b, loader(dataset), pretraining_step(), cfg)
+    for stop in (3, 7, None):
+        if stop is not None:
+            interrupt_at(t, stop)
+        h = t.fit(progress=False, plot=False)
+        assert t.step == (stop or 9) and h.stopped_by == ("interrupt" if stop else "steps")
+        if stop is None:
+            break
+        save_checkpoint(tmp_path, b, tokenizer, t)
+        torch.manual_seed(123)                  # the file restores the generator, not this
+        b, _, state = load_checkpoint(tmp_path)
+        t = Trainer(b, loader(dataset), pretraining_step(), cfg)
+        t.load_state_dict(state)
+    for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(va, vb), k
+    assert len(t.history["loss"]) == 9 and t.history.step == list(range(1, 10))
+
+def test_ctrl_c_stops_after_the_current_step(tokenizer, dataset):
+    model = small_model(tokenizer)
+    cfg = TrainConfig(steps=1000, eval_every=None, amp=False)
+    trainer = Trainer(model, loader(dataset), pretraining_step(), cfg)
+    calls = {"n": 0}
+    original = trainer.optimizer.step
+
+    def step_then_interrupt(*args, **kwargs):
+        out = original(*args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 4:
+            os.kill(os.getpid(), signal.SIGINT)    # as if the learner pressed Ctrl-C
+        return out
+
+    trainer.optimizer.step = step_then_interrupt
+    h = trainer.fit(progress=False, plot=False)
+    assert h.interrupted and trainer.step == 4 and len(h["loss"]) == 4
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+def test_fit_uses_the_fused_attention_and_restores_the_setting(tokenizer, dataset):
+    from bertcourse.attention import DotProductAttention, store_attention_weights
+    model = store_attention_weights(small_model(tokenizer), True)
+    layers = [m for m in model.modules() if isinstance(m, DotProductAttention)]
+    seen = []
+    trainer = Trainer(model, loader(dataset), pretraining_step(), TrainConfig(steps=2, eval_every=None, amp=False))
+    original = trainer.optimizer.step
+
+    def spy(*args, **kwargs):
+        seen.append([m.store_weights for m in layers])
+        return original(*args, **kwargs)
+
+    trainer.optimizer.step = spy
+    trainer.fit(progress=False, plot=False)
+    assert seen == [[False, False], [False, False]]           # fused path while training
+    assert [m.store_weights for m in layers] == [True, True]  # the setting is back
