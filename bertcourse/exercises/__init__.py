@@ -15,9 +15,11 @@ several inputs (edge cases included) and prints PASS / FAIL with the first diffe
 An answer that is still the starter stub (``...``, ``None`` or ``raise NotImplementedError``)
 is reported as *not attempted yet*, which is not a failure. An exception raised by the
 learner's code becomes a failed check with its message; it never crashes the notebook.
+Every call gets fresh copies of its inputs, and an answer that changes its inputs in place
+fails with a message naming them. ``bertcourse.exercises.core`` documents the machinery.
 """
-from .core import (CheckFailed, CheckResult, Exercise, as_number, call_answer, compare_tensors,
-                   run_cases)
+from .core import (CheckFailed, CheckResult, Exercise, NotAttempted, Symptom, as_number, call_answer,
+                   compare_tensors, equal_values, expect_raises, randn, run_cases, seeded)
 
-__all__ = ["CheckFailed", "CheckResult", "Exercise", "as_number", "call_answer", "compare_tensors",
-           "run_cases"]
+__all__ = ["CheckFailed", "CheckResult", "Exercise", "NotAttempted", "Symptom", "as_number", "call_answer",
+           "compare_tensors", "equal_values", "expect_raises", "randn", "run_cases", "seeded"]

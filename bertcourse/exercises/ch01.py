@@ -22,17 +22,9 @@ import math
 import torch
 
 from ..attention import MultiHeadAttention, dot_product_attention, masked_softmax
-from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
+from .core import Exercise, as_number, equal_values, randn, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
-def _randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, generator=_gen(seed)) * scale
 
 
 # ---------------------------------------------------------------------------------------
@@ -62,13 +54,13 @@ def _weights_scores_only(Q, K):
 
 Q1_CASES = [
     ("batch=2, 3 queries, 5 keys, d=8",
-     (_randn(2, 3, 8, seed=1), _randn(2, 5, 8, seed=2))),
+     (randn(2, 3, 8, seed=1), randn(2, 5, 8, seed=2))),
     ("d=1 (then sqrt(d) = 1)",
-     (_randn(2, 4, 1, seed=3), _randn(2, 6, 1, seed=4))),
+     (randn(2, 4, 1, seed=3), randn(2, 6, 1, seed=4))),
     ("a batch of 1 with one query and one key",
-     (_randn(1, 1, 16, seed=5), _randn(1, 1, 16, seed=6))),
+     (randn(1, 1, 16, seed=5), randn(1, 1, 16, seed=6))),
     ("d=64 with large entries (an unscaled softmax would saturate)",
-     (_randn(2, 3, 64, seed=7, scale=2.0), _randn(2, 4, 64, seed=8, scale=2.0))),
+     (randn(2, 3, 64, seed=7, scale=2.0), randn(2, 4, 64, seed=8, scale=2.0))),
 ]
 
 Q1_DIAGNOSES = [
@@ -146,15 +138,15 @@ def _ms_off_by_one(scores, valid_lens):
 
 Q2_CASES = [
     ("batch=2, valid_lens=[2, 3] out of 4 keys",
-     (_randn(2, 3, 4, seed=11), torch.tensor([2, 3]))),
+     (randn(2, 3, 4, seed=11), torch.tensor([2, 3]))),
     ("no padding (valid_lens = number of keys)",
-     (_randn(2, 2, 5, seed=12), torch.tensor([5, 5]))),
+     (randn(2, 2, 5, seed=12), torch.tensor([5, 5]))),
     ("a sequence with valid_len 0 (its rows must be all zeros)",
-     (_randn(3, 2, 4, seed=13), torch.tensor([0, 1, 4]))),
+     (randn(3, 2, 4, seed=13), torch.tensor([0, 1, 4]))),
     ("a batch of 1 with a single key",
-     (_randn(1, 3, 1, seed=14), torch.tensor([1]))),
+     (randn(1, 3, 1, seed=14), torch.tensor([1]))),
     ("large scores (|s| up to ~30)",
-     (_randn(2, 3, 6, seed=15, scale=10.0), torch.tensor([3, 6]))),
+     (randn(2, 3, 6, seed=15, scale=10.0), torch.tensor([3, 6]))),
 ]
 
 Q2_DIAGNOSES = [
@@ -233,16 +225,16 @@ def _out_k_times_v(Q, K, V, valid_lens):
 
 Q3_CASES = [
     ("batch=2, 3 queries, 4 keys, d=8, d_v=5, valid_lens=[2, 4]",
-     (_randn(2, 3, 8, seed=21), _randn(2, 4, 8, seed=22), _randn(2, 4, 5, seed=23),
+     (randn(2, 3, 8, seed=21), randn(2, 4, 8, seed=22), randn(2, 4, 5, seed=23),
       torch.tensor([2, 4]))),
     ("cross-attention: 5 queries, 2 keys, d=1, valid_lens=[1, 2]",
-     (_randn(2, 5, 1, seed=24), _randn(2, 2, 1, seed=25), _randn(2, 2, 3, seed=26),
+     (randn(2, 5, 1, seed=24), randn(2, 2, 1, seed=25), randn(2, 2, 3, seed=26),
       torch.tensor([1, 2]))),
     ("a sequence with valid_len 0 (its output must be the zero vector)",
-     (_randn(2, 2, 4, seed=27), _randn(2, 3, 4, seed=28), _randn(2, 3, 4, seed=29),
+     (randn(2, 2, 4, seed=27), randn(2, 3, 4, seed=28), randn(2, 3, 4, seed=29),
       torch.tensor([0, 3]))),
     ("a batch of 1 with one query and one key",
-     (_randn(1, 1, 6, seed=30), _randn(1, 1, 6, seed=31), _randn(1, 1, 2, seed=32),
+     (randn(1, 1, 6, seed=30), randn(1, 1, 6, seed=31), randn(1, 1, 2, seed=32),
       torch.tensor([1]))),
 ]
 
@@ -291,6 +283,11 @@ def _ref_param_count(d: int, heads: int, bias: bool) -> int:
 
 Q4_CASES = [(64, 4, True), (64, 1, True), (64, 16, False), (768, 12, True), (6, 3, False)]
 
+
+def _q4_cases() -> list:
+    return [(f"d={d}, heads={h}, bias={b}", (d, h, b)) for d, h, b in Q4_CASES]
+
+
 Q4_DIAGNOSES = [
     (lambda d, h, b: h * 3 * d * d, "you used the heads × 3 × d² myth. The heads *split* d: each of "
                                      "the h heads has d/h columns of W_q, W_k, W_v, so together they "
@@ -307,18 +304,9 @@ Q4_DIAGNOSES = [
 
 
 def _check_q4(answer) -> str:
-    if not callable(answer):
-        raise CheckFailed(f"mha_param_count must be a function, got {type(answer).__name__}")
-    for d, heads, bias in Q4_CASES:
-        where = f"d={d}, heads={heads}, bias={bias}"
-        expected = _ref_param_count(d, heads, bias)
-        got = as_number(call_answer(answer, (d, heads, bias), where), where)
-        if got != expected:
-            message = f"on {where}: expected {expected:,} parameters, got {got:,}"
-            for wrong, why in Q4_DIAGNOSES:
-                if got == wrong(d, heads, bias):
-                    raise CheckFailed(f"{message} — {why}")
-            raise CheckFailed(message)
+    run_cases(answer, _ref_param_count, _q4_cases(), Q4_DIAGNOSES,
+              prepare=lambda got, where, *args: as_number(got, where),
+              compare=equal_values("on {where}: expected {expected:,} parameters, got {got:,}"))
     return f"correct on all {len(Q4_CASES)} cases (4·d² weights, +4·d biases, for any number of heads)"
 
 

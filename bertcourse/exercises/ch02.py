@@ -22,7 +22,7 @@ import math
 import torch
 
 from ..positional import frequencies, relative_rotation, sinusoidal_encoding
-from .core import CheckFailed, Exercise, _NotAttempted, run_cases
+from .core import Exercise, expect_raises, randn, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
 
@@ -216,18 +216,18 @@ def _ref_embed(E: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
     return E * math.sqrt(E.shape[-1]) + P[: E.shape[1]]
 
 
-def _gen(seed):
-    return torch.Generator().manual_seed(seed)
-
-
 Q4_CASES = [
     ("batch=2, seq=5, d=8, max_len=10",
-     (torch.randn(2, 5, 8, generator=_gen(1)) / math.sqrt(8), sinusoidal_encoding(10, 8))),
+     (randn(2, 5, 8, seed=1) / math.sqrt(8), sinusoidal_encoding(10, 8))),
     ("seq = max_len = 4, d=16",
-     (torch.randn(1, 4, 16, generator=_gen(2)) / 4, sinusoidal_encoding(4, 16))),
+     (randn(1, 4, 16, seed=2) / 4, sinusoidal_encoding(4, 16))),
     ("a single token, d=2",
-     (torch.randn(3, 1, 2, generator=_gen(3)), sinusoidal_encoding(6, 2))),
+     (randn(3, 1, 2, seed=3), sinusoidal_encoding(6, 2))),
 ]
+
+# a sequence longer than the table: the answer must refuse it with a ValueError
+Q4_TOO_LONG = ("a sequence of 7 positions with a table of max_len=5",
+               (randn(2, 7, 8, seed=4), sinusoidal_encoding(5, 8)))
 
 Q4_DIAGNOSES = [
     (lambda E, P: (E + P[: E.shape[1]]) * math.sqrt(E.shape[-1]),
@@ -241,23 +241,23 @@ Q4_DIAGNOSES = [
 ]
 
 
+def _q4_other_error(e: BaseException) -> str:
+    return (f"{Q4_TOO_LONG[0]} made your code raise {type(e).__name__}: {e}. That is an accident of "
+            f"broadcasting, not a message for the user: check E.shape[1] <= P.shape[0] first and raise "
+            f"a ValueError naming max_len.")
+
+
+def _q4_returned(out) -> str:
+    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+    return (f"{Q4_TOO_LONG[0]} was accepted silently (your result: {shape}); raise a ValueError "
+            f"naming max_len instead.")
+
+
 def _check_q4(answer) -> str:
     message = run_cases(answer, _ref_embed, Q4_CASES, Q4_DIAGNOSES)
-    E, P = torch.randn(2, 7, 8, generator=_gen(4)), sinusoidal_encoding(5, 8)
-    try:
-        out = answer(E, P)
-    except (NotImplementedError, _NotAttempted):
-        raise
-    except ValueError:
-        return message + ", and a sequence longer than the table is refused with a ValueError"
-    except Exception as e:
-        raise CheckFailed(f"a sequence of 7 positions with a table of max_len=5 made your code raise "
-                          f"{type(e).__name__}: {e}. That is an accident of broadcasting, not a "
-                          f"message for the user: check E.shape[1] <= P.shape[0] first and raise "
-                          f"a ValueError naming max_len.") from None
-    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-    raise CheckFailed(f"a sequence of 7 positions with a table of max_len=5 was accepted silently "
-                      f"(your result: {shape}); raise a ValueError naming max_len instead.")
+    where, args = Q4_TOO_LONG
+    expect_raises(answer, args, where, ValueError, returned=_q4_returned, other=_q4_other_error)
+    return message + ", and a sequence longer than the table is refused with a ValueError"
 
 
 q4 = Exercise(

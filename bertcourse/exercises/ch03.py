@@ -19,17 +19,9 @@ import torch
 
 from ..attention import causal_mask
 from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN
-from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
+from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
-def _randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, generator=_gen(seed)) * scale
 
 
 # ---------------------------------------------------------------------------------------
@@ -54,11 +46,11 @@ def _norm(S, gamma, beta, eps, dim=-1, unbiased=False, eps_outside=False):
 
 Q1_CASES = [
     ("batch=2, seq=3, d=4, gamma=1, beta=0",
-     (_randn(2, 3, 4, seed=1), _randn(2, 3, 4, seed=2), torch.ones(4), torch.zeros(4), 1e-5)),
+     (randn(2, 3, 4, seed=1), randn(2, 3, 4, seed=2), torch.ones(4), torch.zeros(4), 1e-5)),
     ("random gamma and beta, d=6",
-     (_randn(2, 4, 6, seed=3), _randn(2, 4, 6, seed=4), _randn(6, seed=5), _randn(6, seed=6), 1e-5)),
+     (randn(2, 4, 6, seed=3), randn(2, 4, 6, seed=4), randn(6, seed=5), randn(6, seed=6), 1e-5)),
     ("a large eps = 0.5 (eps goes inside the square root)",
-     (_randn(1, 3, 5, seed=7), _randn(1, 3, 5, seed=8), _randn(5, seed=9), _randn(5, seed=10), 0.5)),
+     (randn(1, 3, 5, seed=7), randn(1, 3, 5, seed=8), randn(5, seed=9), randn(5, seed=10), 0.5)),
     ("a position where X + Y is constant (variance 0)",
      (torch.ones(1, 2, 4), torch.tensor([[[1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 3.0]]]),
       torch.ones(4), torch.full((4,), 0.5), 1e-5)),
@@ -123,9 +115,9 @@ def _ref_ffn(X, W1, b1, W2, b2):
 
 
 def _ffn_case(batch, seq, d, hidden, seed):
-    return (_randn(batch, seq, d, seed=seed), _randn(hidden, d, seed=seed + 1, scale=0.5),
-            _randn(hidden, seed=seed + 2, scale=0.5), _randn(d, hidden, seed=seed + 3, scale=0.5),
-            _randn(d, seed=seed + 4, scale=0.5))
+    return (randn(batch, seq, d, seed=seed), randn(hidden, d, seed=seed + 1, scale=0.5),
+            randn(hidden, seed=seed + 2, scale=0.5), randn(d, hidden, seed=seed + 3, scale=0.5),
+            randn(d, seed=seed + 4, scale=0.5))
 
 
 # the square case comes first: there a missing transpose gives wrong numbers (diagnosed)
@@ -201,18 +193,15 @@ Q3_DIAGNOSES = [
 ]
 
 
-def _require_bool(answer):
-    def wrapped(q, k):
-        got = answer(q, k)
-        if isinstance(got, torch.Tensor) and got.dtype != torch.bool:
-            raise CheckFailed(f"on {q} queries, {k} keys: return a boolean tensor (True = may attend), "
-                              f"got dtype {got.dtype}; compare with <= or call .bool().")
-        return got
-    return wrapped
+def _require_bool(got, where, q, k):
+    if isinstance(got, torch.Tensor) and got.dtype != torch.bool:
+        raise CheckFailed(f"on {q} queries, {k} keys: return a boolean tensor (True = may attend), "
+                          f"got dtype {got.dtype}; compare with <= or call .bool().")
+    return got
 
 
 def _check_q3(answer) -> str:
-    return run_cases(_require_bool(answer), _ref_mask, Q3_CASES, Q3_DIAGNOSES)
+    return run_cases(answer, _ref_mask, Q3_CASES, Q3_DIAGNOSES, prepare=_require_bool)
 
 
 q3 = Exercise(
@@ -248,6 +237,9 @@ def _ref_params(d: int, ffn_hiddens: int, heads: int, bias: bool) -> int:
 Q4_CASES = [(64, 256, 4, False), (64, 256, 1, True), (768, 3072, 12, True), (6, 10, 3, False)]
 
 
+def _q4_cases() -> list:
+    return [(f"d={d}, ffn_hiddens={f}, heads={h}, bias={b}", (d, f, h, b)) for d, f, h, b in Q4_CASES]
+
 def _attn(d, h, b):
     return 4 * d * d + (4 * d if b else 0)
 
@@ -275,18 +267,9 @@ Q4_DIAGNOSES = [
 
 
 def _check_q4(answer) -> str:
-    if not callable(answer):
-        raise CheckFailed(f"encoder_block_params must be a function, got {type(answer).__name__}")
-    for d, f, h, b in Q4_CASES:
-        where = f"d={d}, ffn_hiddens={f}, heads={h}, bias={b}"
-        expected = _ref_params(d, f, h, b)
-        got = as_number(call_answer(answer, (d, f, h, b), where), where)
-        if got != expected:
-            message = f"on {where}: expected {expected:,} parameters, got {got:,}"
-            for wrong, why in Q4_DIAGNOSES:
-                if got == wrong(d, f, h, b):
-                    raise CheckFailed(f"{message} — {why}")
-            raise CheckFailed(message)
+    run_cases(answer, _ref_params, _q4_cases(), Q4_DIAGNOSES,
+              prepare=lambda got, where, *args: as_number(got, where),
+              compare=equal_values("on {where}: expected {expected:,} parameters, got {got:,}"))
     return (f"correct on all {len(Q4_CASES)} cases: attention 4d² (+4d), FFN 2·d·ffn + ffn + d, "
             f"two layer norms 4d")
 

@@ -25,16 +25,9 @@ import functools
 import torch
 
 from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
-from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
+from .core import CheckFailed, Exercise, Symptom, as_number, equal_values, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4"]
-
-
-def _call(answer, args: tuple, where: str):
-    """:func:`call_answer`, after checking that the answer is a function at all."""
-    if not callable(answer):
-        raise CheckFailed(f"your answer must be a function, got {type(answer).__name__}")
-    return call_answer(answer, args, where)
 
 
 def _int_list(x, what: str) -> list:
@@ -105,33 +98,29 @@ Q1_DIAGNOSES = [
     (_q1_last_sep_is_a, "the last [SEP] belongs to sentence B: it gets segment 1."),
     (_q1_no_last_sep, "a pair ends with a second [SEP] after B: [CLS] A [SEP] B [SEP]."),
     (_q1_sep_between_missing, "a pair needs a [SEP] between A and B: [CLS] A [SEP] B [SEP]."),
+    (Symptom(lambda got, a, b: len(got[0]) != len(got[1])),
+     "tokens and segments must have the same length (one segment id per token)."),
 ]
 
 
+def _q1_result(got, where, a, b) -> tuple:
+    """The learner's (tokens, segments) as (list of str, list of int), or CheckFailed."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailed(f"on {where}: return two lists, (tokens, segments); got {type(got).__name__}")
+    tokens, segments = got
+    if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
+        raise CheckFailed(f"on {where}: tokens must be a list of str, got {tokens!r}")
+    return list(tokens), _int_list(segments, f"on {where}, segments")
+
+
+def _q1_message(got, expected, where) -> str:
+    return (f"on {where}: expected tokens [{_show(expected[0])}] with segments [{_show(expected[1])}], "
+            f"got [{_show(got[0])}] with [{_show(got[1])}]")
+
+
 def _check_q1(answer) -> str:
-    for where, (a, b) in Q1_CASES:
-        expected = get_tokens_and_segments(a, b)
-        # the learner gets copies, so an answer that changes its input cannot spoil the check
-        got = _call(answer, (list(a), None if b is None else list(b)), where)
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise CheckFailed(f"on {where}: return two lists, (tokens, segments); got "
-                              f"{type(got).__name__}")
-        tokens, segments = got
-        if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
-            raise CheckFailed(f"on {where}: tokens must be a list of str, got {tokens!r}")
-        segments = _int_list(segments, f"on {where}, segments")
-        if (list(tokens), segments) == expected:
-            continue
-        message = (f"on {where}: expected tokens [{_show(expected[0])}] with segments "
-                   f"[{_show(expected[1])}], got [{_show(tokens)}] with [{_show(segments)}]")
-        for wrong, why in Q1_DIAGNOSES:
-            if (list(tokens), segments) == wrong(a, b):
-                raise CheckFailed(f"{message} — {why}")
-        if len(tokens) != len(segments):
-            raise CheckFailed(f"{message} — tokens and segments must have the same length "
-                              f"(one segment id per token).")
-        raise CheckFailed(message)
-    return f"correct on all {len(Q1_CASES)} cases ({', '.join(d for d, _ in Q1_CASES)})"
+    return run_cases(answer, get_tokens_and_segments, Q1_CASES, Q1_DIAGNOSES, prepare=_q1_result,
+                     compare=equal_values(_q1_message))
 
 
 q1 = Exercise(
@@ -167,6 +156,11 @@ def _ref_pair_segments(len_a: int, len_b: int) -> list:
 
 Q2_CASES = [(5, 4), (1, 1), (10, 3), (3, 10), (0, 2), (2, 0), (0, 0), (60, 1)]
 
+
+def _q2_cases() -> list:
+    return [(f"len_a={a}, len_b={b}", (a, b)) for a, b in Q2_CASES]
+
+
 Q2_DIAGNOSES = [
     (lambda a, b: [0] * (a + 1) + [1] * (b + 2),
      "off by one at the [SEP] boundary: the first [SEP] (position len_a + 1) belongs to A, "
@@ -181,17 +175,9 @@ Q2_DIAGNOSES = [
 
 
 def _check_q2(answer) -> str:
-    for len_a, len_b in Q2_CASES:
-        where = f"len_a={len_a}, len_b={len_b}"
-        expected = _ref_pair_segments(len_a, len_b)
-        got = _int_list(_call(answer, (len_a, len_b), where), f"on {where}")
-        if got == expected:
-            continue
-        message = f"on {where}: expected [{_show(expected)}], got [{_show(got)}]"
-        for wrong, why in Q2_DIAGNOSES:
-            if got == wrong(len_a, len_b):
-                raise CheckFailed(f"{message} — {why}")
-        raise CheckFailed(message)
+    run_cases(answer, _ref_pair_segments, _q2_cases(), Q2_DIAGNOSES,
+              prepare=lambda got, where, *args: _int_list(got, f"on {where}"),
+              compare=equal_values("on {where}: expected [{expected}], got [{got}]", show=_show))
     return f"correct on all {len(Q2_CASES)} cases (including empty sentences)"
 
 
@@ -233,7 +219,7 @@ def _encoder(seed: int, **overrides) -> BERTEncoder:
 
 
 def _ids(seed: int, shape: tuple, high: int) -> torch.Tensor:
-    return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(seed))
+    return torch.randint(0, high, shape, generator=seeded(seed))
 
 
 def _pair_segments(batch: int, seq: int, len_a: int) -> torch.Tensor:
@@ -307,14 +293,7 @@ def _q3_segment_zero_only(encoder, tokens, segments):
                + encoder.pos_embedding.weight[:n])
 
 
-def _no_grad(fn):
-    def wrapped(*args):
-        with torch.no_grad():
-            return fn(*args)
-    return wrapped
-
-
-Q3_DIAGNOSES = [(_no_grad(f), why) for f, why in [
+Q3_DIAGNOSES = [
     (_q3_no_norm, "you returned the sum; BERT then applies its layer norm, encoder.embedding_norm."),
     (_q3_norm_without_affine, "your layer norm has no learned scale and shift: use encoder.embedding_norm "
                               "(its weight and bias), not a bare normalisation."),
@@ -326,16 +305,11 @@ Q3_DIAGNOSES = [(_no_grad(f), why) for f, why in [
     (_q3_positions_from_1, "off by one: positions start at 0 ([CLS] is position 0)."),
     (_q3_segment_zero_only, "you added segment 0's row everywhere: look the segment table up with "
                             "the segments tensor."),
-]]
+]
 
 
 def _check_q3(answer) -> str:
-    def learner(encoder, tokens, segments):
-        with torch.no_grad():
-            return answer(encoder, tokens.clone(), segments.clone())
-    if not callable(answer):
-        raise CheckFailed(f"input_embedding must be a function, got {type(answer).__name__}")
-    return run_cases(learner, _ref_input_embedding, Q3_CASES, Q3_DIAGNOSES)
+    return run_cases(answer, _ref_input_embedding, Q3_CASES, Q3_DIAGNOSES, no_grad=True)
 
 
 q3 = Exercise(
@@ -368,15 +342,17 @@ def input_embedding(encoder, tokens, segments):
 
 @functools.lru_cache(maxsize=None)
 def _count_embedding_params(fields: tuple) -> int:
-    # The encoder without its blocks is just the embedding layer. (Building it on the
-    # "meta" device would allocate nothing, but its first use imports torch's compiler
-    # stack, which takes seconds; BERT-large's tables take ~0.1 s and 125 MB, once.)
-    config = dataclasses.replace(BERTConfig(*fields), num_blks=0)
+    # The embedding layer is the encoder without its blocks. A config needs at least one
+    # block, so build one, as small as the config allows, and leave it out of the count.
+    # (Building on the "meta" device would allocate nothing, but its first use imports
+    # torch's compiler stack, which takes seconds; BERT-large's tables take ~0.1 s, once.)
+    config = dataclasses.replace(BERTConfig(*fields), num_blks=1, num_heads=1, ffn_num_hiddens=1)
     with torch.random.fork_rng(devices=[]):      # leave the notebook's random numbers alone
         enc = BERTEncoder(config)
     modules = (enc.token_embedding, enc.segment_embedding, enc.pos_embedding, enc.embedding_norm)
-    assert sum(p.numel() for p in enc.parameters()) == sum(p.numel() for m in modules for p in m.parameters())
-    return sum(p.numel() for m in modules for p in m.parameters())
+    outside_blocks = sum(p.numel() for p in enc.parameters()) - sum(p.numel() for p in enc.blks.parameters())
+    assert outside_blocks == sum(p.numel() for m in modules for p in m.parameters())
+    return outside_blocks
 
 
 def _ref_embedding_params(config: BERTConfig) -> int:
@@ -407,17 +383,12 @@ Q4_DIAGNOSES = [
 
 
 def _check_q4(answer) -> str:
-    for where, config in Q4_CASES:
-        expected = _ref_embedding_params(config)
-        got = as_number(_call(answer, (config,), f"the {where} config"), f"the {where} config")
-        if got != expected:
-            message = f"on the {where} config: expected {expected:,} parameters, got {got:,}"
-            # with num_segments = 2 some mistakes give the same number (forgetting the
-            # segment table's 2 rows or the layer norm's 2 vectors): name all that fit
-            whys = [why for wrong, why in Q4_DIAGNOSES if got == wrong(config)]
-            if whys:
-                raise CheckFailed(f"{message} — {' Or: '.join(whys)}")
-            raise CheckFailed(message)
+    # with num_segments = 2 some mistakes give the same number (forgetting the segment
+    # table's 2 rows or the layer norm's 2 vectors): name all that fit
+    run_cases(answer, _ref_embedding_params, [(f"the {name} config", (c,)) for name, c in Q4_CASES],
+              Q4_DIAGNOSES, prepare=lambda got, where, *args: as_number(got, where),
+              compare=equal_values("on {where}: expected {expected:,} parameters, got {got:,}"),
+              all_diagnoses=True)
     return (f"correct on all {len(Q4_CASES)} configs (BERT-base's embedding layer: "
             f"{_ref_embedding_params(get_config('base')):,} parameters)")
 

@@ -27,13 +27,9 @@ import torch.nn.functional as F
 from ..bert import MaskLM
 from ..data import num_mlm_preds
 from ..pretrain import mlm_loss
-from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
+from .core import Exercise, as_number, equal_values, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4"]
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 # ---------------------------------------------------------------------------------------
@@ -62,19 +58,14 @@ Q1_DIAGNOSES = [
 ]
 
 
+def _q1_cases() -> list:
+    return [(f"num_candidates={n}, mask_prob={p} (p · n = {p * n:.4g})", (n, p)) for n, p in Q1_CASES]
+
+
 def _check_q1(answer) -> str:
-    if not callable(answer):
-        raise CheckFailed(f"num_predictions must be a function, got {type(answer).__name__}")
-    for n, p in Q1_CASES:
-        where = f"num_candidates={n}, mask_prob={p} (p · n = {p * n:.4g})"
-        expected = _ref_num_predictions(n, p)
-        got = as_number(call_answer(answer, (n, p), where), where, whole=True)
-        if got != expected:
-            message = f"on {where}: expected {expected}, got {int(got)}"
-            for wrong, why in Q1_DIAGNOSES:
-                if got == wrong(n, p):
-                    raise CheckFailed(f"{message} — {why}")
-            raise CheckFailed(message)
+    run_cases(answer, _ref_num_predictions, _q1_cases(), Q1_DIAGNOSES,
+              prepare=lambda got, where, *args: int(as_number(got, where, whole=True)),
+              compare=equal_values("on {where}: expected {expected}, got {got}"))
     return f"correct on all {len(Q1_CASES)} cases (halves round up, at least one prediction)"
 
 
@@ -127,7 +118,7 @@ def _apply_10_80_10(labels, u, random_ids, mask_id):
 
 
 def _q2_case(k: int, seed: int, vocab: int = 50):
-    g = _gen(seed)
+    g = seeded(seed)
     labels = torch.randint(5, vocab, (k,), generator=g)
     return labels, torch.rand(k, generator=g), torch.randint(5, vocab, (k,), generator=g), 4
 
@@ -221,8 +212,8 @@ def _loss_nan_when_empty(logits, labels, weights):
 
 
 def _q3_case(batch: int, preds: int, vocab: int, weights, seed: int):
-    g = _gen(seed)
-    logits = torch.randn(batch, preds, vocab, generator=g) * 2
+    g = seeded(seed)
+    logits = randn(batch, preds, vocab, seed=g, scale=2.0)
     labels = torch.randint(0, vocab, (batch, preds), generator=g)
     return logits, labels, torch.as_tensor(weights, dtype=torch.float32)
 
@@ -295,7 +286,7 @@ def _gather_first_row(X, pred_positions):
 
 
 def _q4_case(batch: int, seq: int, hidden: int, positions, seed: int):
-    return (torch.randn(batch, seq, hidden, generator=_gen(seed)), torch.tensor(positions))
+    return (randn(batch, seq, hidden, seed=seed), torch.tensor(positions))
 
 
 Q4_CASES = [

@@ -13,7 +13,7 @@ In the notebook::
 * ``q4`` — ``nsp_cross_entropy(logits, labels)``: the NSP loss.
 
 The references are the package's :func:`bertcourse.data.make_nsp_pair` (through the pair
-sampler's :func:`bertcourse.widgets.nsp.sample_pair`), :func:`bertcourse.data.truncate_pair`,
+sampler :func:`bertcourse.data.sample_pair`), :func:`bertcourse.data.truncate_pair`,
 :class:`bertcourse.bert.Pooler` + :class:`bertcourse.bert.NextSentencePred`, and
 :func:`bertcourse.pretrain.nsp_loss`.
 """
@@ -25,13 +25,9 @@ import torch.nn.functional as F
 from ..bert import NextSentencePred, Pooler
 from ..data import IS_NEXT, NOT_NEXT, generate_corpus, sample_pair, truncate_pair
 from ..pretrain import nsp_loss
-from .core import CheckFailed, Exercise, call_answer, run_cases
+from .core import CheckFailed, Exercise, equal_values, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q1_pairs"]
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 # ---------------------------------------------------------------------------------------
@@ -175,27 +171,19 @@ Q2_DIAGNOSES = [
 ]
 
 
+def _q2_result(got, where, *args) -> tuple:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailed(f"on {where}: return a pair (tokens_a, tokens_b), got {got!r}")
+    return list(got[0]), list(got[1])
+
+
 def _check_q2(answer) -> str:
-    if not callable(answer):
-        raise CheckFailed(f"my_truncate_pair must be a function, got {type(answer).__name__}")
-    for description, (a, b, max_len) in Q2_CASES:
-        expected = _ref_truncate(a, b, max_len)
-        a_in, b_in = list(a), list(b)
-        got = call_answer(answer, (a_in, b_in, max_len), description)
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise CheckFailed(f"on {description}: return a pair (tokens_a, tokens_b), got {got!r}")
-        got = (list(got[0]), list(got[1]))
-        if got != (list(expected[0]), list(expected[1])):
-            message = (f"on {description}: expected A={expected[0]}, B={expected[1]}; "
-                       f"got A={got[0]}, B={got[1]}")
-            for wrong, why in Q2_DIAGNOSES:
-                if got == wrong(a, b, max_len):
-                    raise CheckFailed(f"{message} — {why}")
-            raise CheckFailed(message)
-        if (a_in, b_in) != (a, b):
-            raise CheckFailed(f"on {description}: the result is right, but you changed the lists you were "
-                              f"given (the caller's sentences lost tokens). Copy them first: "
-                              f"a, b = list(tokens_a), list(tokens_b).")
+    run_cases(answer, _ref_truncate, Q2_CASES, Q2_DIAGNOSES, prepare=_q2_result,
+              compare=equal_values("on {where}: expected A={expected[0]}, B={expected[1]}; "
+                                   "got A={got[0]}, B={got[1]}"),
+              in_place="on {where}: the result is right, but you changed the lists you were given "
+                       "(the caller's sentences lost tokens). Copy them first: "
+                       "a, b = list(tokens_a), list(tokens_b).")
     return f"correct on all {len(Q2_CASES)} cases (the longer sentence loses its last token first)"
 
 
@@ -256,10 +244,9 @@ def _head_no_pooler(encoded, pool_w, pool_b, cls_w, cls_b):
 
 
 def _q3_case(batch: int, seq: int, hidden: int, seed: int):
-    g = _gen(seed)
-    return (torch.randn(batch, seq, hidden, generator=g), torch.randn(hidden, hidden, generator=g) / hidden ** 0.5,
-            torch.randn(hidden, generator=g) * 0.1, torch.randn(2, hidden, generator=g),
-            torch.randn(2, generator=g) * 0.1)
+    g = seeded(seed)
+    return (randn(batch, seq, hidden, seed=g), randn(hidden, hidden, seed=g) / hidden ** 0.5,
+            randn(hidden, seed=g, scale=0.1), randn(2, hidden, seed=g), randn(2, seed=g, scale=0.1))
 
 
 Q3_CASES = [
@@ -329,7 +316,7 @@ def _nsp_no_softmax(logits, labels):
 
 
 def _q4_case(batch: int, labels, seed: int):
-    return torch.randn(batch, 2, generator=_gen(seed)) * 2, torch.tensor(labels)
+    return randn(batch, 2, seed=seed, scale=2.0), torch.tensor(labels)
 
 
 Q4_CASES = [
@@ -349,15 +336,13 @@ Q4_DIAGNOSES = [
 ]
 
 
+def _q4_result(got, where, *args):
+    # a Python float is fine too
+    return torch.as_tensor(got, dtype=torch.float32) if isinstance(got, float) else got
+
+
 def _check_q4(answer) -> str:
-    if not callable(answer):
-        raise CheckFailed(f"nsp_cross_entropy must be a function, got {type(answer).__name__}")
-
-    def as_tensor(*args):                 # a Python float is fine too
-        got = answer(*args)
-        return torch.as_tensor(got, dtype=torch.float32) if isinstance(got, float) else got
-
-    return run_cases(as_tensor, _ref_nsp, Q4_CASES, Q4_DIAGNOSES)
+    return run_cases(answer, _ref_nsp, Q4_CASES, Q4_DIAGNOSES, prepare=_q4_result)
 
 
 q4 = Exercise(

@@ -28,19 +28,15 @@ import torch.nn.functional as F
 
 from ..data import num_mlm_preds
 from ..pretrain import mlm_accuracy, mlm_loss
-from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
+from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4"]
 
 
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
 def _mlm_case(batch: int, preds: int, vocab: int, seed: int, real: list | None = None, scale: float = 1.0):
     """(logits, labels, weights); ``real[b]`` = number of real predictions in row b."""
-    g = _gen(seed)
-    logits = torch.randn(batch, preds, vocab, generator=g) * scale
+    g = seeded(seed)
+    logits = randn(batch, preds, vocab, seed=g, scale=scale)
     labels = torch.randint(5, vocab, (batch, preds), generator=g)
     weights = torch.ones(batch, preds)
     if real is not None:
@@ -235,28 +231,26 @@ Q3_CASES = [
 ]
 
 
+def _just_below_half(n, p) -> str:
+    return (f"floating point: {n} * {p} is {n * p!r}, just below the half; add a tiny 1e-9 before "
+            f"rounding")
+
+
+Q3_DIAGNOSES = [
+    (lambda n, p: 0, "every sequence gets at least one prediction"),
+    (lambda n, p: math.floor(n * p + 0.5), _just_below_half),
+    (lambda n, p: round(n * p), "Python's round() rounds halves to the even number (round(2.5) == 2); "
+                                "round half up instead: math.floor(x + 0.5)"),
+    (lambda n, p: math.floor(n * p), "you rounded down; BERT's count rounds to the nearest whole number "
+                                     "(half up)"),
+    (lambda n, p: math.ceil(n * p), "you rounded up; round to the nearest whole number (half up)"),
+]
+
+
 def _check_q3(answer) -> str:
-    if not callable(answer):
-        raise CheckFailed(f"predictions_per_sequence must be a function, got {type(answer).__name__}")
-    for n, p, where in Q3_CASES:
-        expected = _ref_count(n, p)
-        got = int(as_number(call_answer(answer, (n, p), where), where, whole=True))
-        if got != expected:
-            x = n * p
-            message = f"on {where}: expected {expected}, got {got}"
-            if got == 0:
-                message += " — every sequence gets at least one prediction"
-            elif got == math.floor(x + 0.5):
-                message += (f" — floating point: {n} * {p} is {x!r}, just below the half; add a tiny "
-                            f"1e-9 before rounding")
-            elif got == round(x):
-                message += (" — Python's round() rounds halves to the even number (round(2.5) == 2); "
-                            "round half up instead: math.floor(x + 0.5)")
-            elif got == math.floor(x):
-                message += " — you rounded down; BERT's count rounds to the nearest whole number (half up)"
-            elif got == math.ceil(x):
-                message += " — you rounded up; round to the nearest whole number (half up)"
-            raise CheckFailed(message)
+    run_cases(answer, _ref_count, [(where, (n, p)) for n, p, where in Q3_CASES], Q3_DIAGNOSES,
+              prepare=lambda got, where, *args: int(as_number(got, where, whole=True)),
+              compare=equal_values("on {where}: expected {expected}, got {got}"))
     return f"correct on all {len(Q3_CASES)} cases"
 
 

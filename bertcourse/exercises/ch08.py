@@ -14,8 +14,8 @@ In the notebook::
   puts on the token just before it.
 
 The references are the package's own functions (:func:`bertcourse.hf_weights.course_name`,
-:func:`~bertcourse.hf_weights.mean_pool`, chapter 1's
-:func:`bertcourse.widgets.attention.entropy`, :func:`~bertcourse.hf_weights.head_statistics`).
+:func:`~bertcourse.hf_weights.mean_pool`, :func:`bertcourse.attention.entropy` (chapter 1's
+attention widget shows it), :func:`~bertcourse.hf_weights.head_statistics`).
 """
 from __future__ import annotations
 
@@ -25,13 +25,9 @@ import torch
 
 from ..attention import entropy
 from ..hf_weights import course_name, head_statistics, mean_pool
-from .core import CheckFailed, Exercise, call_answer, run_cases
+from .core import Exercise, Symptom, equal_values, randn, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4"]
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 # ---------------------------------------------------------------------------------------
@@ -54,33 +50,33 @@ Q1_NAMES = [
 ]
 
 
-def _q1_diagnose(hf: str, got: str, expected: str) -> str:
-    if hf.startswith("bert.") and isinstance(got, str) and "bert." in got:
-        return ("BertForPreTraining checkpoints put 'bert.' in front of the encoder's names; "
-                "strip it first, the rest is the same as in BertModel.")
-    m_exp = expected.split(".")
+def _only_block_number_differs(got, hf: str) -> bool:
+    m_exp = course_name(hf).split(".")
     m_got = got.split(".") if isinstance(got, str) else []
-    if len(m_got) == len(m_exp) and [a for a, b in zip(m_got, m_exp) if a != b] and all(
-            a.isdigit() and b.isdigit() for a, b in zip(m_got, m_exp) if a != b):
-        return "the block number is the same on both sides (both count from 0)."
-    if ".output." in hf and ".attention." not in hf and isinstance(got, str) and (".W_o." in got or "addnorm1" in got):
-        return ("encoder.layer.{i}.output.* (without 'attention') is the feed-forward part: "
-                "output.dense is ffn.dense2 and output.LayerNorm is addnorm2.ln; "
-                "attention.output.* is the attention's W_o and addnorm1.")
-    if not (isinstance(got, str) and (got.endswith(".weight") or got.endswith(".bias"))):
-        return "keep the suffix: the .weight or .bias at the end stays the same."
-    return "look the layer up in the table NAME_MAP (bertcourse.hf_weights.mapping_table())."
+    differ = [(a, b) for a, b in zip(m_got, m_exp) if a != b]
+    return len(m_got) == len(m_exp) and bool(differ) and all(a.isdigit() and b.isdigit() for a, b in differ)
+
+
+# every wrong name gets one of these (the last one always fits)
+Q1_DIAGNOSES = [
+    (Symptom(lambda got, hf: hf.startswith("bert.") and isinstance(got, str) and "bert." in got),
+     "BertForPreTraining checkpoints put 'bert.' in front of the encoder's names; "
+     "strip it first, the rest is the same as in BertModel."),
+    (Symptom(_only_block_number_differs), "the block number is the same on both sides (both count from 0)."),
+    (Symptom(lambda got, hf: ".output." in hf and ".attention." not in hf and isinstance(got, str)
+             and (".W_o." in got or "addnorm1" in got)),
+     "encoder.layer.{i}.output.* (without 'attention') is the feed-forward part: "
+     "output.dense is ffn.dense2 and output.LayerNorm is addnorm2.ln; "
+     "attention.output.* is the attention's W_o and addnorm1."),
+    (Symptom(lambda got, hf: not (isinstance(got, str) and (got.endswith(".weight") or got.endswith(".bias")))),
+     "keep the suffix: the .weight or .bias at the end stays the same."),
+    (Symptom(lambda got, hf: True), "look the layer up in the table NAME_MAP (bertcourse.hf_weights.mapping_table())."),
+]
 
 
 def _check_q1(answer) -> str:
-    if not callable(answer):
-        raise CheckFailed(f"to_course_name must be a function, got {type(answer).__name__}")
-    for hf in Q1_NAMES:
-        expected = course_name(hf)
-        got = call_answer(answer, (hf,), repr(hf))
-        if got != expected:
-            raise CheckFailed(f"on {hf!r}: expected {expected!r}, got {got!r} — "
-                              f"{_q1_diagnose(hf, got, expected)}")
+    run_cases(answer, course_name, [(repr(hf), (hf,)) for hf in Q1_NAMES], Q1_DIAGNOSES,
+              compare=equal_values("on {where}: expected {expected!r}, got {got!r}"))
     return f"correct on all {len(Q1_NAMES)} names (embeddings, every kind of block layer, pooler, 'bert.' prefix)"
 
 
@@ -144,7 +140,7 @@ def _mp_cls(hidden, mask):
 
 
 def _q2_case(seed, batch, seq, d, lengths, dtype=torch.bool):
-    hidden = torch.randn(batch, seq, d, generator=_gen(seed))
+    hidden = randn(batch, seq, d, seed=seed)
     mask = (torch.arange(seq) < torch.tensor(lengths)[:, None]).to(dtype)
     return hidden, mask
 
@@ -218,7 +214,7 @@ def _ent_wrong_axis(weights):
 
 
 def _rows(seed, *shape, lengths=None):
-    scores = torch.randn(*shape, generator=_gen(seed)) * 2
+    scores = randn(*shape, seed=seed, scale=2.0)
     if lengths is not None:     # padded keys: weight exactly 0, as in a masked softmax
         visible = torch.arange(shape[-1]) < torch.tensor(lengths).reshape(-1, *[1] * (len(shape) - 1))
         scores = scores.masked_fill(~visible, float("-inf"))
@@ -296,7 +292,7 @@ def _prev_roll(weights):
 
 
 def _q4_case(seed, L, H, n):
-    return (torch.softmax(torch.randn(L, H, n, n, generator=_gen(seed)) * 2, dim=-1),)
+    return (torch.softmax(randn(L, H, n, n, seed=seed, scale=2.0), dim=-1),)
 
 
 def _shifted(L, H, n):

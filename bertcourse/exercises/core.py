@@ -1,25 +1,99 @@
-"""The exercise checker's machinery, shared by every chapter's exercises."""
+"""The exercise checker's machinery, shared by every chapter's exercises.
+
+A chapter module (``chNN.py``) is data: for each question a reference, the cases, the
+typical mistakes (diagnoses), the hints and the solution text, tied together by an
+:class:`Exercise` whose checker is usually one call of :func:`run_cases`::
+
+    Q1_CASES = [("batch=2, d=8", (randn(2, 3, 8, seed=1), randn(2, 5, 8, seed=2))), ...]
+    Q1_DIAGNOSES = [(_weights_no_scale, "you forgot the scale: ..."), ...]
+
+    def _check_q1(answer) -> str:
+        return run_cases(answer, _ref_weights, Q1_CASES, Q1_DIAGNOSES)
+
+    q1 = Exercise(name="Q1 (...)", var="attention_weights", checker=_check_q1,
+                  hints=[...], solution='''def attention_weights(Q, K): ...''')
+
+The public API used by the chapter modules:
+
+* :class:`Exercise` ``(name, var, checker, hints, solution)``: one question; ``check()``,
+  ``hint()``, ``solution()``. ``checker(answer) -> str`` returns a success message or raises
+  :class:`CheckFailed`.
+* :func:`run_cases` ``(answer, reference, cases, diagnoses=(), atol=1e-5, *, rtol, compare,
+  prepare, all_diagnoses, in_place, no_grad)``: call the answer and the reference on every
+  ``(description, args)`` case and compare; when they differ, name the first matching
+  diagnosis. Tensors are compared with :func:`compare_tensors` (the default); plain values
+  (numbers, lists, tuples, strings) with ``compare=equal_values(message)``. ``prepare(got,
+  where, *args)`` normalises or type-checks the learner's result first (e.g. :func:`as_number`).
+  A diagnosis is ``(wrong, message)``: ``wrong(*args)`` gives the wrong result of a typical
+  mistake, or is a :class:`Symptom` (a predicate on the learner's result); ``message`` is text
+  or ``message(*args) -> str``.
+* :func:`call_answer` ``(answer, args, where)``: one guarded call of the learner's function,
+  for checkers that do their own comparing.
+* :func:`expect_raises` ``(answer, args, where, error, *, returned, other)``: the answer must
+  raise ``error`` (e.g. a ``ValueError`` for bad input).
+* :func:`compare_tensors`, :func:`equal_values`, :func:`as_number`, :class:`Symptom`.
+* :func:`seeded` ``(seed)`` (a seeded ``torch.Generator``) and :func:`randn` ``(*shape, seed,
+  scale=1.0)`` (a seeded normal tensor): the cases' reproducible inputs.
+* :class:`CheckFailed` (a failed check, with the learner-facing message) and
+  :class:`NotAttempted` (the answer is still the starter).
+
+Every call of the learner's function (through :func:`run_cases`, :func:`call_answer` or
+:func:`expect_raises`) is guarded the same way:
+
+* it gets fresh deep copies of the case's arguments (tensors cloned, lists and modules
+  copied), and so do the reference and every diagnosis, so no answer can change the cases
+  that the next check uses; after the call its copies are compared with the pristine case,
+  and an answer that changed an argument in place fails with a message naming it;
+* an exception it raises (``SystemExit`` included; only ``KeyboardInterrupt`` still stops)
+  is a failed check, never a crash of the notebook;
+* only the untouched starter stub is "not attempted": a function whose whole body is
+  ``...``, ``pass``, ``return None`` or ``raise NotImplementedError(...)``, when it returns
+  ``None``/``...`` or raises ``NotImplementedError`` from its own frame. A
+  ``NotImplementedError`` from real code (or from something it calls) and ``None`` returned
+  by real code are failed checks that say so.
+
+A checker should call the learner's function only through these three: a direct call
+skips the copies and the in-place check (``Exercise`` still turns its exceptions into
+failed checks, and still recognises the stub).
+"""
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import copy
+import dataclasses
+import dis
+import functools
 import inspect
+import math
+import numbers
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import torch
 
-__all__ = ["CheckFailed", "CheckResult", "Exercise", "as_number", "call_answer", "compare_tensors",
-           "run_cases"]
+__all__ = ["CheckFailed", "CheckResult", "Exercise", "NotAttempted", "Symptom", "as_number",
+           "call_answer", "compare_tensors", "equal_values", "expect_raises", "randn", "run_cases",
+           "seeded"]
 
 _MISSING = object()
+
+# the notebook name of the answer being checked (set by Exercise.check), for messages
+_CURRENT_VAR: contextvars.ContextVar = contextvars.ContextVar("bertcourse_exercise_var", default=None)
+# the answer itself, so that a checker that wraps it (lambda *a: answer(*a)) still sees the stub
+_CURRENT_ANSWER: contextvars.ContextVar = contextvars.ContextVar("bertcourse_exercise_answer", default=None)
 
 
 class CheckFailed(Exception):
     """Raised by a checker with a message that tells the learner what is wrong."""
 
 
-class _NotAttempted(Exception):
-    pass
+class NotAttempted(Exception):
+    """Raised by a checker when the answer is still the starter (stub or placeholder)."""
+
+
+_NotAttempted = NotAttempted        # the name the checkers used before it was public
 
 
 class _Printed(str):
@@ -53,79 +127,583 @@ class CheckResult:
         pass
 
 
+# ---------------------------------------------------------------------------------------
+# Argument checks (for the course's authors: a wrong call names what was expected)
+# ---------------------------------------------------------------------------------------
+
+def _type_name(x) -> str:
+    return type(x).__name__
+
+
+def _need(ok: bool, function: str, argument: str, expected: str, got) -> None:
+    if not ok:
+        raise TypeError(f"{function}: {argument} must be {expected}, got {_type_name(got)} {got!r:.80}")
+
+
+def _need_where(function: str, where) -> None:
+    _need(isinstance(where, str), function, "where", "a str (the case, for messages)", where)
+
+
+def _need_args(function: str, args) -> tuple:
+    _need(isinstance(args, (tuple, list)), function, "args", "a tuple (or list) of the answer's arguments",
+          args)
+    return tuple(args)
+
+
+def _need_tolerance(function: str, name: str, value) -> None:
+    _need(isinstance(value, numbers.Real) and not isinstance(value, bool), function, name,
+          "a number", value)
+    if not value >= 0:
+        raise ValueError(f"{function}: {name} must be >= 0, got {value!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# Seeded inputs
+# ---------------------------------------------------------------------------------------
+
+def seeded(seed: int) -> torch.Generator:
+    """A CPU ``torch.Generator`` seeded with ``seed``: the cases' draws do not depend on,
+    and do not move, the notebook's global random state."""
+    _need(isinstance(seed, int) and not isinstance(seed, bool), "seeded", "seed", "an int", seed)
+    if seed < 0:
+        raise ValueError(f"seeded: seed must be >= 0, got {seed}")
+    return torch.Generator().manual_seed(seed)
+
+
+def randn(*shape: int, seed: int | torch.Generator, scale: float = 1.0) -> torch.Tensor:
+    """``torch.randn(*shape) * scale`` drawn from :func:`seeded` ``(seed)`` (or from the
+    generator ``seed``, to draw several tensors from one stream)."""
+    for i, n in enumerate(shape):
+        _need(isinstance(n, int) and not isinstance(n, bool), "randn", f"shape[{i}]", "an int", n)
+        if n < 0:
+            raise ValueError(f"randn: shape[{i}] must be >= 0, got {n}")
+    _need(isinstance(scale, numbers.Real) and not isinstance(scale, bool), "randn", "scale", "a number", scale)
+    if isinstance(seed, torch.Generator):
+        generator = seed
+    else:
+        generator = seeded(seed)
+    return torch.randn(*shape, generator=generator) * scale
+
+
+# ---------------------------------------------------------------------------------------
+# Comparing
+# ---------------------------------------------------------------------------------------
+
 def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
                     rtol: float = 1e-4) -> None:
-    """Raise CheckFailed describing the first difference between ``got`` and ``expected``."""
+    """Raise CheckFailed describing the first difference between ``got`` and ``expected``.
+
+    ``got`` must be a real tensor of ``expected``'s shape; where ``expected`` holds floats,
+    an integer or boolean tensor is refused (it cannot hold fractions, and would pass only
+    where the expected values happen to be whole), and a complex tensor is refused whatever
+    its real part."""
+    _need(isinstance(expected, torch.Tensor), "compare_tensors", "expected", "a torch.Tensor", expected)
+    _need(isinstance(what, str), "compare_tensors", "what", "a str", what)
+    _need_tolerance("compare_tensors", "atol", atol)
+    _need_tolerance("compare_tensors", "rtol", rtol)
     if not isinstance(got, torch.Tensor):
         raise CheckFailed(f"{what}: expected a torch.Tensor, got {type(got).__name__}")
+    if got.is_meta:
+        raise CheckFailed(f"{what}: you returned a tensor on the 'meta' device, which has a shape "
+                          f"but no values; compute the values.")
     if tuple(got.shape) != tuple(expected.shape):
         raise CheckFailed(f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}")
+    if got.is_complex() and not expected.is_complex():
+        raise CheckFailed(f"{what}: expected a real tensor (dtype {expected.dtype}), got the complex "
+                          f"dtype {got.dtype}; the answer has no imaginary part.")
+    if expected.is_floating_point() and not (got.is_floating_point() or got.is_complex()):
+        raise CheckFailed(f"{what}: expected a floating-point tensor (dtype {expected.dtype}), got "
+                          f"dtype {got.dtype}, which cannot hold fractions; compute with floats "
+                          f"(true division /, or .float()).")
+    got = got.detach().cpu()
     if got.dtype == torch.bool or expected.dtype == torch.bool:
         bad = got != expected
     else:
-        got_f, exp_f = got.detach().double(), expected.detach().double()
+        wide = torch.complex128 if (got.is_complex() or expected.is_complex()) else torch.float64
+        got_f, exp_f = got.to(wide), expected.detach().cpu().to(wide)
         bad = ~torch.isclose(got_f, exp_f, atol=atol, rtol=rtol, equal_nan=True)
     if bad.any():
         idx = tuple(int(i) for i in bad.nonzero()[0])
         raise CheckFailed(f"{what}: first difference at index {idx}: expected "
-                          f"{expected[idx].item():.6g}, got {got[idx].item():.6g} "
+                          f"{_show_entry(expected[idx])}, got {_show_entry(got[idx])} "
                           f"({int(bad.sum())} of {bad.numel()} entries differ)")
 
 
-def call_answer(answer: Callable, args: tuple, where: str):
-    """``answer(*args)`` inside a checker. The stub (``NotImplementedError``, ``None`` or
-    ``...``) means "not attempted"; any other exception is the learner's bug, reported as a
-    failed check on ``where`` (the case), never re-raised."""
+def _show_entry(x: torch.Tensor) -> str:
+    v = x.item()
+    return f"{v:.6g}" if isinstance(v, (int, float, bool)) else str(v)
+
+
+def equal_values(message: str | Callable[[Any, Any, str], str] =
+                 "on {where}: expected {expected!r}, got {got!r}",
+                 show: Callable[[Any], Any] | None = None) -> Callable[[Any, Any, str], None]:
+    """A comparator for :func:`run_cases` on plain values (numbers, strings, lists, tuples):
+    ``compare(got, expected, where)`` raises CheckFailed unless ``got == expected``.
+
+    ``message`` is a ``str.format`` template with the fields ``where``, ``expected`` and
+    ``got`` (after ``show``, e.g. a function that prints a list compactly), or a function
+    ``message(got, expected, where) -> str``."""
+    _need(isinstance(message, str) or callable(message), "equal_values", "message",
+          "a str template or a function", message)
+    _need(show is None or callable(show), "equal_values", "show", "a function or None", show)
+
+    def compare(got, expected, where: str) -> None:
+        if _plain_equal(got, expected):
+            return
+        if callable(message):
+            raise CheckFailed(message(got, expected, where))
+        g, e = (show(got), show(expected)) if show is not None else (got, expected)
+        raise CheckFailed(message.format(where=where, expected=e, got=g))
+
+    return compare
+
+
+def _plain_equal(got, expected) -> bool:
     try:
-        got = answer(*args)
-    except (NotImplementedError, _NotAttempted):
-        raise _NotAttempted() from None
-    except CheckFailed:
-        raise
-    except Exception as e:
-        raise CheckFailed(f"on {where}, your code raised {type(e).__name__}: {e}") from None
-    if got is None or got is Ellipsis:
-        raise _NotAttempted()
-    return got
+        same = got == expected
+        return same if isinstance(same, bool) else False
+    except Exception:
+        return False
 
 
 def as_number(got, where: str, whole: bool = False):
     """A learner's count as a Python number: a one-element tensor is unwrapped; anything
     that is not a number (or, with ``whole``, not a whole number) fails the check."""
+    _need_where("as_number", where)
+    _need(isinstance(whole, bool), "as_number", "whole", "a bool", whole)
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, (int, float)):
         raise CheckFailed(f"on {where}: expected a {'whole ' if whole else ''}number, got "
                           + (repr(got) if whole else type(got).__name__))
-    if whole and got != int(got):
+    if whole and not (math.isfinite(got) and got == int(got)):
         raise CheckFailed(f"on {where}: expected a whole number, got {got!r}")
     return got
 
 
+class Symptom:
+    """A diagnosis that recognises a mistake in the learner's result rather than
+    reproducing it: it matches when ``predicate(got, *args)`` is true. Use it in place of
+    a wrong function in :func:`run_cases`' ``diagnoses``."""
+
+    def __init__(self, predicate: Callable[..., bool]):
+        _need(callable(predicate), "Symptom", "predicate", "a function (got, *args) -> bool", predicate)
+        self.predicate = predicate
+
+    def __repr__(self) -> str:
+        return f"Symptom({getattr(self.predicate, '__name__', self.predicate)!r})"
+
+
+# ---------------------------------------------------------------------------------------
+# Calling the learner's function
+# ---------------------------------------------------------------------------------------
+
+# A starter stub's whole body: `...`, `pass`, `return None`, a docstring, or
+# `raise NotImplementedError(<text>)`; nothing that reads an argument or computes.
+_STUB_OPS = {"RESUME", "NOP", "CACHE", "EXTENDED_ARG", "LOAD_CONST", "RETURN_VALUE", "RETURN_CONST",
+             "LOAD_GLOBAL", "LOAD_NAME", "PUSH_NULL", "PRECALL", "CALL", "CALL_FUNCTION", "KW_NAMES",
+             "RAISE_VARARGS", "POP_TOP", "COPY_FREE_VARS", "MAKE_CELL"}
+
+
+def _code_of(answer):
+    fn = answer
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    try:
+        fn = inspect.unwrap(fn)
+    except ValueError:
+        pass
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    return code if inspect.iscode(code) else None
+
+
+def _is_stub(answer) -> bool:
+    """Whether ``answer`` is an untouched starter: its body does nothing but ``...``,
+    ``pass``, ``return None`` or ``raise NotImplementedError(...)``."""
+    code = _code_of(answer)
+    if code is None:
+        return False
+    for ins in dis.get_instructions(code):
+        if ins.opname not in _STUB_OPS:
+            return False
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval != "NotImplementedError":
+            return False
+        if ins.opname in ("LOAD_CONST", "RETURN_CONST") and not (
+                ins.argval is None or ins.argval is Ellipsis or isinstance(ins.argval, str)):
+            return False
+    return True
+
+
+def _innermost_frame(error: BaseException):
+    tb = error.__traceback__
+    if tb is None:
+        return None, None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame, tb.tb_lineno
+
+
+def _candidates(answer) -> list:
+    """The function called and, when a checker wrapped it, the learner's own answer."""
+    current = _CURRENT_ANSWER.get()
+    return [answer] if current is None or current is answer else [answer, current]
+
+
+def _starter(answer) -> bool:
+    """Whether the learner's answer is still the untouched starter stub."""
+    return any(_is_stub(a) for a in _candidates(answer))
+
+
+def _raised_by_stub(answer, error: BaseException) -> bool:
+    """A NotImplementedError counts as "not attempted" only when the answer is a starter
+    stub and raised it itself (from its own frame, not from something it called)."""
+    frame, _ = _innermost_frame(error)
+    if frame is None:
+        return False
+    return any(_code_of(a) is frame.f_code and _is_stub(a) for a in _candidates(answer))
+
+
+def _describe_error(e: BaseException) -> str:
+    text = str(e)
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _error_note(e: BaseException) -> str:
+    """What to add to "your code raised ..." for the exceptions that need explaining."""
+    if isinstance(e, SystemExit):
+        return " (exit() and sys.exit() end the program; return the result instead)"
+    if isinstance(e, NotImplementedError):
+        frame, line = _innermost_frame(e)
+        place = f" in `{frame.f_code.co_name}` (line {line})" if frame is not None else ""
+        return (f" — this is not the untouched starter: it was raised{place} while your code ran. "
+                f"If it is a leftover `raise NotImplementedError` line, delete it; if a function "
+                f"you call raised it, that operation is not available for these inputs.")
+    return ""
+
+
+def _raised_message(where: str, e: BaseException) -> str:
+    return f"on {where}, your code raised {_describe_error(e)}{_error_note(e)}"
+
+
+def _require_function(answer) -> None:
+    """The learner's answer must be a function (also when a checker passes a wrapper)."""
+    for candidate in _candidates(answer):
+        if not callable(candidate):
+            var = _CURRENT_VAR.get()
+            who = var if var is not None else "your answer"
+            raise CheckFailed(f"{who} must be a function, got {type(candidate).__name__}")
+
+
+def _copies(args: tuple) -> tuple:
+    return copy.deepcopy(args)
+
+
+def _grad_mode(no_grad: bool):
+    return torch.no_grad() if no_grad else contextlib.nullcontext()
+
+
+def _call(answer, given: tuple, no_grad: bool):
+    """``(result, None)`` or ``(None, exception)``; KeyboardInterrupt goes through, and so
+    do CheckFailed / NotAttempted raised by a checker's own wrapper around the answer."""
+    try:
+        with _grad_mode(no_grad):
+            return answer(*given), None
+    except (KeyboardInterrupt, CheckFailed, NotAttempted):
+        raise
+    except BaseException as e:      # SystemExit and friends too: a failed check, not a crash
+        return None, e
+
+
+@dataclass
+class _Attempt:
+    value: Any
+    changed: list        # [(argument name, kind)] of the arguments the answer changed in place
+
+
+def _attempt(answer, args: tuple, where: str, no_grad: bool = False) -> _Attempt:
+    _require_function(answer)
+    given = _copies(args)
+    got, error = _call(answer, given, no_grad)
+    if error is not None:
+        if isinstance(error, NotImplementedError) and _raised_by_stub(answer, error):
+            raise NotAttempted() from None
+        raise CheckFailed(_raised_message(where, error)) from None
+    if got is None or got is Ellipsis:
+        if _starter(answer):
+            raise NotAttempted()
+        raise CheckFailed(f"on {where}, your code returned {got!r} instead of a result: did you "
+                          f"forget the `return`? (Changing an argument in place gives nothing back.)")
+    return _Attempt(got, _changed_arguments(answer, args, given))
+
+
+def call_answer(answer: Callable, args: tuple, where: str):
+    """``answer(*args)`` inside a checker, guarded (see the module docstring): the answer
+    gets fresh copies of ``args``; the starter stub raises :class:`NotAttempted`; an
+    exception, a ``None`` from real code or an argument changed in place becomes a
+    :class:`CheckFailed` naming ``where`` (the case). Returns the answer's result."""
+    args = _need_args("call_answer", args)
+    _need_where("call_answer", where)
+    attempt = _attempt(answer, args, where)
+    if attempt.changed:
+        raise CheckFailed(f"on {where}: {_in_place_detail(attempt.changed)}")
+    return attempt.value
+
+
+def expect_raises(answer: Callable, args: tuple, where: str, error: type,
+                  *, returned: str | Callable[[Any], str], other: str | Callable[[BaseException], str]
+                  ) -> BaseException:
+    """The answer must raise ``error`` on ``args`` (e.g. a ``ValueError`` for an input it
+    cannot handle). Returns the exception; otherwise fails with ``returned`` (text, or
+    ``returned(result) -> str``) when it returned normally, or ``other`` (text, or
+    ``other(exception) -> str``) when it raised something else."""
+    args = _need_args("expect_raises", args)
+    _need_where("expect_raises", where)
+    _need(isinstance(error, type) and issubclass(error, Exception), "expect_raises", "error",
+          "an Exception class", error)
+    _need(isinstance(returned, str) or callable(returned), "expect_raises", "returned",
+          "a str or a function", returned)
+    _need(isinstance(other, str) or callable(other), "expect_raises", "other", "a str or a function", other)
+    _require_function(answer)
+    got, raised = _call(answer, _copies(args), False)
+    if isinstance(raised, error):
+        return raised
+    if raised is not None:
+        if isinstance(raised, NotImplementedError) and _raised_by_stub(answer, raised):
+            raise NotAttempted() from None
+        raise CheckFailed(other(raised) if callable(other) else other) from None
+    if (got is None or got is Ellipsis) and _starter(answer):
+        raise NotAttempted()
+    raise CheckFailed(returned(got) if callable(returned) else returned)
+
+
+# ---------------------------------------------------------------------------------------
+# Did the answer change its arguments?
+# ---------------------------------------------------------------------------------------
+
+def _same(a, b, depth: int = 0) -> bool:
+    """Deep equality of a pristine argument ``a`` and the copy ``b`` the answer was given."""
+    if depth > 8:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype or b.is_meta:
+            return False
+        if torch.equal(a, b):
+            return True
+        if a.is_floating_point() or a.is_complex():
+            return bool(((a == b) | (a.isnan() & b.isnan())).all())
+        return False
+    if isinstance(a, torch.nn.Module):
+        return _same_module(a, b, depth)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y, depth + 1) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k], depth + 1) for k in a)
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    if isinstance(a, (numbers.Number, str, bytes, type(None), range, frozenset, set)):
+        return a == b
+    if hasattr(a, "__dict__") and not callable(a):
+        va, vb = vars(a), vars(b)
+        return va.keys() == vb.keys() and all(_same(va[k], vb[k], depth + 1) for k in va)
+    if dataclasses.is_dataclass(a):
+        return all(_same(getattr(a, f.name), getattr(b, f.name), depth + 1) for f in dataclasses.fields(a))
+    try:
+        return bool(a == b)
+    except Exception:
+        return True
+
+
+def _same_module(a: torch.nn.Module, b: torch.nn.Module, depth: int) -> bool:
+    """Same layers, weights, buffers, train/eval modes and settings (a layer's eps, a
+    config). What a forward pass records for looking at later (the course's attention
+    keeps its last weights: a tensor, None before the first call) is not a change."""
+    ma, mb = dict(a.named_modules()), dict(b.named_modules())
+    if ma.keys() != mb.keys():
+        return False
+    for name, sub in ma.items():
+        other = mb[name]
+        if type(sub) is not type(other) or sub.training != other.training:
+            return False
+        after = vars(other)
+        for k, v in vars(sub).items():
+            if k.startswith("_") or v is None or isinstance(v, (torch.Tensor, torch.nn.Module)):
+                continue
+            if k not in after or not _same(v, after[k], depth + 1):
+                return False
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(_same(sa[k], sb[k], depth + 1) for k in sa)
+
+
+def _kind(x) -> str:
+    if isinstance(x, torch.Tensor):
+        return "tensor"
+    if isinstance(x, torch.nn.Module):
+        return "module"
+    if isinstance(x, (list, dict, set)):
+        return type(x).__name__
+    if isinstance(x, tuple):
+        return "tuple"
+    return "object"
+
+
+def _argument_names(answer, n: int) -> list:
+    try:
+        params = list(inspect.signature(answer).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(n):
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
+            names.append(params[i].name)
+        else:
+            names.append(f"argument {i + 1}")
+    return names
+
+
+def _changed_arguments(answer, pristine: tuple, given: tuple) -> list:
+    changed = [i for i, (a, b) in enumerate(zip(pristine, given)) if not _same(a, b)]
+    if not changed:
+        return []
+    names = _argument_names(answer, len(pristine))
+    return [(names[i], _kind(pristine[i])) for i in changed]
+
+
+_ADVICE = {
+    "tensor": "Compute new tensors instead of changing the ones you are given: masked_fill instead "
+              "of masked_fill_, x = x * s instead of x *= s, or start from {name}.clone().",
+    "list": "Work on a copy (list({name})) instead of changing the list you are given.",
+    "dict": "Work on a copy (dict({name})) instead of changing the dict you are given.",
+    "set": "Work on a copy (set({name})) instead of changing the set you are given.",
+    "module": "Use the module as it is: read its layers and weights, but do not change them, "
+              "replace them, or switch it with train() / eval().",
+    "tuple": "Something inside the tuple {name} changed: compute new values instead.",
+    "object": "Read its attributes; do not assign to them.",
+}
+
+
+def _join(words: list) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _in_place_detail(changed: list) -> str:
+    """"your code changed its argument `x` in place, ...", with advice for each kind."""
+    names = _join([f"`{name}`" for name, _ in changed])
+    if len(changed) == 1:
+        what = f"its argument {names} in place, so the caller's {changed[0][1]} is no longer what it was"
+    else:
+        what = f"its arguments {names} in place, so the caller's values are no longer what they were"
+    first_of_kind: dict = {}
+    for name, kind in changed:
+        first_of_kind.setdefault(kind, name)
+    advice = " ".join(_ADVICE[kind].format(name=name) for kind, name in first_of_kind.items())
+    return f"your code changed {what}. {advice}"
+
+
+# ---------------------------------------------------------------------------------------
+# Running the cases
+# ---------------------------------------------------------------------------------------
+
+def _matches(wrong, got, args: tuple, compare, where: str, no_grad: bool) -> bool:
+    try:
+        if isinstance(wrong, Symptom):
+            return bool(wrong.predicate(got, *_copies(args)))
+        with _grad_mode(no_grad):
+            mistake = wrong(*_copies(args))
+        compare(got, mistake, where)
+    except KeyboardInterrupt:
+        raise
+    except Exception:
+        return False
+    return True
+
+
 def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, tuple]],
-              diagnoses: Sequence[tuple[Callable, str]] = (), atol: float = 1e-5) -> str:
+              diagnoses: Sequence[tuple[Any, Any]] = (), atol: float = 1e-5, *,
+              rtol: float = 1e-4, compare: Callable[[Any, Any, str], None] | None = None,
+              prepare: Callable[..., Any] | None = None, all_diagnoses: bool = False,
+              in_place: str | None = None, no_grad: bool = False) -> str:
     """Call ``answer(*args)`` and ``reference(*args)`` on each case and compare.
 
-    ``cases`` are ``(description, args)`` pairs. ``diagnoses`` are ``(wrong_function,
-    message)`` pairs: typical mistakes. When a wrong output matches one of them, the
-    failure message names the mistake instead of only showing numbers.
+    ``cases`` are ``(description, args)`` pairs. Each call gets its own deep copy of
+    ``args``. The learner's result goes through ``prepare(got, description, *args)`` (if
+    given; it may raise CheckFailed or return a normalised result), then ``compare(got,
+    expected, description)`` raises CheckFailed on a difference (default: tensors with
+    :func:`compare_tensors` and ``atol`` / ``rtol``; :func:`equal_values` for plain values).
+
+    ``diagnoses`` are ``(wrong, message)`` pairs: typical mistakes. ``wrong(*args)`` is the
+    mistake's result (it matches when ``compare`` finds no difference from it) or a
+    :class:`Symptom`; ``message`` is text or ``message(*args) -> str``. When the learner's
+    result matches one, the failure names the mistake (with ``all_diagnoses``, every
+    matching one, joined by " Or: ").
+
+    A correct result from an answer that changed an argument in place fails too: with
+    ``in_place`` (a template with the field ``where``) as the message, else a message
+    naming the arguments. ``no_grad`` runs every call under ``torch.no_grad()``.
     Returns a short success message.
     """
+    fn = "run_cases"
+    _need(callable(reference), fn, "reference", "a function", reference)
+    _need(isinstance(cases, Sequence) and not isinstance(cases, str), fn, "cases",
+          "a list of (description, args) pairs", cases)
+    if not cases:
+        raise ValueError(f"{fn}: cases must hold at least one (description, args) pair, got an empty "
+                         f"{type(cases).__name__}")
+    for i, case in enumerate(cases):
+        ok = (isinstance(case, tuple) and len(case) == 2 and isinstance(case[0], str)
+              and isinstance(case[1], (tuple, list)))
+        _need(ok, fn, f"cases[{i}]", "a (description: str, args: tuple) pair", case)
+    cases = [(description, tuple(args)) for description, args in cases]
+    _need(isinstance(diagnoses, Sequence) and not isinstance(diagnoses, str), fn, "diagnoses",
+          "a list of (wrong, message) pairs", diagnoses)
+    for i, diagnosis in enumerate(diagnoses):
+        ok = (isinstance(diagnosis, tuple) and len(diagnosis) == 2
+              and (callable(diagnosis[0]) or isinstance(diagnosis[0], Symptom))
+              and (isinstance(diagnosis[1], str) or callable(diagnosis[1])))
+        _need(ok, fn, f"diagnoses[{i}]", "a (wrong function or Symptom, message str or function) pair",
+              diagnosis)
+    _need_tolerance(fn, "atol", atol)
+    _need_tolerance(fn, "rtol", rtol)
+    _need(compare is None or callable(compare), fn, "compare", "a function or None", compare)
+    _need(prepare is None or callable(prepare), fn, "prepare", "a function or None", prepare)
+    _need(isinstance(all_diagnoses, bool), fn, "all_diagnoses", "a bool", all_diagnoses)
+    _need(in_place is None or isinstance(in_place, str), fn, "in_place", "a str template or None", in_place)
+    _need(isinstance(no_grad, bool), fn, "no_grad", "a bool", no_grad)
+    if compare is None:
+        def compare(got, expected, where):
+            compare_tensors(got, expected, f"on {where}", atol=atol, rtol=rtol)
+
+    _require_function(answer)
     for description, args in cases:
-        expected = reference(*args)
-        got = call_answer(answer, args, description)
+        with _grad_mode(no_grad):
+            expected = reference(*_copies(args))
+        attempt = _attempt(answer, args, description, no_grad)
+        got = attempt.value if prepare is None else prepare(attempt.value, description, *_copies(args))
         try:
-            compare_tensors(got, expected, f"on {description}", atol=atol)
+            compare(got, expected, description)
         except CheckFailed as failure:
-            for wrong, message in diagnoses:
-                try:
-                    compare_tensors(got, wrong(*args), "", atol=atol)
-                except Exception:
-                    continue
-                raise CheckFailed(f"{failure} — {message}") from None
+            whys = []
+            for wrong, why in diagnoses:
+                if _matches(wrong, got, args, compare, description, no_grad):
+                    whys.append(why(*_copies(args)) if callable(why) else why)
+                    if not all_diagnoses:
+                        break
+            if whys:
+                raise CheckFailed(f"{failure} — {' Or: '.join(whys)}") from None
             raise
+        if attempt.changed:
+            if in_place is not None:
+                raise CheckFailed(in_place.format(where=description))
+            raise CheckFailed(f"on {description}: the result is right, but "
+                              f"{_in_place_detail(attempt.changed)}")
     return f"correct on all {len(cases)} cases ({', '.join(d for d, _ in cases)})"
 
+
+# ---------------------------------------------------------------------------------------
+# The exercise
+# ---------------------------------------------------------------------------------------
 
 def _find_in_notebook(name: str):
     """Look ``name`` up where the learner defined it: the notebook's (``__main__``'s)
@@ -155,11 +733,21 @@ class Exercise:
 
     def __init__(self, name: str, var: str, checker: Callable[[Any], str],
                  hints: Sequence[str], solution: str):
+        _need(isinstance(name, str), "Exercise", "name", "a str", name)
+        _need(isinstance(var, str) and var.isidentifier(), "Exercise", "var",
+              "the answer's name in the notebook (an identifier)", var)
+        _need(callable(checker), "Exercise", "checker", "a function (answer) -> str", checker)
+        _need(isinstance(hints, Sequence) and not isinstance(hints, str)
+              and all(isinstance(h, str) for h in hints), "Exercise", "hints", "a list of str", hints)
+        _need(isinstance(solution, str), "Exercise", "solution", "the solution's code as a str", solution)
         if not hints:
             raise ValueError("an exercise needs at least one hint")
         self.name, self.var, self.checker = name, var, checker
         self.hints, self._solution = list(hints), solution.strip("\n")
         self._hints_shown = 0
+
+    def __repr__(self) -> str:
+        return f"<Exercise {self.name}: `{self.var}`>"
 
     def check(self, answer: Any = _MISSING) -> CheckResult:
         """Check ``answer`` (default: the notebook variable named ``self.var``)."""
@@ -169,6 +757,11 @@ class Exercise:
         print(result)
         return result
 
+    def _not_attempted(self) -> CheckResult:
+        return CheckResult(self.name, "not attempted",
+                           f"`{self.var}` still raises NotImplementedError or returns None; "
+                           f"write your code where it says `...` and run the cell.")
+
     def _evaluate(self, answer: Any) -> CheckResult:
         if answer is _MISSING:
             return CheckResult(self.name, "not attempted",
@@ -176,17 +769,26 @@ class Exercise:
         if answer is None or answer is Ellipsis:
             return CheckResult(self.name, "not attempted",
                                f"`{self.var}` is still the starter placeholder; replace it with your answer.")
+        tokens = _CURRENT_VAR.set(self.var), _CURRENT_ANSWER.set(answer)
         try:
             message = self.checker(answer)
-        except (_NotAttempted, NotImplementedError):
-            return CheckResult(self.name, "not attempted",
-                               f"`{self.var}` still raises NotImplementedError or returns None; "
-                               f"write your code where it says `...` and run the cell.")
+        except NotAttempted:
+            return self._not_attempted()
         except CheckFailed as e:
             return CheckResult(self.name, "fail", f"{e}  (stuck? call .hint() on this exercise)")
-        except Exception as e:  # a bug in the learner's value that the checker tripped on
+        except KeyboardInterrupt:
+            raise
+        except NotImplementedError as e:   # a checker that called the answer itself
+            if _raised_by_stub(answer, e):
+                return self._not_attempted()
             return CheckResult(self.name, "fail", f"checking `{self.var}` raised "
-                                                  f"{type(e).__name__}: {e}")
+                                                  f"{_describe_error(e)}{_error_note(e)}")
+        except BaseException as e:  # a bug in the learner's value that the checker tripped on
+            return CheckResult(self.name, "fail", f"checking `{self.var}` raised "
+                                                  f"{type(e).__name__}: {e}{_error_note(e)}")
+        finally:
+            _CURRENT_VAR.reset(tokens[0])
+            _CURRENT_ANSWER.reset(tokens[1])
         return CheckResult(self.name, "pass", message)
 
     def hint(self) -> str:
