@@ -263,29 +263,6 @@ def nsp_predictions(model: BERTModel, loader: Iterable) -> torch.Tensor:
     return torch.cat(out)
 
 
-@torch.no_grad()
-def nsp_predictions(model: BERTModel, loader: Iterable) -> torch.Tensor:
-    """The model's NSP label (0 = IsNext, 1 = NotNext) for every pair of ``loader``, in the
-    loader's order: ``(num_pairs,)`` long. With an unshuffled loader over a
-    :class:`~bertcourse.data.PretrainDataset`, entry ``i`` belongs to ``dataset.pairs[i]``.
-    Runs in ``eval()`` mode and restores the model's mode afterwards."""
-    _check_pretraining_model(model)
-    was_training = model.training
-    model.eval()
-    out = []
-    try:
-        for batch in loader:
-            check_batch(batch)
-            batch = trim_batch(batch)
-            encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
-            out.append(model.nsp(model.pooler(encoded)).argmax(-1))
-    finally:
-        model.train(was_training)
-    if not out:
-        raise ValueError("loader gave no batches (is it empty?)")
-    return torch.cat(out)
-
-
 # ---------------------------------------------------------------------------------------
 # The run
 # ---------------------------------------------------------------------------------------

@@ -61,7 +61,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
-import dataclasses
 import dis
 import functools
 import inspect
@@ -72,6 +71,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import torch
+
+from .mutation import changed_arguments, in_place_detail
 
 __all__ = ["CheckFailed", "CheckResult", "Exercise", "NotAttempted", "Symptom", "as_number",
            "call_answer", "compare_tensors", "equal_values", "expect_raises", "randn", "run_cases",
@@ -434,7 +435,7 @@ def _attempt(answer, args: tuple, where: str, no_grad: bool = False) -> _Attempt
             raise NotAttempted()
         raise CheckFailed(f"on {where}, your code returned {got!r} instead of a result: did you "
                           f"forget the `return`? (Changing an argument in place gives nothing back.)")
-    return _Attempt(got, _changed_arguments(answer, args, given))
+    return _Attempt(got, changed_arguments(answer, args, given))
 
 
 def call_answer(answer: Callable, args: tuple, where: str):
@@ -446,7 +447,7 @@ def call_answer(answer: Callable, args: tuple, where: str):
     _need_where("call_answer", where)
     attempt = _attempt(answer, args, where)
     if attempt.changed:
-        raise CheckFailed(f"on {where}: {_in_place_detail(attempt.changed)}")
+        raise CheckFailed(f"on {where}: {in_place_detail(attempt.changed)}")
     return attempt.value
 
 
@@ -475,131 +476,6 @@ def expect_raises(answer: Callable, args: tuple, where: str, error: type,
     if (got is None or got is Ellipsis) and _starter(answer):
         raise NotAttempted()
     raise CheckFailed(returned(got) if callable(returned) else returned)
-
-
-# ---------------------------------------------------------------------------------------
-# Did the answer change its arguments?
-# ---------------------------------------------------------------------------------------
-
-def _same(a, b, depth: int = 0) -> bool:
-    """Deep equality of a pristine argument ``a`` and the copy ``b`` the answer was given."""
-    if depth > 8:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, torch.Tensor):
-        if a.shape != b.shape or a.dtype != b.dtype or b.is_meta:
-            return False
-        if torch.equal(a, b):
-            return True
-        if a.is_floating_point() or a.is_complex():
-            return bool(((a == b) | (a.isnan() & b.isnan())).all())
-        return False
-    if isinstance(a, torch.nn.Module):
-        return _same_module(a, b, depth)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y, depth + 1) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k], depth + 1) for k in a)
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    if isinstance(a, (numbers.Number, str, bytes, type(None), range, frozenset, set)):
-        return a == b
-    if hasattr(a, "__dict__") and not callable(a):
-        va, vb = vars(a), vars(b)
-        return va.keys() == vb.keys() and all(_same(va[k], vb[k], depth + 1) for k in va)
-    if dataclasses.is_dataclass(a):
-        return all(_same(getattr(a, f.name), getattr(b, f.name), depth + 1) for f in dataclasses.fields(a))
-    try:
-        return bool(a == b)
-    except Exception:
-        return True
-
-
-def _same_module(a: torch.nn.Module, b: torch.nn.Module, depth: int) -> bool:
-    """Same layers, weights, buffers, train/eval modes and settings (a layer's eps, a
-    config). What a forward pass records for looking at later (the course's attention
-    keeps its last weights: a tensor, None before the first call) is not a change."""
-    ma, mb = dict(a.named_modules()), dict(b.named_modules())
-    if ma.keys() != mb.keys():
-        return False
-    for name, sub in ma.items():
-        other = mb[name]
-        if type(sub) is not type(other) or sub.training != other.training:
-            return False
-        after = vars(other)
-        for k, v in vars(sub).items():
-            if k.startswith("_") or v is None or isinstance(v, (torch.Tensor, torch.nn.Module)):
-                continue
-            if k not in after or not _same(v, after[k], depth + 1):
-                return False
-    sa, sb = a.state_dict(), b.state_dict()
-    return sa.keys() == sb.keys() and all(_same(sa[k], sb[k], depth + 1) for k in sa)
-
-
-def _kind(x) -> str:
-    if isinstance(x, torch.Tensor):
-        return "tensor"
-    if isinstance(x, torch.nn.Module):
-        return "module"
-    if isinstance(x, (list, dict, set)):
-        return type(x).__name__
-    if isinstance(x, tuple):
-        return "tuple"
-    return "object"
-
-
-def _argument_names(answer, n: int) -> list:
-    try:
-        params = list(inspect.signature(answer).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    names = []
-    for i in range(n):
-        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
-            names.append(params[i].name)
-        else:
-            names.append(f"argument {i + 1}")
-    return names
-
-
-def _changed_arguments(answer, pristine: tuple, given: tuple) -> list:
-    changed = [i for i, (a, b) in enumerate(zip(pristine, given)) if not _same(a, b)]
-    if not changed:
-        return []
-    names = _argument_names(answer, len(pristine))
-    return [(names[i], _kind(pristine[i])) for i in changed]
-
-
-_ADVICE = {
-    "tensor": "Compute new tensors instead of changing the ones you are given: masked_fill instead "
-              "of masked_fill_, x = x * s instead of x *= s, or start from {name}.clone().",
-    "list": "Work on a copy (list({name})) instead of changing the list you are given.",
-    "dict": "Work on a copy (dict({name})) instead of changing the dict you are given.",
-    "set": "Work on a copy (set({name})) instead of changing the set you are given.",
-    "module": "Use the module as it is: read its layers and weights, but do not change them, "
-              "replace them, or switch it with train() / eval().",
-    "tuple": "Something inside the tuple {name} changed: compute new values instead.",
-    "object": "Read its attributes; do not assign to them.",
-}
-
-
-def _join(words: list) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
-def _in_place_detail(changed: list) -> str:
-    """"your code changed its argument `x` in place, ...", with advice for each kind."""
-    names = _join([f"`{name}`" for name, _ in changed])
-    if len(changed) == 1:
-        what = f"its argument {names} in place, so the caller's {changed[0][1]} is no longer what it was"
-    else:
-        what = f"its arguments {names} in place, so the caller's values are no longer what they were"
-    first_of_kind: dict = {}
-    for name, kind in changed:
-        first_of_kind.setdefault(kind, name)
-    advice = " ".join(_ADVICE[kind].format(name=name) for kind, name in first_of_kind.items())
-    return f"your code changed {what}. {advice}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -697,7 +573,7 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
             if in_place is not None:
                 raise CheckFailed(in_place.format(where=description))
             raise CheckFailed(f"on {description}: the result is right, but "
-                              f"{_in_place_detail(attempt.changed)}")
+                              f"{in_place_detail(attempt.changed)}")
     return f"correct on all {len(cases)} cases ({', '.join(d for d, _ in cases)})"
 
 
