@@ -15,7 +15,9 @@ to go idle, and asserts:
 * no uncaught JavaScript error happened in the page.
 
 Screenshots of every widget (before and after each change) go to artifacts/browser/<notebook>/,
-with JupyterLab's log in artifacts/browser/jupyterlab.log.
+with widgets.json there saying which widget each ``widget-<n>.png`` shows (its cell and
+controls; tools/readme_pictures.py makes the README's pictures from them), and JupyterLab's
+log in artifacts/browser/jupyterlab.log.
 
 Needs Debian's ``chromium`` (or the browser that ``$CHROMIUM`` names) and PyPI's
 ``playwright``, which drives it through ``executable_path``; Playwright's own browser
@@ -495,6 +497,8 @@ def test_notebook_in_jupyterlab(course_notebook, browser_context, lab):
                            lambda: "Widgets: " + json.dumps(page.evaluate(WIDGETS_JS))[:3000])
         for w in widgets:
             page.locator(f'[data-bc-widget="{w["n"]}"]').screenshot(path=shots / f"widget-{w['n']}.png")
+        # Which screenshot shows which widget (tools/readme_pictures.py picks by control labels).
+        (shots / "widgets.json").write_text(json.dumps(widgets, indent=1))
 
         # 3. Each course widget reacts to each of its controls.
         course = [w for w in widgets if w["course"]]

@@ -1,0 +1,125 @@
+"""The README's pictures: every image it shows exists, has an alt text and stays small.
+
+Cheap (no browser): the pictures are made by tools/readme_pictures.py from the browser
+test's screenshots, and committed under docs/images/.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+TOOL = ROOT / "tools" / "readme_pictures.py"
+
+# ![alt](target) and <img ... src="target" ...>
+MD_IMAGE = re.compile(r"!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+HTML_IMAGE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def tool():
+    spec = importlib.util.spec_from_file_location("readme_pictures", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module       # its dataclass looks its module up there
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def _readme_images() -> list[tuple[str, str]]:
+    """(alt, target) of every image in the README, outside code blocks."""
+    text = re.sub(r"```.*?```", "", README.read_text(encoding="utf-8"), flags=re.DOTALL)
+    images = [(m["alt"], m["src"]) for m in MD_IMAGE.finditer(text)]
+    for tag in HTML_IMAGE.findall(text):
+        src = re.search(r"\bsrc=\"([^\"]*)\"", tag)
+        alt = re.search(r"\balt=\"([^\"]*)\"", tag)
+        images.append((alt[1] if alt else "", src[1] if src else ""))
+    return images
+
+
+def _local(images):
+    return [(alt, src) for alt, src in images if not re.match(r"[a-z]+:", src)]
+
+
+def test_readme_images_exist_have_alt_text_and_are_small(tool):
+    local = _local(_readme_images())
+    assert local, "the README shows no picture of the course"
+    for alt, src in local:
+        assert not src.startswith("/"), f"{src}: use a path relative to the README so GitHub shows it"
+        path = (README.parent / src).resolve()
+        assert path.is_file(), f"README links the picture {src}, which does not exist"
+        size = path.stat().st_size
+        assert size <= tool.MAX_BYTES, (f"{src} is {size:,} bytes, over {tool.MAX_BYTES:,}: "
+                                        f"make it with python tools/readme_pictures.py")
+        assert len(alt.split()) >= 3, f"{src} needs an alt text that says what it shows, not {alt!r}"
+
+
+def test_readme_shows_every_picture_the_tool_makes(tool):
+    shown = {pathlib.PurePosixPath(src).as_posix() for _, src in _local(_readme_images())}
+    for picture in tool.PICTURES:
+        target = (tool.OUT / f"{picture.name}.png").relative_to(ROOT).as_posix()
+        assert target in shown, f"tools/readme_pictures.py makes {target}, but the README does not show it"
+
+
+def _run_tool(*args):
+    return subprocess.run([sys.executable, str(TOOL), *map(str, args)], check=False, capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+
+
+def test_tool_reports_missing_screenshots_in_one_line(tmp_path):
+    result = _run_tool("--artifacts", tmp_path / "none", "--out", tmp_path / "out")
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "FileNotFoundError" in lines[0] and "01_self_attention" in lines[0]
+    assert "tests/test_browser.py" in lines[0], "the error must say which command makes the screenshots"
+    assert not (tmp_path / "out").exists(), "a failed run must write no picture"
+
+
+def test_tool_makes_small_pictures_from_screenshots(tmp_path, tool):
+    """Fake screenshots (a wide, colourful widget with a white margin) in the browser test's
+    layout, with a decoy widget first: each picture comes from the widget with its controls,
+    trimmed, at most MAX_WIDTH wide and under MAX_BYTES."""
+    from PIL import Image, ImageDraw
+
+    artifacts = tmp_path / "browser"
+    for picture in tool.PICTURES:
+        shots = artifacts / picture.notebook
+        shots.mkdir(parents=True)
+        widgets = [
+            {"n": 0, "course": True, "controls": [{"j": 0, "label": "something else"}]},
+            {"n": 1, "course": True, "controls": [{"j": j, "label": label}
+                                                  for j, label in enumerate(picture.controls)]},
+        ]
+        (shots / "widgets.json").write_text(json.dumps(widgets))
+        Image.new("RGB", (50, 50), "red").save(shots / "widget-0.png")
+        image = Image.new("RGB", (1200, 500), "white")
+        draw = ImageDraw.Draw(image)
+        for x in range(100, 1100, 4):        # a gradient: many colours to palette
+            draw.rectangle((x, 40, x + 3, 440), fill=(x % 256, (3 * x) % 256, 255 - x % 256))
+        draw.text((110, 450), "query 7: 'it'", fill="black")
+        image.save(shots / "widget-1.png")
+
+    out = tmp_path / "images"
+    result = _run_tool("--artifacts", artifacts, "--out", out)
+    assert result.returncode == 0, result.stderr
+    for picture in tool.PICTURES:
+        path = out / f"{picture.name}.png"
+        assert path.stat().st_size <= tool.MAX_BYTES
+        with Image.open(path) as made:
+            assert made.mode == "P", "the picture should be palette-compressed"
+            assert made.width == tool.MAX_WIDTH, "the 1000 px wide content is scaled down to MAX_WIDTH"
+            assert made.height < 500, "the white margin is trimmed"
+            assert made.convert("RGB").getpixel((made.width // 2, made.height // 2)) != (255, 0, 0), \
+                "the decoy widget was used"
+        assert picture.name in result.stdout and "KB" in result.stdout
