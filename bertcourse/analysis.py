@@ -15,6 +15,7 @@ import re
 
 import torch
 
+from ._checks import check_int, check_str_list
 from .attention import inspect_attention
 from .bert import BERTModel, get_tokens_and_segments
 from .data import WordPieceTokenizer
@@ -78,6 +79,7 @@ def encode_words(tokenizer, text: str) -> tuple[list, list]:
 def mask_word(tokens: list, words: list, index: int) -> list:
     """``tokens`` with every piece of word ``index`` replaced by ``[MASK]`` (a word that
     WordPiece splits into 3 pieces becomes 3 blanks)."""
+    check_int("index", index)
     if not 0 <= index < len(words):
         raise ValueError(f"index must be in 0..{len(words) - 1} (the text has {len(words)} words), got {index}")
     _, first, last = words[index]
@@ -88,8 +90,8 @@ def mask_word(tokens: list, words: list, index: int) -> list:
 def fill_mask_tokens(model: BERTModel, tokenizer, tokens: list, top_k: int = 5) -> list:
     """:func:`fill_mask` for a list of token strings (without ``[CLS]``/``[SEP]``)."""
     check_mlm_model(model)
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
+    check_int("top_k", top_k, low=1)
+    check_str_list("tokens", tokens, what="token strings")
     tok = hf_tokenizer(tokenizer)
     ids = [tok.token_to_id(t) for t in tokens]
     unk = _special_id(tok, "[UNK]")

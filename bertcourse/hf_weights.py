@@ -300,8 +300,8 @@ def _download(repo_id: str, cache_dir=None) -> Path:
                                f"check the name, e.g. 'bert-base-uncased'. {advice}") from e
         why = ("HF_HUB_OFFLINE is set and the model is not in the local cache"
                if offline else f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-        raise RuntimeError(f"load_pretrained({repo_id!r}, download=True) downloads the checkpoint from the Hugging Face "
-                           f"Hub, which needs an internet connection ({why}). {advice}") from e
+        raise RuntimeError(f"load_pretrained({repo_id!r}, download=True) downloads the checkpoint from the "
+                           f"Hugging Face Hub, which needs an internet connection ({why}). {advice}") from e
     return folder
 
 

@@ -69,6 +69,9 @@ def mlm_loss(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: to
     if mlm_labels.numel() and (mlm_labels.min() < 0 or mlm_labels.max() >= vocab):
         raise ValueError(f"mlm_labels must be ids in 0..{vocab - 1} (vocab={vocab} from mlm_logits), "
                          f"got values from {int(mlm_labels.min())} to {int(mlm_labels.max())}")
+    if mlm_weights.numel() and not bool(((mlm_weights >= 0) & torch.isfinite(mlm_weights)).all()):
+        raise ValueError("mlm_weights must be finite and >= 0 (1 for a real prediction, 0 for padding), got "
+                         f"values from {float(mlm_weights.min())} to {float(mlm_weights.max())}")
     per_slot = F.cross_entropy(mlm_logits.reshape(-1, vocab), mlm_labels.reshape(-1), reduction="none")
     weights = mlm_weights.reshape(-1).to(per_slot.dtype)
     return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
@@ -81,6 +84,8 @@ def nsp_loss(nsp_logits: torch.Tensor, nsp_labels: torch.Tensor) -> torch.Tensor
     if nsp_logits.shape[1] != 2:
         raise ValueError(f"nsp_logits must have shape (batch, 2), got shape {shape_str(nsp_logits)}")
     batch = nsp_logits.shape[0]
+    if batch == 0:
+        raise ValueError("nsp_logits must hold at least one pair: got an empty batch, shape (0, 2)")
     check_tensor("nsp_labels", nsp_labels, ndim=1, expected=f"(batch={batch},)", floating=False)
     if nsp_labels.shape[0] != batch:
         raise ValueError(f"nsp_labels must have shape (batch={batch},), got shape {shape_str(nsp_labels)}")

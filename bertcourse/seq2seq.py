@@ -25,8 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from ._checks import (check_ids, check_instance, check_int, check_int_list, check_positive_int, check_str_list, check_tensor,
-                      shape_str)
+from ._checks import (check_ids, check_instance, check_int, check_int_list, check_positive_int, check_str_list,
+                      check_tensor, shape_str)
 from .training import TrainConfig, Trainer
 from .transformer import EncoderDecoder, greedy_decode
 

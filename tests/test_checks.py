@@ -2,8 +2,10 @@
 import pytest
 import torch
 
-from bertcourse._checks import (check_dim, check_positive_int, check_probability, check_tensor,
-                                shape_str)
+from bertcourse._checks import (check_bool, check_choice, check_dim, check_finite_number, check_floating_dtype,
+                                check_ids, check_instance, check_int, check_int_list, check_keys,
+                                check_nonempty, check_path, check_positive_int, check_probability,
+                                check_str_list, check_tensor, read_json, shape_str)
 
 
 def test_shape_str_looks_like_a_tuple():
@@ -64,3 +66,99 @@ def test_check_probability():
             check_probability("p", bad)
     with pytest.raises(TypeError, match=r"p must be a float in \[0, 1\), got str"):
         check_probability("p", "0.1")
+
+
+def test_check_int_and_bool():
+    check_int("n", 3, low=0, high=3)
+    with pytest.raises(TypeError, match=r"n must be an int, got bool \(True\)"):
+        check_int("n", True)
+    with pytest.raises(TypeError, match=r"n must be an int, got float \(1.5\)"):
+        check_int("n", 1.5)
+    with pytest.raises(ValueError, match=r"n must be an int with 0 <= n <= 3, got 4"):
+        check_int("n", 4, low=0, high=3)
+    with pytest.raises(ValueError, match=r"n must be an int with 2 <= n, got 1"):
+        check_int("n", 1, low=2)
+    check_bool("flag", False)
+    for bad in ("no", 0, None):
+        with pytest.raises(TypeError, match="flag must be True or False"):
+            check_bool("flag", bad)
+
+
+def test_check_choice_and_instance():
+    check_choice("activation", "relu", {"relu": 1, "gelu": 2})
+    with pytest.raises(ValueError, match=r"activation must be one of \['gelu', 'relu'\], got 'swish'"):
+        check_choice("activation", "swish", {"relu": 1, "gelu": 2})
+    with pytest.raises(TypeError, match=r"activation must be one of .*got list"):
+        check_choice("activation", ["relu"], {"relu": 1})
+    check_instance("model", torch.nn.Linear(1, 1), torch.nn.Module)
+    with pytest.raises(TypeError, match=r"model must be a Module \(a hint\), got str"):
+        check_instance("model", "m", torch.nn.Module, hint="a hint")
+
+
+def test_check_str_list_and_int_list():
+    check_str_list("tokens", ["a", "b"])
+    with pytest.raises(TypeError, match=r"tokens must be a list of strings, got a str \('ab'\): split it first"):
+        check_str_list("tokens", "ab")
+    with pytest.raises(TypeError, match=r"tokens must be a list of strings, got an element of type int \(7\)"):
+        check_str_list("tokens", ["a", 7])
+    with pytest.raises(ValueError, match="tokens must hold at least one"):
+        check_str_list("tokens", [], allow_empty=False)
+    assert check_int_list("ids", (3, 1)) == [3, 1]
+    assert check_int_list("ids", torch.tensor([2, 0]), low=0, high=2) == [2, 0]
+    with pytest.raises(TypeError, match="ids must hold ints, got float"):
+        check_int_list("ids", [1, 2.0])
+    with pytest.raises(TypeError, match="ids must be a list of ints"):
+        check_int_list("ids", "12")
+    with pytest.raises(TypeError, match="ids must be an integer tensor"):
+        check_int_list("ids", torch.tensor([1.0]))
+    with pytest.raises(ValueError, match=r"ids must hold ints in \[0, 9\], got values from 0 to 10"):
+        check_int_list("ids", [0, 10], low=0, high=9)
+
+
+def test_check_keys_dtype_and_nonempty():
+    check_keys("counts", {"a": 1, "b": 2}, ("a",), "count")
+    with pytest.raises(TypeError, match="counts must be the dict returned by count, got list"):
+        check_keys("counts", [], ("a",), "count")
+    with pytest.raises(ValueError, match=r"missing \['b'\]"):
+        check_keys("counts", {"a": 1}, ("a", "b"), "count")
+    check_floating_dtype("dtype", torch.float64)
+    with pytest.raises(TypeError, match="dtype must be a floating-point torch.dtype .*got torch.int64"):
+        check_floating_dtype("dtype", torch.long)
+    with pytest.raises(TypeError, match="dtype must be a floating-point torch.dtype .*got str"):
+        check_floating_dtype("dtype", "float32")
+    with pytest.raises(ValueError, match=r"X must not be empty: expected shape \(batch, seq\) with every size >= 1, "
+                                         r"got shape \(2, 0\)"):
+        check_nonempty("X", torch.zeros(2, 0), "(batch, seq)")
+
+
+def test_check_ids():
+    check_ids("tokens", torch.tensor([[0, 9]]), 10)
+    with pytest.raises(TypeError, match="tokens must be an integer tensor"):
+        check_ids("tokens", torch.tensor([[0.0]]), 10)
+    with pytest.raises(ValueError, match=r"tokens must have shape \(batch, seq\) of integer token ids \(2-D\)"):
+        check_ids("tokens", torch.tensor([1]), 10)
+    with pytest.raises(ValueError, match="tokens must not be empty"):
+        check_ids("tokens", torch.zeros(1, 0, dtype=torch.long), 10)
+    with pytest.raises(ValueError, match=r"tokens must hold ids in \[0, vocab_size=10\), got values from -1 to 10"):
+        check_ids("tokens", torch.tensor([[-1, 10]]), 10)
+
+
+def test_check_path_and_read_json(tmp_path):
+    check_path("path", tmp_path)
+    with pytest.raises(TypeError, match="path must be a path"):
+        check_path("path", 3)
+    (tmp_path / "good.json").write_text('{"a": 1}')
+    assert read_json(tmp_path / "good.json") == {"a": 1}
+    with pytest.raises(FileNotFoundError, match="config .*missing.json' does not exist"):
+        read_json(tmp_path / "missing.json", "config")
+    (tmp_path / "bad.json").write_text("{oops")
+    with pytest.raises(ValueError, match="config .*bad.json' is not valid JSON"):
+        read_json(tmp_path / "bad.json", "config")
+
+
+def test_check_finite_number_and_probability_reject_nan_and_inf():
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="eps must be a finite number"):
+            check_finite_number("eps", bad, low=0, low_open=True)
+        with pytest.raises(ValueError, match=r"p must be in \[0, 1\)"):
+            check_probability("p", bad)

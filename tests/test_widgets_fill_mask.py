@@ -106,7 +106,7 @@ def test_encode_words_groups_pieces_and_mask_word_masks_all_of_them(tokenizer):
 def test_errors_name_the_problem(model, tokenizer):
     with pytest.raises(ValueError, match=r"at least one \[MASK\]"):
         fill_mask(model, tokenizer, "no blank here.")
-    with pytest.raises(ValueError, match="top_k must be an int >= 1"):
+    with pytest.raises(ValueError, match="top_k must be an int with 1 <= top_k, got 0"):
         fill_mask(model, tokenizer, "the [MASK].", top_k=0)
     with pytest.raises(TypeError, match="text must be a str"):
         fill_mask(model, tokenizer, ["the", "[MASK]"])
