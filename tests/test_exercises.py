@@ -914,5 +914,13 @@ def test_as_number_unwraps_tensors_and_refuses_non_numbers():
         as_number(True, "d=2")
     with pytest.raises(CheckFailed, match="expected a number, got Tensor"):
         as_number(torch.ones(3), "d=2")
-    with pytest.raises(CheckFailed, match="expected a whole number, got inf"):
+    with pytest.raises(CheckFailed, match="expected a finite whole number, got inf"):
         as_number(float("inf"), "d=2", whole=True)
+
+
+def test_as_number_refuses_nan_and_infinity():
+    from bertcourse.exercises import as_number
+    for bad in (float("nan"), float("inf"), torch.tensor(float("nan"))):
+        with pytest.raises(CheckFailed, match="expected a finite number"):
+            as_number(bad, "case 1")
+    assert as_number(torch.tensor(2.5), "case 1") == 2.5

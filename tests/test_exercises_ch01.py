@@ -10,7 +10,7 @@ import torch
 
 from bertcourse.attention import masked_softmax
 from bertcourse.exercises import ch01
-from bertcourse.exercises.ch01 import q1, q2, q3, q4
+from bertcourse.exercises.ch01 import q1, q2, q3, q4, q5
 
 
 # --- references and solutions pass -------------------------------------------------------
@@ -171,3 +171,59 @@ def test_q4_accepts_a_tensor_or_float_count_and_rejects_non_numbers():
     assert result.status == "fail" and "expected a number, got str" in result.message
     result = q4.check(42)
     assert result.status == "fail" and "must be a function, got int" in result.message
+
+
+# --- Q5: predict the entropy without the scale, then run the experiment -------------------
+
+def test_q5_truth_is_the_experiment_and_tells_the_story():
+    unscaled = ch01.mean_attention_entropy(ch01.Q5_D, scaled=False)
+    assert ch01._q5_measured() == (unscaled, ch01.mean_attention_entropy(ch01.Q5_D, scaled=True))
+    assert 0.1 < unscaled < 0.3
+    widths = [4, 16, 64, 256]
+    scaled = [ch01.mean_attention_entropy(d) for d in widths]
+    raw = [ch01.mean_attention_entropy(d, scaled=False) for d in widths]
+    assert all(2.3 < h < math.log(16) for h in scaled)                 # flat with the scale
+    assert raw == sorted(raw, reverse=True) and raw[0] < scaled[0]     # falls without it
+
+
+def test_q5_experiment_is_the_package_attention_and_leaves_the_global_rng_alone():
+    torch.manual_seed(0)
+    state = torch.random.get_rng_state()
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(1000, 1, 8, generator=g), torch.randn(1000, 16, 8, generator=g)
+    w = torch.softmax(q @ k.transpose(-2, -1), -1)
+    by_hand = -(w * w.log()).sum(-1).mean().item()
+    assert ch01.mean_attention_entropy(8, scaled=False) == pytest.approx(by_hand, abs=1e-5)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_q5_right_predictions_pass():
+    truth = ch01._q5_measured()[0]
+    for guess in (truth, truth + 0.09, truth - 0.09, 0.2, torch.tensor(0.2)):
+        result = q5.check(guess)
+        assert result.status == "pass" and "without the scale" in result.message, result.message
+
+
+@pytest.mark.parametrize("guess, phrase", [
+    (2.4, "about what the scaled softmax gives"),
+    (2.77, "uniform weights"),
+    (1.0, "saturates further than that"),
+    (0.0, "too low"),
+])
+def test_q5_wrong_predictions_explain_without_the_number(guess, phrase):
+    result = q5.check(guess)
+    assert result.status == "fail" and phrase in result.message, result.message
+    assert f"{ch01._q5_measured()[0]:.2f}" not in result.message          # the experiment tells
+
+
+@pytest.mark.parametrize("bad, phrase", [
+    ("0.2", "must be a number"), (True, "must be a number"), ([0.2], "must be a number"),
+    (float("nan"), "finite"), (-0.5, "between 0"), (3.0, "between 0"),
+])
+def test_q5_refuses_what_is_not_an_entropy(bad, phrase):
+    result = q5.check(bad)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+def test_q5_placeholder_is_not_attempted():
+    assert q5.check(...).status == "not attempted" and q5.check(None).status == "not attempted"

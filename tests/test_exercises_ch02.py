@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bertcourse.exercises import ch02
-from bertcourse.exercises.ch02 import q1, q2, q3, q4
+from bertcourse.exercises.ch02 import q1, q2, q3, q4, q5
 from bertcourse.positional import relative_rotation, sinusoidal_encoding
 
 
@@ -159,4 +159,53 @@ def _guarded(f):
 ])
 def test_q4_mistakes(wrong, phrase):
     result = q4.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+# --- Q5: predict what shuffling does without positions, then run the experiment -----------
+
+def test_q5_experiment_without_and_with_positions():
+    assert [ch02.distinct_outputs(r) for r in ch02.Q5_READOUTS] == [3, 1]
+    assert [ch02.distinct_outputs(r, positions=True) for r in ch02.Q5_READOUTS] == [6, 6]
+    with pytest.raises(ValueError, match="readout must be one of"):
+        ch02.distinct_outputs("last")
+
+
+def test_q5_experiment_leaves_the_global_rng_alone():
+    ch02._q5_layers.cache_clear()
+    torch.manual_seed(0)
+    state = torch.random.get_rng_state()
+    assert ch02.distinct_outputs("first") == 3
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_q5_right_prediction_passes_in_any_number_type():
+    for answer in ({"first": 3, "mean": 1}, {"mean": 1.0, "first": torch.tensor(3)}):
+        result = q5.check(answer)
+        assert result.status == "pass" and "cannot tell" in result.message, result.message
+
+
+@pytest.mark.parametrize("answer, phrases", [
+    ({"first": 6, "mean": 6}, ["'first': 6 is too many", "as a set", "'mean': 6 is too many", "equivariance"]),
+    ({"first": 1, "mean": 1}, ["'first': 1 is too few", "word standing"]),
+    ({"first": 3, "mean": 3}, ["'mean': 3 is too many"]),
+])
+def test_q5_wrong_predictions_explain(answer, phrases):
+    result = q5.check(answer)
+    assert result.status == "fail", result.message
+    assert all(p in result.message for p in phrases), result.message
+    if answer["first"] == 3:
+        assert "'first'" not in result.message                  # only the wrong part is named
+
+
+@pytest.mark.parametrize("bad, phrase", [
+    (3, "must be a dict with the keys ['first', 'mean']"),
+    ({"first": 3}, "must be a dict"), ({"first": 3, "mean": 1, "last": 3}, "must be a dict"),
+    ({"first": ..., "mean": 1}, "is still ...: write a count"),
+    ({"first": "3", "mean": 1}, "must be a whole number"),
+    ({"first": 2.5, "mean": 1}, "expected a whole number"),
+    ({"first": 7, "mean": 1}, "from 1 to 6"), ({"first": 3, "mean": 0}, "from 1 to 6"),
+])
+def test_q5_refuses_malformed_predictions(bad, phrase):
+    result = q5.check(bad)
     assert result.status == "fail" and phrase in result.message, result.message

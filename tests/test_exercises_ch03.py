@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bertcourse.exercises import ch03
-from bertcourse.exercises.ch03 import q1, q2, q3, q4
+from bertcourse.exercises.ch03 import q1, q2, q3, q4, q5
 
 
 def test_references_pass_and_agree_with_torch():
@@ -90,4 +90,48 @@ def test_q3_mistakes(wrong, phrase):
 ])
 def test_q4_mistakes(wrong, phrase):
     result = q4.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+# --- Q5: predict which decoder outputs a changed target token reaches ---------------------
+
+def test_q5_experiment_shows_the_causal_mask():
+    assert ch03.changed_positions() == [3, 4, 5, 6, 7]
+    assert ch03.changed_positions(position=0) == list(range(8))
+    assert ch03.changed_positions(position=7) == [7]
+    assert ch03.changed_positions("source", 2) == list(range(8))        # cross-attention reads it all
+    assert ch03.changed_positions(causal=False) == list(range(8))       # the bug: everything sees it
+    with pytest.raises(ValueError, match="change must be"):
+        ch03.changed_positions("memory")
+
+
+def test_q5_experiment_leaves_the_global_rng_alone():
+    ch03._q5_model.cache_clear()
+    torch.manual_seed(0)
+    state = torch.random.get_rng_state()
+    ch03.changed_positions()
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_q5_right_prediction_passes():
+    for answer in (5, 5.0, torch.tensor(5)):
+        result = q5.check(answer)
+        assert result.status == "pass" and "3..7" in result.message, result.message
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (8, "causal mask"), (6, "causal mask"), (4, "one too few"), (3, "keep their output"),
+    (1, "too few"), (0, "too few"),
+])
+def test_q5_wrong_predictions_explain(answer, phrase):
+    result = q5.check(answer)
+    assert result.status == "fail" and phrase in result.message, result.message
+
+
+@pytest.mark.parametrize("bad, phrase", [
+    ("5", "whole number from 0 to 8"), (True, "whole number from 0 to 8"), ([5], "whole number"),
+    (5.5, "expected a whole number"), (9, "from 0 to 8"), (-1, "from 0 to 8"),
+])
+def test_q5_refuses_what_is_not_a_count(bad, phrase):
+    result = q5.check(bad)
     assert result.status == "fail" and phrase in result.message, result.message

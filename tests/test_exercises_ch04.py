@@ -8,7 +8,7 @@ import torch
 
 from bertcourse.bert import BERTEncoder, get_config, get_tokens_and_segments
 from bertcourse.exercises import ch04
-from bertcourse.exercises.ch04 import q1, q2, q3, q4
+from bertcourse.exercises.ch04 import q1, q2, q3, q4, q5
 
 
 # --- references and solutions pass -------------------------------------------------------
@@ -275,3 +275,53 @@ def test_q4_accepts_a_tensor_or_float_and_rejects_non_numbers():
     assert q4.check(lambda c: float(count(c))).status == "pass"
     result = q4.check(lambda c: str(count(c)))
     assert result.status == "fail" and "expected a number, got str" in result.message
+
+
+# --- Q5: predict the embedding layer's share of the parameters ----------------------------
+
+def test_q5_split_counts_a_whole_encoder():
+    for config in (ch04.Q5_CONFIGS["tiny"], get_config("d2l-small"), get_config("tiny", num_blks=3)):
+        split = ch04.encoder_parameter_split(config)
+        with torch.random.fork_rng(devices=[]):
+            whole = sum(p.numel() for p in BERTEncoder(config).parameters())
+        assert split["total"] == whole == split["embedding"] + split["blocks"]
+        assert split["embedding"] == ch04._ref_embedding_params(config)         # q4's count
+    base = ch04.encoder_parameter_split(get_config("base"))
+    assert base["total"] + 768 * 768 + 768 == 109_482_240                        # + pooler = BertModel
+    with pytest.raises(TypeError, match="config must be a BERTConfig"):
+        ch04.encoder_parameter_split("base")
+
+
+def test_q5_shares_tell_the_story():
+    shares = {k: ch04.encoder_parameter_split(c)["share"] for k, c in ch04.Q5_CONFIGS.items()}
+    assert 0.2 < shares["base"] < 0.25 and 0.7 < shares["tiny"] < 0.8
+    assert ch04.encoder_parameter_split(get_config("large"))["share"] < shares["base"]
+
+
+def test_q5_right_predictions_pass():
+    for answer in ({"base": 0.22, "tiny": 0.75}, {"tiny": 0.7, "base": 0.26}, {"base": 0.2, "tiny": 0.78}):
+        result = q5.check(answer)
+        assert result.status == "pass" and "BERT-base: 21.9%" in result.message, result.message
+
+
+@pytest.mark.parametrize("answer, phrases", [
+    ({"base": 0.5, "tiny": 0.75}, ["'base'", "too high", "12·d²"]),
+    ({"base": 0.05, "tiny": 0.75}, ["'base'", "too low", "token table"]),
+    ({"base": 0.22, "tiny": 0.2}, ["'tiny'", "too low", "vocabulary dominates"]),
+    ({"base": 0.22, "tiny": 0.99}, ["'tiny'", "too high", "blocks still count"]),
+    ({"base": 0.9, "tiny": 0.1}, ["'base' and 'tiny'", "too high", "too low"]),
+])
+def test_q5_wrong_predictions_explain(answer, phrases):
+    result = q5.check(answer)
+    assert result.status == "fail" and all(p in result.message for p in phrases), result.message
+    assert "21.9" not in result.message and "74.6" not in result.message
+
+
+@pytest.mark.parametrize("bad, phrase", [
+    (0.22, "must be a dict with the keys ['base', 'tiny']"), ({"base": 0.22}, "must be a dict"),
+    ({"base": 22, "tiny": 75}, "between 0 and 1"), ({"base": "22%", "tiny": 0.75}, "must be a number"),
+    ({"base": None, "tiny": 0.75}, "is still None"), ({"base": float("nan"), "tiny": 0.75}, "expected a finite number, got nan"),
+])
+def test_q5_refuses_malformed_predictions(bad, phrase):
+    result = q5.check(bad)
+    assert result.status == "fail" and phrase in result.message, result.message

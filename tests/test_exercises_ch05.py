@@ -5,6 +5,7 @@ from the module), so the tests check that real mistakes get a message naming the
 """
 import math
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -12,7 +13,7 @@ from bertcourse.bert import MaskLM
 from bertcourse.data import SPECIAL_TOKENS, Vocab, mask_tokens, num_mlm_preds
 from bertcourse.pretrain import mlm_loss
 from bertcourse.exercises import ch05
-from bertcourse.exercises.ch05 import q1, q2, q3, q4
+from bertcourse.exercises.ch05 import q1, q2, q3, q4, q5
 
 EXERCISES = [q1, q2, q3, q4]
 
@@ -149,3 +150,58 @@ def test_q4_mistakes():
 def test_hints_and_solutions_exist():
     for ex in EXERCISES:
         assert len(ex.hints) >= 2 and ex.var in ex.solution()
+
+
+# --- Q5: predict the context left at a 40 % masking rate ------------------------------------
+
+def test_q5_experiment_uses_mask_tokens_and_tells_the_story():
+    shares = [ch05.both_neighbours_visible(p) for p in (0.15, 0.25, 0.4, 0.6)]
+    assert shares == sorted(shares, reverse=True) and shares[0] > 0.85 and 0.45 < shares[2] < 0.65
+    # by hand on the first pairs, with the same seeded draws
+    pairs = ch05._held_out_pairs(0)
+    vocab = ch05.get_tokenizer(0).vocab
+    g = torch.Generator().manual_seed(0)
+    seen = total = 0
+    for seq in pairs:
+        m = mask_tokens(list(seq), vocab, 0.4, generator=g)
+        for p in m.pred_positions.tolist():
+            total += 1
+            seen += m.ids[p - 1] != vocab.mask_id and m.ids[p + 1] != vocab.mask_id
+    assert seen / total == ch05.both_neighbours_visible(0.4)
+    assert len(pairs) > 500 and all(s[0] == vocab.cls_id and s[-1] == vocab.sep_id for s in pairs)
+
+
+def test_q5_right_predictions_pass():
+    truth = ch05.both_neighbours_visible(ch05.Q5_MASK_PROB)
+    for guess in (truth, truth - 0.095, truth + 0.095, 0.46, 0.5, torch.tensor(0.6)):
+        result = q5.check(guess)
+        assert result.status == "pass" and "BERT's 15 %" in result.message, result.message
+
+
+def test_q5_wrong_predictions_explain_without_the_number():
+    truth = ch05.both_neighbours_visible(ch05.Q5_MASK_PROB)
+    high, low = q5.check(0.85), q5.check(0.2)
+    assert high.status == low.status == "fail"
+    assert "too high" in high.message and "80 %" in high.message
+    assert "too low" in low.message and "never chosen" in low.message
+    assert f"{truth:.2f}" not in high.message + low.message
+
+
+@pytest.mark.parametrize("bad, phrase", [
+    ("0.5", "must be a share"), (None, ""), (True, "must be a share"), (55, "between 0 and 1"),
+    (float("nan"), "expected a finite number, got nan"), (-0.1, "between 0 and 1"),
+])
+def test_q5_refuses_what_is_not_a_share(bad, phrase):
+    result = q5.check(bad)
+    if bad is None:
+        assert result.status == "not attempted"
+    else:
+        assert result.status == "fail" and phrase in result.message, result.message
+
+
+def test_q5_experiment_leaves_the_global_rng_alone():
+    ch05.both_neighbours_visible.cache_clear()
+    torch.manual_seed(0)
+    state = torch.random.get_rng_state()
+    assert q5.check(0.5)
+    assert torch.equal(torch.random.get_rng_state(), state)

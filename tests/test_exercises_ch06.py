@@ -4,6 +4,7 @@ The wrong answers below are written the way a learner would write them (not impo
 from the module), so the tests check that real mistakes get a message naming them.
 """
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -11,7 +12,7 @@ from bertcourse.bert import NextSentencePred, Pooler
 from bertcourse.data import IS_NEXT, NOT_NEXT, generate_corpus, make_nsp_pair, truncate_pair
 from bertcourse.pretrain import nsp_loss
 from bertcourse.exercises import ch06
-from bertcourse.exercises.ch06 import q1, q1_pairs, q2, q3, q4
+from bertcourse.exercises.ch06 import q1, q1_pairs, q2, q3, q4, q5
 from bertcourse.data import draw_rng as pair_rng
 
 EXERCISES = [q1, q2, q3, q4]
@@ -148,3 +149,48 @@ def test_q4_mistakes():
 def test_hints_and_solutions_exist():
     for ex in EXERCISES:
         assert len(ex.hints) >= 2 and ex.var in ex.solution()
+
+
+# --- Q5: predict where the NSP gradient reaches ---------------------------------------------
+
+def test_q5_experiment_reaches_every_real_token_and_no_padding():
+    result = ch06.nsp_gradient_positions()
+    assert result["positions"] == 32 and result["real tokens"] == 21
+    assert result["per layer"] == [21, 21, 1]          # embeddings, block 1, block 2 (the last)
+    result["per layer"].append(0)                       # a copy: the cached result is safe
+    assert ch06.nsp_gradient_positions()["per layer"] == [21, 21, 1]
+
+
+def test_q5_experiment_leaves_the_global_rng_alone():
+    ch06._nsp_gradient_positions.cache_clear()
+    torch.manual_seed(0)
+    state = torch.random.get_rng_state()
+    ch06.nsp_gradient_positions()
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_q5_right_prediction_passes():
+    for answer in ({"last layer": 1, "embeddings": 21}, {"embeddings": 21.0, "last layer": torch.tensor(1)}):
+        result = q5.check(answer)
+        assert result.status == "pass" and "no padding" in result.message, result.message
+
+
+@pytest.mark.parametrize("answer, phrases", [
+    ({"last layer": 1, "embeddings": 32}, ["'embeddings': 32 is too many", "padding"]),
+    ({"last layer": 1, "embeddings": 1}, ["'embeddings': 1 is too few", "attention carries"]),
+    ({"last layer": 21, "embeddings": 21}, ["'last layer': 21 is too many", "X[:, 0]"]),
+    ({"last layer": 0, "embeddings": 0}, ["'last layer': 0 is too few", "'embeddings': 0 is too few"]),
+])
+def test_q5_wrong_predictions_explain(answer, phrases):
+    result = q5.check(answer)
+    assert result.status == "fail" and all(p in result.message for p in phrases), result.message
+
+
+@pytest.mark.parametrize("bad, phrase", [
+    (21, "must be a dict with the keys ['last layer', 'embeddings']"), ({"embeddings": 21}, "must be a dict"),
+    ({"last layer": ..., "embeddings": 21}, "is still ..."), ({"last layer": "1", "embeddings": 21}, "whole number"),
+    ({"last layer": 1.5, "embeddings": 21}, "whole number"), ({"last layer": 1, "embeddings": 33}, "from 0 to 32"),
+])
+def test_q5_refuses_malformed_predictions(bad, phrase):
+    result = q5.check(bad)
+    assert result.status == "fail" and phrase in result.message, result.message

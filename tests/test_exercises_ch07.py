@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from bertcourse.data import num_mlm_preds
 from bertcourse.pretrain import mlm_loss
 from bertcourse.exercises import ch07
-from bertcourse.exercises.ch07 import q1, q2, q3, q4
+from bertcourse.exercises.ch07 import q1, q2, q3, q4, q5
 from bertcourse.pretrain import mlm_accuracy
 
 
@@ -183,3 +183,41 @@ def test_q2_reference_matches_the_evaluation_accuracy():
     logits, labels, weights = ch07.Q2_CASES[2][1]
     assert mlm_accuracy(logits, labels, weights).item() == pytest.approx(
         ((logits.argmax(-1) == labels) & (weights > 0)).sum().item() / (weights > 0).sum().item())
+
+
+# --- Q5: predict the first loss without BERT's initialisation ------------------------------
+
+def test_q5_experiment_tells_the_story():
+    default, bert = ch07.first_mlm_loss(bert_init=False), ch07.first_mlm_loss(bert_init=True)
+    assert default["ln_vocab"] == bert["ln_vocab"] == pytest.approx(math.log(3000))
+    assert abs(bert["loss"] - bert["ln_vocab"]) < 0.1 and bert["logit_std"] < 0.5
+    assert default["loss"] > 2 * default["ln_vocab"] and default["logit_std"] > 4
+    assert ch07._q5_category(default["loss"], default["ln_vocab"]) == "higher"
+    assert [ch07._q5_category(x, 10.0) for x in (7.9, 8.0, 12.5, 12.6)] == ["lower", "same", "same", "higher"]
+
+
+def test_q5_experiment_leaves_the_global_rng_alone():
+    ch07._first_losses.cache_clear()
+    torch.manual_seed(0)
+    state = torch.random.get_rng_state()
+    ch07.first_mlm_loss(bert_init=False)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+@pytest.mark.parametrize("answer", ["higher", "Higher", " HIGHER\n"])
+def test_q5_right_choice_in_any_spelling(answer):
+    result = q5.check(answer)
+    assert result.status == "pass" and "confidently wrong" in result.message, result.message
+
+
+@pytest.mark.parametrize("answer, phrase", [("same", "shares"), ("lower", "cannot do better")])
+def test_q5_wrong_choices_explain_why(answer, phrase):
+    result = q5.check(answer)
+    assert result.status == "fail" and phrase in result.message, result.message
+    assert "higher" not in result.message.split("(stuck?")[0]          # the answer is not given away
+
+
+@pytest.mark.parametrize("bad", ["up", "much higher", "higher?", 3, ["higher"]])
+def test_q5_choices_outside_the_list_are_refused_with_the_options(bad):
+    result = q5.check(bad)
+    assert result.status == "fail" and "'same', 'higher', 'lower'" in result.message, result.message

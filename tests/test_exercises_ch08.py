@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bertcourse.exercises import ch08
-from bertcourse.exercises.ch08 import q1, q2, q3, q4
+from bertcourse.exercises.ch08 import q1, q2, q3, q4, q5
 from bertcourse.hf_weights import course_name
 
 
@@ -117,3 +117,49 @@ def test_q3_diagnoses(wrong, phrase):
 def test_q4_diagnoses(wrong, phrase):
     result = q4.check(wrong)
     assert result.status == "fail" and phrase in result.message, result.message
+
+
+# --- Q5: predict whether the sentence embedding sees word order ------------------------------
+
+def test_q5_experiment_is_the_sentence_embedding_of_section_7():
+    cosine = ch08.sentence_cosine(*ch08.Q5_PAIR)
+    assert cosine == ch08._q5_cosine() and cosine > 0.9 and ch08._q5_category(cosine) == "high"
+    pretrained = ch08._minilm()
+    e = pretrained.sentence_embeddings(list(ch08.Q5_PAIR))
+    assert abs(float(e[0] @ e[1]) - cosine) < 1e-6
+    paraphrase = ch08.sentence_cosine("A man is eating food.", "A man eats a piece of bread.")
+    assert paraphrase < cosine                                      # word order matters less than wording
+    assert [ch08._q5_category(c) for c in (0.49, 0.5, 0.9, 0.91)] == ["low", "medium", "medium", "high"]
+    with pytest.raises(TypeError, match="text_b must be a str"):
+        ch08.sentence_cosine("a", ["b"])
+
+
+@pytest.mark.parametrize("answer", ["high", "High", " HIGH "])
+def test_q5_right_choice_in_any_spelling(answer):
+    result = q5.check(answer)
+    assert result.status == "pass" and "who bit whom" in result.message, result.message
+
+
+@pytest.mark.parametrize("answer, phrase", [("low", "same tokens"), ("medium", "closer still")])
+def test_q5_wrong_choices_explain_why(answer, phrase):
+    result = q5.check(answer)
+    assert result.status == "fail" and phrase in result.message, result.message
+    assert "0.97" not in result.message
+
+
+@pytest.mark.parametrize("bad", ["very high", "0.97", 0.97, "high?", None])
+def test_q5_choices_outside_the_list_are_refused_with_the_options(bad):
+    result = q5.check(bad)
+    if bad is None:
+        assert result.status == "not attempted"
+    else:
+        assert result.status == "fail" and "'low'" in result.message and "'high'" in result.message, result.message
+
+
+def test_q5_experiment_leaves_the_global_rng_alone():
+    ch08._minilm.cache_clear()
+    ch08._q5_cosine.cache_clear()
+    torch.manual_seed(0)
+    state = torch.random.get_rng_state()
+    assert q5.check("high")
+    assert torch.equal(torch.random.get_rng_state(), state)

@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch01 import q1, q2, q3, q4
+    from bertcourse.exercises.ch01 import q1, q2, q3, q4, q5
 
 * ``q1`` — ``attention_weights(Q, K)``: the weights ``softmax(Q K^T / sqrt(d))``.
 * ``q2`` — ``my_masked_softmax(scores, valid_lens)``: softmax over keys where key ``j`` is
@@ -10,6 +10,9 @@ In the notebook::
 * ``q3`` — ``attention_output(Q, K, V, valid_lens)``: the full masked attention output.
 * ``q4`` — ``mha_param_count(d, heads, bias)``: the number of parameters of a
   multi-head attention layer.
+* ``q5`` — ``prediction``: *before* running the experiment, predict the mean entropy of
+  attention weights over 16 keys at ``d = 256`` when the ``1/sqrt(d)`` scale is left out.
+  The check runs the experiment itself (:func:`mean_attention_entropy`).
 
 Every reference answer calls :mod:`bertcourse.attention`, so the exercises check the
 learner against exactly the code the chapter explains. Each exercise also knows the
@@ -17,14 +20,15 @@ typical wrong answers (``diagnoses``) and names the mistake when the learner mak
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
-from ..attention import MultiHeadAttention, dot_product_attention, masked_softmax
-from .core import Exercise, as_number, equal_values, randn, run_cases
+from ..attention import MultiHeadAttention, dot_product_attention, entropy, masked_softmax
+from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
 
-__all__ = ["q1", "q2", "q3", "q4"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "mean_attention_entropy", "Q5_D", "Q5_KEYS", "Q5_TOLERANCE"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -324,5 +328,89 @@ q4 = Exercise(
 def mha_param_count(d, heads, bias):
     # four d x d projections (W_q, W_k, W_v, W_o); the heads only split their columns
     return 4 * d * d + (4 * d if bias else 0)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q5: predict, then run the experiment — attention entropy without the scale
+# ---------------------------------------------------------------------------------------
+
+Q5_D, Q5_KEYS = 256, 16
+"""The width and the number of keys of q5's experiment."""
+Q5_TOLERANCE = 0.1
+"""How far (in nats) a prediction of q5 may be from the measured entropy."""
+
+
+def mean_attention_entropy(d: int, scaled: bool = True, num_keys: int = Q5_KEYS,
+                           num_queries: int = 1000, seed: int = 0) -> float:
+    """The experiment of q5: the mean entropy (nats) of the attention weights of
+    ``num_queries`` random queries, each over ``num_keys`` random keys, all with independent
+    N(0, 1) components in ``d`` dimensions; with the ``1/sqrt(d)`` scale (``scaled=True``)
+    or without it (``scale=1``). Seeded: the same number on every run."""
+    g = seeded(seed)
+    queries = randn(num_queries, 1, d, seed=g)            # (batch, 1 query, d)
+    keys = randn(num_queries, num_keys, d, seed=g)        # (batch, keys, d)
+    _, weights = dot_product_attention(queries, keys, keys, scale=None if scaled else 1.0)
+    return entropy(weights).mean().item()                 # (batch, 1) rows -> their mean
+
+
+@functools.lru_cache(maxsize=None)
+def _q5_measured() -> tuple[float, float]:
+    return mean_attention_entropy(Q5_D, scaled=False), mean_attention_entropy(Q5_D, scaled=True)
+
+
+def _prediction_number(answer, var: str) -> float:
+    if isinstance(answer, str) or not isinstance(answer, (int, float, torch.Tensor)) or isinstance(answer, bool):
+        raise CheckFailed(f"{var} must be a number (nats), e.g. 1.5, got {type(answer).__name__} {answer!r:.40}")
+    value = float(as_number(answer, var))
+    if not math.isfinite(value):
+        raise CheckFailed(f"{var} must be a finite number of nats, got {value!r}")
+    return value
+
+
+def _check_q5(answer) -> str:
+    guess = _prediction_number(answer, "prediction")
+    uniform = math.log(Q5_KEYS)
+    if not 0.0 <= guess <= uniform + 1e-9:
+        raise CheckFailed(f"an entropy over {Q5_KEYS} keys lies between 0 (all the weight on one key) and "
+                          f"ln {Q5_KEYS} = {uniform:.2f} (uniform weights), got {guess:g}.")
+    unscaled, scaled = _q5_measured()
+    if guess > unscaled + Q5_TOLERANCE:
+        why = ("you predicted about what the scaled softmax gives (or uniform weights). " if guess > 1.8 else
+               "the softmax saturates further than that. ")
+        raise CheckFailed(
+            f"too high: {why}Without the 1/sqrt(d), q·k has variance d = {Q5_D} (standard deviation "
+            f"{math.sqrt(Q5_D):.0f}), so the best of {Q5_KEYS} scores usually beats the runner-up by several "
+            f"units, and exp() turns a gap of a few units into a factor of tens or hundreds: almost all the "
+            f"weight lands on one key. Run the experiment below to see how far it falls.")
+    if guess < unscaled - Q5_TOLERANCE:
+        raise CheckFailed(
+            "too low: the unscaled softmax is close to one-hot, but not there yet. In many rows the best "
+            "and second-best scores are close, and those rows keep a real share of entropy; the mean over "
+            "all rows stays clearly above 0 (see the 'max weight, unscaled' column in section 2).")
+    return (f"you said {guess:.2f} nats; the experiment gives {unscaled:.2f} without the scale, against "
+            f"{scaled:.2f} with it (uniform: ln {Q5_KEYS} = {uniform:.2f}). Without 1/sqrt(d) the softmax "
+            f"saturates: nearly one key per query, and gradients close to 0.")
+
+
+q5 = Exercise(
+    name="Q5 (predict: attention entropy without the scale)",
+    var="prediction",
+    checker=_check_q5,
+    hints=[
+        f"The entropy of weights over {Q5_KEYS} keys is 0 when all the weight is on one key and "
+        f"ln {Q5_KEYS} ≈ 2.77 when it is uniform. With the scale it stays near 2.4 nats for every d.",
+        f"Section 2's table: without the scale, the mean largest weight at d = {Q5_D} is about 0.9. That "
+        "mean mixes rows that are practically one-hot (entropy near 0) with rows where two keys nearly tie.",
+        "A row split 0.5 / 0.5 between two keys has entropy ln 2 ≈ 0.69; a row with 0.99 on one key about "
+        "0.06. If about a quarter of the rows are near-ties and the rest practically one-hot, the mean is ...",
+    ],
+    solution='''
+# Without 1/sqrt(d), q·k has variance d = 256 (standard deviation 16): the best of 16 keys
+# usually beats the runner-up by several units, and the softmax puts ~90 % or more on it.
+# The mean entropy falls from about 2.4 nats (scaled, at every d) to about 0.2 nats; it
+# roughly halves each time d quadruples (like 1/sqrt(d)).
+prediction = 0.2
 ''',
 )

@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch02 import q1, q2, q3, q4
+    from bertcourse.exercises.ch02 import q1, q2, q3, q4, q5
 
 * ``q1`` — ``position_encoding(i, d)``: the row ``P[i, :]`` of the sinusoid table, from
   the closed form.
@@ -12,19 +12,26 @@ In the notebook::
   dimension changes fastest?).
 * ``q4`` — ``embed_with_positions(E, P)``: scale the token embeddings by ``sqrt(d)``, add
   the positions, and refuse sequences longer than the table.
+* ``q5`` — ``prediction``: *before* running the experiment, predict how many different
+  outputs a self-attention layer *without positions* gives for the 6 orderings of three words,
+  read at the first position and as the mean over the positions. The check runs the
+  experiment itself (:func:`distinct_outputs`).
 
 Every reference answer calls :mod:`bertcourse.positional`.
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 
 import torch
 
+from ..attention import MultiHeadAttention
 from ..positional import frequencies, relative_rotation, sinusoidal_encoding
-from .core import Exercise, expect_raises, randn, run_cases
+from .core import CheckFailed, Exercise, as_number, expect_raises, randn, run_cases
 
-__all__ = ["q1", "q2", "q3", "q4"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "distinct_outputs", "Q5_WORDS", "Q5_READOUTS"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -277,5 +284,107 @@ def embed_with_positions(E, P):
     if seq > P.shape[0]:
         raise ValueError(f"sequence of {seq} positions, but the table has max_len={P.shape[0]}")
     return E * math.sqrt(d) + P[:seq]       # scale the tokens, not the positions
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q5: predict, then run the experiment — shuffled words, no positions
+# ---------------------------------------------------------------------------------------
+
+Q5_WORDS = ("dog", "bites", "man")
+"""The three words whose 6 orderings q5's experiment feeds to a self-attention layer."""
+Q5_READOUTS = ("first", "mean")
+"""The two readouts of q5: the output at position 0, and the mean over the positions."""
+
+
+@functools.lru_cache(maxsize=None)
+def _q5_layers(d: int, seed: int):
+    with torch.random.fork_rng(devices=[]):      # leave the notebook's random numbers alone
+        torch.manual_seed(seed)
+        embedding = torch.nn.Embedding(len(Q5_WORDS), d)
+        attention = MultiHeadAttention(d, num_heads=4).eval()
+    return embedding, attention
+
+
+def distinct_outputs(readout: str, positions: bool = False, d: int = 16, seed: int = 0,
+                     atol: float = 1e-5) -> int:
+    """The experiment of q5. A seeded self-attention layer (``MultiHeadAttention(d, 4)``)
+    reads each of the 6 orderings of :data:`Q5_WORDS` (random word vectors), with or without
+    sinusoidal positions added. ``readout="first"`` keeps the output at position 0,
+    ``"mean"`` the mean over the 3 positions. Returns how many *different* vectors the 6
+    orderings give (vectors within ``atol`` of each other count as the same)."""
+    if readout not in Q5_READOUTS:
+        raise ValueError(f"readout must be one of {Q5_READOUTS}, got {readout!r}")
+    embedding, attention = _q5_layers(d, seed)
+    P = sinusoidal_encoding(len(Q5_WORDS), d)
+    found: list[torch.Tensor] = []
+    with torch.no_grad():
+        for order in itertools.permutations(range(len(Q5_WORDS))):
+            X = embedding(torch.tensor([order])) + (P if positions else 0.0)    # (1, 3, d)
+            out = attention(X, X, X)[0]                                        # (3, d)
+            vector = out[0] if readout == "first" else out.mean(0)
+            if not any((vector - v).abs().max() <= atol for v in found):
+                found.append(vector)
+    return len(found)
+
+
+_Q5_WHY = {
+    ("first", "fewer"): "the output at the first position is built from the query of the word standing "
+                        "there: orderings that start with different words give different outputs.",
+    ("first", "more"): "without positions, attention sees the other words as a set. The output at position 0 "
+                       "depends on the word standing there and on *which* words are around it, not on their "
+                       "order: the weighted average over the keys is the same sum in another order.",
+    ("mean", "more"): "shuffling the words shuffles the three outputs the same way (permutation "
+                      "equivariance, section 1): the same three vectors in another order, and the mean "
+                      "of three vectors does not depend on their order.",
+    ("mean", "fewer"): "there is at least one vector.",
+}
+
+
+def _check_q5(answer) -> str:
+    if not isinstance(answer, dict) or set(answer) != set(Q5_READOUTS):
+        raise CheckFailed(f"prediction must be a dict with the keys {list(Q5_READOUTS)}, a count from 1 to 6 "
+                          f"each ({{'first': <count>, 'mean': <count>}}), got {answer!r:.80}")
+    guess = {}
+    for key in Q5_READOUTS:
+        value = answer[key]
+        if value is Ellipsis or value is None:
+            placeholder = "..." if value is Ellipsis else "None"
+            raise CheckFailed(f"prediction[{key!r}] is still {placeholder}: write a count from 1 to 6")
+        if isinstance(value, (str, bool)):
+            raise CheckFailed(f"prediction[{key!r}] must be a whole number from 1 to 6, got {value!r}")
+        value = as_number(value, f"prediction[{key!r}]", whole=True)
+        if not 1 <= value <= 6:
+            raise CheckFailed(f"prediction[{key!r}] must be a count from 1 to 6 (there are 6 orderings), "
+                              f"got {value:g}")
+        guess[key] = int(value)
+    measured = {key: distinct_outputs(key) for key in Q5_READOUTS}
+    wrong = [key for key in Q5_READOUTS if guess[key] != measured[key]]
+    if wrong:
+        reasons = [f"{key!r}: {guess[key]} is too {'many' if guess[key] > measured[key] else 'few'}: "
+                   f"{_Q5_WHY[key, 'more' if guess[key] > measured[key] else 'fewer']}" for key in wrong]
+        raise CheckFailed(" And ".join(reasons))
+    return (f"first position: {measured['first']} different outputs (one per word that can stand first), "
+            f"mean: {measured['mean']} (the same for every ordering). Without positions, a model that "
+            f"pools its outputs cannot tell 'dog bites man' from 'man bites dog'.")
+
+
+q5 = Exercise(
+    name="Q5 (predict: shuffled words without positions)",
+    var="prediction",
+    checker=_check_q5,
+    hints=[
+        "Section 1: shuffle the input rows and the output rows are shuffled the same way. So each "
+        "ordering gives the *same three vectors*, one per word, only in another order.",
+        "The first position shows the output of whichever word stands first. How many different words "
+        "can stand first? And does the order of the three outputs change their mean?",
+    ],
+    solution='''
+# Without positions each word's output depends only on the word and on the set of words
+# around it, so every ordering gives the same three output vectors, in its own order.
+# The first position shows the output of whichever word stands first: 3 different vectors
+# (one per word). Their mean ignores the order: 1 vector for all 6 orderings.
+prediction = {"first": 3, "mean": 1}
 ''',
 )

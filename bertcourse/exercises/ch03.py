@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch03 import q1, q2, q3, q4
+    from bertcourse.exercises.ch03 import q1, q2, q3, q4, q5
 
 * ``q1`` — ``add_norm(X, Y, gamma, beta, eps)``: residual connection, then layer norm.
 * ``q2`` — ``ffn(X, W1, b1, W2, b2)``: the position-wise feed-forward network (ReLU), with
@@ -10,18 +10,23 @@ In the notebook::
 * ``q3`` — ``my_causal_mask(num_queries, num_keys)``: the decoder's boolean mask.
 * ``q4`` — ``encoder_block_params(d, ffn_hiddens, heads, bias)``: how many parameters an
   encoder block has.
+* ``q5`` — ``prediction``: *before* running the experiment, predict at how many of the 8
+  target positions a decoder's output changes when the target token at position 3 changes.
+  The check runs the experiment itself (:func:`changed_positions`).
 
 Every reference answer calls :mod:`bertcourse.transformer` / :mod:`bertcourse.attention`.
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from ..attention import causal_mask
-from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN
-from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases
+from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN, TransformerDecoder, TransformerEncoder
+from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
 
-__all__ = ["q1", "q2", "q3", "q4"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "changed_positions", "Q5_TGT_LEN", "Q5_POSITION"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -290,5 +295,91 @@ def encoder_block_params(d, ffn_hiddens, heads, bias):
     ffn = d * ffn_hiddens + ffn_hiddens + ffn_hiddens * d + d  # two linear layers with biases
     norms = 2 * (2 * d)                                        # two layer norms: scale + shift
     return attention + ffn + norms
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q5: predict, then run the experiment — which decoder outputs see a changed token?
+# ---------------------------------------------------------------------------------------
+
+Q5_TGT_LEN, Q5_POSITION = 8, 3
+"""q5's decoder reads 8 target positions (0..7); the token at position 3 is changed."""
+_Q5_SRC_LEN, _Q5_VOCAB = 6, 20
+
+
+@functools.lru_cache(maxsize=None)
+def _q5_model(causal: bool, seed: int):
+    with torch.random.fork_rng(devices=[]):      # leave the notebook's random numbers alone
+        torch.manual_seed(seed)
+        encoder = TransformerEncoder(_Q5_VOCAB, 16, 32, 2, 2).eval()
+        decoder = TransformerDecoder(_Q5_VOCAB, 16, 32, 2, 2, causal=causal).eval()
+    return encoder, decoder
+
+
+def changed_positions(change: str = "target", position: int = Q5_POSITION, causal: bool = True,
+                      seed: int = 0) -> list:
+    """The experiment of q5. A seeded, untrained Transformer (2 encoder and 2 decoder blocks,
+    width 16) reads a random source of 6 tokens and a random target of 8. Then one token is
+    changed: the target token at ``position`` (``change="target"``) or the source token at
+    ``position`` (``change="source"``). Returns the target positions whose output logits
+    changed (by more than 1e-6). ``causal=False`` is the decoder without its causal mask."""
+    if change not in ("target", "source"):
+        raise ValueError(f"change must be 'target' or 'source', got {change!r}")
+    encoder, decoder = _q5_model(causal, seed)
+    g = seeded(seed + 1)
+    src = torch.randint(3, _Q5_VOCAB, (1, _Q5_SRC_LEN), generator=g)
+    tgt = torch.randint(3, _Q5_VOCAB, (1, Q5_TGT_LEN), generator=g)
+    src2, tgt2 = src.clone(), tgt.clone()
+    changed = tgt2 if change == "target" else src2
+    changed[0, position] = 3 + (changed[0, position] - 3 + 1) % (_Q5_VOCAB - 3)    # another token
+    with torch.no_grad():
+        before = decoder(tgt, encoder(src))                 # (1, tgt_len, vocab)
+        after = decoder(tgt2, encoder(src2))
+    moved = (after - before).abs().amax(-1)[0] > 1e-6       # (tgt_len,)
+    return moved.nonzero().flatten().tolist()
+
+
+def _check_q5(answer) -> str:
+    if isinstance(answer, (str, bool)) or not isinstance(answer, (int, float, torch.Tensor)):
+        raise CheckFailed(f"prediction must be a whole number from 0 to {Q5_TGT_LEN} (a count of positions), "
+                          f"got {type(answer).__name__} {answer!r:.40}")
+    guess = as_number(answer, "prediction", whole=True)
+    if not 0 <= guess <= Q5_TGT_LEN:
+        raise CheckFailed(f"prediction must be a count of positions from 0 to {Q5_TGT_LEN}, got {guess:g}")
+    guess = int(guess)
+    measured = changed_positions()
+    n = len(measured)
+    if guess > n:
+        raise CheckFailed(
+            f"{guess} is too many: the causal mask. In the decoder's self-attention a position attends only "
+            f"to itself and the positions before it — in every block — so no output before position "
+            f"{Q5_POSITION} can see the change, however many layers deep.")
+    if guess == n - 1:
+        raise CheckFailed(f"one too few: position {Q5_POSITION} itself changes too — its own input token changed.")
+    if guess < n:
+        raise CheckFailed(
+            f"{guess} is too few: every position after {Q5_POSITION} attends to position {Q5_POSITION} (position t "
+            f"sees 0..t), so the change reaches all of them." + (
+                " (Did you count the positions that keep their output?)" if guess == Q5_TGT_LEN - n else ""))
+    return (f"{n} positions change: {measured[0]}..{measured[-1]}. Position t only sees 0..t, which is what lets "
+            f"training feed the whole target at once and greedy decoding reuse the earlier steps.")
+
+
+q5 = Exercise(
+    name="Q5 (predict: what a changed target token reaches)",
+    var="prediction",
+    checker=_check_q5,
+    hints=[
+        "In the decoder's masked self-attention, which positions may position t attend to?",
+        "The cross-attention reads the encoder output, which did not change; the FFN works on each "
+        "position separately. So a change can only travel through the masked self-attention.",
+        f"Count the positions from {Q5_POSITION} to {Q5_TGT_LEN - 1}: does position {Q5_POSITION} itself count?",
+    ],
+    solution='''
+# Position t attends only to positions 0..t (the causal mask), in both blocks; the
+# cross-attention and the FFN do not mix target positions. So the change at position 3
+# reaches positions 3, 4, 5, 6, 7 and no earlier one.
+prediction = 5
 ''',
 )

@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch04 import q1, q2, q3, q4
+    from bertcourse.exercises.ch04 import q1, q2, q3, q4, q5
 
 * ``q1`` — ``my_tokens_and_segments(tokens_a, tokens_b=None)``: ``[CLS] A [SEP]`` or
   ``[CLS] A [SEP] B [SEP]`` and the segment ids, like
@@ -13,6 +13,9 @@ In the notebook::
   embeddings, then the layer norm — what :meth:`BERTEncoder.embed` returns (eval mode).
 * ``q4`` — ``embedding_param_count(config)``: the number of parameters of BERT's
   embedding layer (three tables and the layer norm).
+* ``q5`` — ``prediction``: *before* running the experiment, predict what share of an
+  encoder's parameters sits in its embedding layer, for BERT-base and for the chapter's
+  tiny configuration. The check counts them itself (:func:`encoder_parameter_split`).
 
 Every reference answer calls :mod:`bertcourse.bert`, so the exercises check the learner
 against exactly the code the chapter explains, and each knows the typical wrong answers.
@@ -21,13 +24,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 import torch
 
 from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
+from ..data import DEFAULT_VOCAB_SIZE
 from .core import CheckFailed, Exercise, Symptom, as_number, equal_values, run_cases, seeded
 
-__all__ = ["q1", "q2", "q3", "q4"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "encoder_parameter_split", "Q5_CONFIGS", "Q5_TOLERANCE"]
 
 
 def _int_list(x, what: str) -> list:
@@ -407,5 +412,100 @@ def embedding_param_count(config):
     c = config
     tables = (c.vocab_size + c.num_segments + c.max_len) * c.num_hiddens
     return tables + 2 * c.num_hiddens                   # + layer norm scale and shift
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q5: predict, then count — how much of BERT is its embedding layer?
+# ---------------------------------------------------------------------------------------
+
+Q5_CONFIGS = {"base": get_config("base"), "tiny": get_config("tiny", vocab_size=DEFAULT_VOCAB_SIZE)}
+"""q5's two encoders: BERT-base, and the chapter's tiny one (the course vocabulary of 3,000)."""
+Q5_TOLERANCE = 0.05
+
+
+@functools.lru_cache(maxsize=None)
+def _split(fields: tuple) -> dict:
+    config = BERTConfig(*fields)
+    # every block has the same parameters, so one block, counted num_blks times, is the whole
+    # stack (building BERT-large's 24 blocks would take a second and 1.3 GB for nothing)
+    with torch.random.fork_rng(devices=[]):      # leave the notebook's random numbers alone
+        enc = BERTEncoder(dataclasses.replace(config, num_blks=1))
+    embedding = sum(p.numel() for m in (enc.token_embedding, enc.segment_embedding, enc.pos_embedding,
+                                         enc.embedding_norm) for p in m.parameters())
+    block = sum(p.numel() for p in enc.blks[0].parameters())
+    assert embedding + block == sum(p.numel() for p in enc.parameters())
+    blocks = config.num_blks * block
+    return {"embedding": embedding, "blocks": blocks, "total": embedding + blocks,
+            "share": embedding / (embedding + blocks)}
+
+
+def encoder_parameter_split(config: BERTConfig) -> dict:
+    """The count of q5: a :class:`~bertcourse.bert.BERTEncoder`'s parameters (no pooler, no
+    pretraining heads), split into the embedding layer (three tables and its layer norm) and
+    the blocks. Returns ``{"embedding", "blocks", "total", "share"}``, ``share`` being the
+    embedding layer's share of the total."""
+    if not isinstance(config, BERTConfig):
+        raise TypeError(f"config must be a BERTConfig (e.g. get_config('base')), got {type(config).__name__}")
+    return dict(_split(dataclasses.astuple(config)))
+
+
+_Q5_WHY = {
+    ("base", "high"): "BERT-base's blocks weigh more than that: each of its 12 blocks has about 12·d² "
+                      "parameters (4d² in the attention, 2·d·4d in the FFN), and d = 768 is wide.",
+    ("base", "low"): "the token table alone is vocab_size × d = 30,522 × 768: as large as several blocks.",
+    ("tiny", "high"): "the blocks still count: 2 blocks of about 4d² (attention) + 2·d·ffn (FFN) each.",
+    ("tiny", "low"): "in a small model the vocabulary dominates: the token table grows like vocab_size × d, "
+                     "a block like d². With d = 64, compare 3,000 × 64 with 2 blocks of about 12 × 64² each.",
+}
+
+
+def _check_q5(answer) -> str:
+    keys = tuple(Q5_CONFIGS)
+    if not isinstance(answer, dict) or set(answer) != set(keys):
+        raise CheckFailed(f"prediction must be a dict with the keys {list(keys)}, a share between 0 and 1 "
+                          f"each ({{'base': <share>, 'tiny': <share>}}), got {answer!r:.80}")
+    guess = {}
+    for key in keys:
+        value = answer[key]
+        if value is Ellipsis or value is None:
+            placeholder = "..." if value is Ellipsis else "None"
+            raise CheckFailed(f"prediction[{key!r}] is still {placeholder}: write a share between 0 and 1")
+        if isinstance(value, (str, bool)):
+            raise CheckFailed(f"prediction[{key!r}] must be a number between 0 and 1, got {value!r}")
+        value = float(as_number(value, f"prediction[{key!r}]"))
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise CheckFailed(f"prediction[{key!r}] must be a share between 0 and 1 (0.5 for half), got {value:g}")
+        guess[key] = value
+    measured = {key: encoder_parameter_split(c)["share"] for key, c in Q5_CONFIGS.items()}
+    off = [k for k in keys if abs(guess[k] - measured[k]) > Q5_TOLERANCE]
+    if off:
+        reasons = [f"{k!r}: {guess[k]:.2f} is too {'high' if guess[k] > measured[k] else 'low'}: "
+                   f"{_Q5_WHY[k, 'high' if guess[k] > measured[k] else 'low']}" for k in off]
+        raise CheckFailed(f"off by more than {Q5_TOLERANCE} on {' and '.join(repr(k) for k in off)}. "
+                          + " And ".join(reasons))
+    return (f"BERT-base: {measured['base']:.1%} of the encoder is embeddings (you said {guess['base']:.0%}); "
+            f"tiny: {measured['tiny']:.1%} (you said {guess['tiny']:.0%}). The token table grows with the "
+            f"vocabulary, the blocks with d²: small models are mostly vocabulary.")
+
+
+q5 = Exercise(
+    name="Q5 (predict: how much of BERT is embeddings?)",
+    var="prediction",
+    checker=_check_q5,
+    hints=[
+        "Your Q4 counts the embedding layer. For a block, chapter 3's Q4: attention 4d² + 4d, FFN "
+        "2·d·ffn + ffn + d, two layer norms 4d.",
+        "BERT-base: d = 768, ffn = 3,072, 12 blocks, vocabulary 30,522. Tiny: d = 64, ffn = 128, 2 blocks, "
+        "vocabulary 3,000, max_len 64.",
+        "Roughly: a block is about 4d² + 2·d·ffn, the embeddings about vocab_size × d. Divide.",
+    ],
+    solution='''
+# BERT-base: embeddings (30,522 + 2 + 512) × 768 + 2·768 ≈ 23.8M; each of 12 blocks
+# 4·768² + 2·768·3,072 (+ biases, norms) ≈ 7.1M, so 85M for the blocks: 22 % embeddings.
+# Tiny: embeddings (3,000 + 2 + 64) × 64 + 128 ≈ 196k; each of 2 blocks
+# 4·64² + 2·64·128 (+ biases, norms) ≈ 33k: 75 % embeddings.
+prediction = {"base": 0.22, "tiny": 0.75}
 ''',
 )

@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch05 import q1, q2, q3, q4
+    from bertcourse.exercises.ch05 import q1, q2, q3, q4, q5
 
 * ``q1`` — ``num_predictions(num_candidates, mask_prob)``: how many tokens are chosen
   (15 % rounded half up, at least one).
@@ -11,6 +11,10 @@ In the notebook::
 * ``q3`` — ``weighted_mlm_loss(logits, labels, weights)``: the MLM loss over the real
   predictions only.
 * ``q4`` — ``gather_predictions(X, pred_positions)``: the hidden states the MLM head reads.
+* ``q5`` — ``prediction``: *before* running the experiment, predict what share of the chosen
+  positions still see both neighbours (neither is ``[MASK]``) when 40 % of the tokens are
+  chosen instead of 15 %. The check runs the experiment itself
+  (:func:`both_neighbours_visible`).
 
 The references are the package's own :func:`bertcourse.data.num_mlm_preds`, the rule
 inside :func:`bertcourse.data.mask_tokens` (``tests/test_exercises_ch05.py`` replays
@@ -19,17 +23,18 @@ inside :func:`bertcourse.data.mask_tokens` (``tests/test_exercises_ch05.py`` rep
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 import torch.nn.functional as F
 
 from ..bert import MaskLM
-from ..data import num_mlm_preds
+from ..data import generate_corpus, get_tokenizer, mask_tokens, num_mlm_preds
 from ..pretrain import mlm_loss
-from .core import Exercise, as_number, equal_values, randn, run_cases, seeded
+from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
 
-__all__ = ["q1", "q2", "q3", "q4"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "both_neighbours_visible", "Q5_MASK_PROB", "Q5_TOLERANCE"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -324,5 +329,84 @@ def gather_predictions(X, pred_positions):
     # X: (batch, seq, hidden), pred_positions: (batch, num_preds)
     batch_idx = torch.arange(X.shape[0])[:, None]            # (batch, 1), broadcasts
     return X[batch_idx, pred_positions]                      # (batch, num_preds, hidden)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q5: predict, then run the experiment — how much context is left at a 40 % masking rate?
+# ---------------------------------------------------------------------------------------
+
+Q5_MASK_PROB = 0.4
+"""The masking rate of q5's experiment (BERT's is 0.15)."""
+Q5_TOLERANCE = 0.1
+
+
+@functools.lru_cache(maxsize=None)
+def _held_out_pairs(seed: int) -> tuple:
+    """Every pair of consecutive held-out sentences as ``[CLS] A [SEP] B [SEP]`` ids."""
+    corpus, vocab = generate_corpus(seed), get_tokenizer(seed).vocab
+    tok = get_tokenizer(seed)
+    pairs = [(p[i], p[i + 1]) for p in corpus.held_out for i in range(len(p) - 1)]
+    ids_a, ids_b = tok.encode_batch([a for a, _ in pairs]), tok.encode_batch([b for _, b in pairs])
+    return tuple((vocab.cls_id, *a, vocab.sep_id, *b, vocab.sep_id) for a, b in zip(ids_a, ids_b))
+
+
+@functools.lru_cache(maxsize=None)
+def both_neighbours_visible(mask_prob: float, seed: int = 0) -> float:
+    """The experiment of q5: mask every pair of consecutive held-out sentences
+    (``[CLS] A [SEP] B [SEP]``, about 700 pairs) once with :func:`bertcourse.data.mask_tokens`
+    at ``mask_prob`` (a seeded generator), and return the share of the chosen positions
+    whose left *and* right neighbours are both not ``[MASK]`` in the model's input."""
+    vocab = get_tokenizer(seed).vocab
+    g = seeded(seed)
+    seen = total = 0
+    for seq in _held_out_pairs(seed):
+        masked = mask_tokens(list(seq), vocab, mask_prob, generator=g)
+        is_mask = masked.ids == vocab.mask_id                       # (seq,)
+        for p in masked.pred_positions.tolist():                    # never [CLS] or [SEP]: 0 < p < len - 1
+            seen += not (is_mask[p - 1] or is_mask[p + 1])
+            total += 1
+    return seen / total
+
+
+def _check_q5(answer) -> str:
+    if isinstance(answer, (str, bool)) or not isinstance(answer, (int, float, torch.Tensor)):
+        raise CheckFailed(f"prediction must be a share between 0 and 1, e.g. 0.5, got {type(answer).__name__} "
+                          f"{answer!r:.40}")
+    guess = float(as_number(answer, "prediction"))
+    if not (math.isfinite(guess) and 0.0 <= guess <= 1.0):
+        raise CheckFailed(f"prediction must be a share between 0 and 1 (0.5 for half), got {guess:g}")
+    measured, at_bert = both_neighbours_visible(Q5_MASK_PROB), both_neighbours_visible(0.15)
+    if guess > measured + Q5_TOLERANCE:
+        raise CheckFailed(
+            f"too high: at {100 * Q5_MASK_PROB:.0f} % each ordinary neighbour is itself chosen {100 * Q5_MASK_PROB:.0f} % of the "
+            f"time, and 80 % of the chosen ones become [MASK]. Both neighbours must escape that, and a token "
+            f"has two of them.")
+    if guess < measured - Q5_TOLERANCE:
+        raise CheckFailed(
+            "too low: only the chosen neighbours that become [MASK] count (80 % of them: 10 % are random "
+            "tokens and 10 % stay, and both still look like words), and the neighbours [CLS] and [SEP] are "
+            "never chosen.")
+    return (f"you said {guess:.2f}; at {100 * Q5_MASK_PROB:.0f} % masking {measured:.2f} of the chosen positions see "
+            f"both neighbours, against {at_bert:.2f} at BERT's 15 %. More predictions per sentence, but each "
+            f"with less context to predict from: the trade-off behind the 15 %.")
+
+
+q5 = Exercise(
+    name="Q5 (predict: context left at a 40 % masking rate)",
+    var="prediction",
+    checker=_check_q5,
+    hints=[
+        f"Take one chosen token and look at its left neighbour. If it is an ordinary token, it was chosen "
+        f"too with probability about {Q5_MASK_PROB}, and a chosen token becomes [MASK] with probability 0.8.",
+        "So one neighbour shows [MASK] with probability about 0.4 × 0.8 = 0.32, and both neighbours must "
+        "avoid it. Then correct a little upwards: [CLS] and [SEP] are neighbours that are never masked.",
+    ],
+    solution='''
+# A neighbour shows [MASK] when it was chosen (40 %) and then masked (80 %): about 0.32.
+# Both neighbours avoid it with probability about (1 - 0.32)² ≈ 0.46; [CLS] and [SEP],
+# which are never chosen, are the neighbours of many tokens, so the share is a bit higher.
+prediction = 0.5
 ''',
 )

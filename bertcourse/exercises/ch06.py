@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch06 import q1, q2, q3, q4, q1_pairs
+    from bertcourse.exercises.ch06 import q1, q2, q3, q4, q5, q1_pairs
 
 * ``q1`` — ``pair_labels``: the labels (0 = IsNext, 1 = NotNext) of six pairs drawn from
   the corpus by :func:`bertcourse.data.make_nsp_pair` (``q1_pairs()`` lists them).
@@ -11,6 +11,9 @@ In the notebook::
 * ``q3`` — ``nsp_logits_by_hand(encoded, pool_w, pool_b, cls_w, cls_b)``: the NSP head
   (pooler + classifier) on the ``[CLS]`` state, written with tensor operations.
 * ``q4`` — ``nsp_cross_entropy(logits, labels)``: the NSP loss.
+* ``q5`` — ``prediction``: *before* running the experiment, predict at how many positions
+  the NSP loss's gradient is non-zero, in the last block's output and in the embeddings.
+  The check runs the experiment itself (:func:`nsp_gradient_positions`).
 
 The references are the package's :func:`bertcourse.data.make_nsp_pair` (through the pair
 sampler :func:`bertcourse.data.sample_pair`), :func:`bertcourse.data.truncate_pair`,
@@ -19,15 +22,17 @@ sampler :func:`bertcourse.data.sample_pair`), :func:`bertcourse.data.truncate_pa
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
-from ..bert import NextSentencePred, Pooler
-from ..data import IS_NEXT, NOT_NEXT, generate_corpus, sample_pair, truncate_pair
+from ..bert import BERTModel, NextSentencePred, Pooler, get_config
+from ..data import IS_NEXT, NOT_NEXT, PretrainDataset, generate_corpus, get_tokenizer, sample_pair, truncate_pair
 from ..pretrain import nsp_loss
-from .core import CheckFailed, Exercise, equal_values, randn, run_cases, seeded
+from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
 
-__all__ = ["q1", "q2", "q3", "q4", "q1_pairs"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q1_pairs", "nsp_gradient_positions", "Q5_KEYS"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -361,5 +366,101 @@ def nsp_cross_entropy(logits, labels):
     # logits: (batch, 2), labels: (batch,) with 0 = IsNext, 1 = NotNext
     log_p = torch.log_softmax(logits, dim=-1)
     return -log_p[torch.arange(len(labels)), labels].mean()
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q5: predict, then run the experiment — where does the NSP gradient reach?
+# ---------------------------------------------------------------------------------------
+
+Q5_KEYS = ("last layer", "embeddings")
+"""q5's two places: the last block's output and the embedding layer's output."""
+
+
+@functools.lru_cache(maxsize=None)
+def _nsp_gradient_positions(seed: int) -> dict:
+    corpus, tok = generate_corpus(seed), get_tokenizer(seed)
+    example = PretrainDataset(corpus.held_out[:40], tok, max_len=32)[0]         # section 3's first pair
+    with torch.random.fork_rng(devices=[]):      # leave the notebook's random numbers alone
+        torch.manual_seed(seed)
+        model = BERTModel(get_config("tiny", vocab_size=len(tok.vocab))).eval()
+    tokens, segments = example["tokens"][None], example["segments"][None]       # (1, 32)
+    valid_lens = example["valid_lens"][None]                                    # (1,)
+    encoded, hidden = model.encoder(tokens, segments, valid_lens, return_hidden_states=True)
+    for h in hidden:
+        h.retain_grad()                      # keep the gradient of these intermediate tensors
+    nsp_loss(model.nsp(model.pooler(encoded)), example["nsp_labels"][None]).backward()
+    reached = [int((h.grad[0].abs().amax(-1) > 0).sum()) for h in hidden]      # per hidden state
+    return {"real tokens": int(valid_lens), "positions": tokens.shape[1], "per layer": reached}
+
+
+def nsp_gradient_positions(seed: int = 0) -> dict:
+    """The experiment of q5. Section 3's first pair (the held-out pairs with ``max_len=32``)
+    goes through a fresh, seeded tiny :class:`~bertcourse.bert.BERTModel` (eval mode); its
+    NSP loss is backpropagated. Returns ``{"real tokens", "positions", "per layer"}``:
+    ``per layer[k]`` is the number of positions whose gradient is non-zero in hidden state
+    ``k`` (0 = the embedding layer's output, then the output of each block)."""
+    result = _nsp_gradient_positions(seed)
+    return {**result, "per layer": list(result["per layer"])}
+
+
+_Q5_WHY = {
+    ("last layer", "more"): "the pooler reads only position 0 of the last block's output (X[:, 0]); no other "
+                            "state of that layer takes part in the NSP loss, so its gradient is exactly 0.",
+    ("last layer", "fewer"): "the [CLS] state of the last layer does reach the loss, through the pooler.",
+    ("embeddings", "more"): "padding: every query gives the padded keys a weight of exactly 0, so nothing "
+                            "computed from a padded position ever reaches [CLS]: their gradient is exactly 0.",
+    ("embeddings", "fewer"): "attention carries the gradient down: in every block the [CLS] query reads the "
+                             "keys and values of every real token, so the last [CLS] state depends on every "
+                             "real position of the layer below — and so on down to the embeddings.",
+}
+
+
+def _check_q5(answer) -> str:
+    measured = nsp_gradient_positions()
+    n = measured["positions"]
+    if not isinstance(answer, dict) or set(answer) != set(Q5_KEYS):
+        raise CheckFailed(f"prediction must be a dict with the keys {list(Q5_KEYS)}, a count of positions from "
+                          f"0 to {n} each ({{'last layer': <count>, 'embeddings': <count>}}), got {answer!r:.80}")
+    guess = {}
+    for key in Q5_KEYS:
+        value = answer[key]
+        if value is Ellipsis or value is None:
+            placeholder = "..." if value is Ellipsis else "None"
+            raise CheckFailed(f"prediction[{key!r}] is still {placeholder}: write a count from 0 to {n}")
+        if isinstance(value, (str, bool)):
+            raise CheckFailed(f"prediction[{key!r}] must be a whole number from 0 to {n}, got {value!r}")
+        value = as_number(value, f"prediction[{key!r}]", whole=True)
+        if not 0 <= value <= n:
+            raise CheckFailed(f"prediction[{key!r}] must be a count of positions from 0 to {n}, got {value:g}")
+        guess[key] = int(value)
+    truth = {"last layer": measured["per layer"][-1], "embeddings": measured["per layer"][0]}
+    wrong = [k for k in Q5_KEYS if guess[k] != truth[k]]
+    if wrong:
+        raise CheckFailed(" And ".join(
+            f"{k!r}: {guess[k]} is too {'many' if guess[k] > truth[k] else 'few'}: "
+            f"{_Q5_WHY[k, 'more' if guess[k] > truth[k] else 'fewer']}" for k in wrong))
+    return (f"last layer: {truth['last layer']} position ([CLS]); embeddings: {truth['embeddings']} positions, "
+            f"every real token and no padding. The head reads one state, but attention has made that state a "
+            f"summary of the whole pair, so NSP trains every token's embedding.")
+
+
+q5 = Exercise(
+    name="Q5 (predict: where the NSP gradient reaches)",
+    var="prediction",
+    checker=_check_q5,
+    hints=[
+        "Section 3: the NSP head reads one hidden state of the last layer. Which one?",
+        "That state was computed by attention over the layer below it. Which positions' keys and "
+        "values did the [CLS] query read — all 32, or only some?",
+        "Padded keys get a weight of exactly 0 in every query's softmax.",
+    ],
+    solution='''
+# The pooler reads only X[:, 0], so in the last block's output only [CLS] gets a gradient.
+# But that [CLS] state attended to every real token of the layer below (padding gets weight
+# exactly 0), and those to every real token below them: in the embeddings all 21 real
+# positions get a gradient, the 11 padded ones none.
+prediction = {"last layer": 1, "embeddings": 21}
 ''',
 )

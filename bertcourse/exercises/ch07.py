@@ -3,7 +3,7 @@ reading a wrong prediction.
 
 In the notebook::
 
-    from bertcourse.exercises.ch07 import q1, q2, q3, q4
+    from bertcourse.exercises.ch07 import q1, q2, q3, q4, q5
 
 * ``q1`` — ``mlm_loss_by_hand(mlm_logits, mlm_labels, mlm_weights)``: the MLM loss, the
   mean cross-entropy over the *real* predictions only.
@@ -14,6 +14,10 @@ In the notebook::
   the training signal and to the context when the masking rate goes up?).
 * ``q4`` — ``why_wrong``: a letter; which explanation fits the model's wrong answer shown
   in the notebook.
+* ``q5`` — ``prediction``: one of ``"same"``, ``"higher"``, ``"lower"``; *before* running the
+  experiment, predict the first MLM loss of the tiny BERT built *without*
+  :func:`bertcourse.pretrain.init_bert_weights`, compared with ``ln |V|``. The check runs
+  the experiment itself (:func:`first_mlm_loss`).
 
 The references are the package's own functions (:func:`bertcourse.pretrain.mlm_loss`,
 :func:`bertcourse.pretrain.mlm_accuracy`, :func:`bertcourse.data.num_mlm_preds`), so
@@ -21,16 +25,18 @@ the exercises check the learner against exactly the code the chapter runs.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 import torch.nn.functional as F
 
-from ..data import num_mlm_preds
-from ..pretrain import mlm_accuracy, mlm_loss
+from ..bert import BERTModel, get_config
+from ..data import load_pretrain_data, num_mlm_preds
+from ..pretrain import init_bert_weights, mlm_accuracy, mlm_loss
 from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
 
-__all__ = ["q1", "q2", "q3", "q4"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "first_mlm_loss", "Q5_CHOICES"]
 
 
 def _mlm_case(batch: int, preds: int, vocab: int, seed: int, real: list | None = None, scale: float = 1.0):
@@ -317,5 +323,104 @@ q4 = Exercise(
     ],
     solution='''
 why_wrong = "B"   # the guess is a town (grammar learned), just not the capital of this country (fact)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q5: predict, then run the experiment — the first loss without BERT's initialisation
+# ---------------------------------------------------------------------------------------
+
+Q5_CHOICES = {
+    "same": "about ln|V|: within 25 % of it",
+    "higher": "far above ln|V|: more than 25 % above it",
+    "lower": "far below ln|V|: more than 20 % below it",
+}
+"""q5's answers: where the first MLM loss of the model built without init_bert_weights lies."""
+
+
+@functools.lru_cache(maxsize=None)
+def _first_losses(seed: int) -> dict:
+    # fork_rng: leave the notebook's random numbers alone (even an unshuffled DataLoader draws
+    # a seed from torch's global generator when it starts iterating)
+    with torch.random.fork_rng(devices=[]):
+        loader, tokenizer = load_pretrain_data(batch_size=128, max_len=64, split="held_out", seed=seed)
+        batch = next(iter(loader))                   # the first 128 held-out pairs
+        vocab_size = len(tokenizer.vocab)
+        losses = {}
+        for bert_init in (False, True):
+            torch.manual_seed(seed)
+            model = BERTModel(get_config("tiny", vocab_size=vocab_size, dropout=0.0))
+            if bert_init:
+                init_bert_weights(model)
+            with torch.no_grad():
+                _, mlm_logits, _ = model.eval()(batch["tokens"], batch["segments"], batch["valid_lens"],
+                                                batch["pred_positions"])
+            losses[bert_init] = (mlm_loss(mlm_logits, batch["mlm_labels"], batch["mlm_weights"]).item(),
+                                 mlm_logits.std().item())
+    return {"vocab_size": vocab_size, "losses": losses}
+
+
+def first_mlm_loss(bert_init: bool, seed: int = 0) -> dict:
+    """The experiment of q5: the MLM loss of a freshly built tiny BERT (the notebook's
+    configuration, no dropout, ``torch.manual_seed(seed)``) on the first batch of 128 held-out
+    pairs, before any training — with BERT's initialisation (``bert_init=True``:
+    :func:`~bertcourse.pretrain.init_bert_weights`) or PyTorch's default one. Returns
+    ``{"loss", "ln_vocab", "logit_std"}``."""
+    result = _first_losses(seed)
+    loss, logit_std = result["losses"][bool(bert_init)]
+    return {"loss": loss, "ln_vocab": math.log(result["vocab_size"]), "logit_std": logit_std}
+
+
+def _q5_category(loss: float, ln_vocab: float) -> str:
+    ratio = loss / ln_vocab
+    return "higher" if ratio > 1.25 else "lower" if ratio < 0.8 else "same"
+
+
+_Q5_WHY_NOT = {
+    "same": "not with PyTorch's default initialisation. nn.Embedding starts at N(0, 1), and the MLM decoder "
+            "*shares* that matrix (the weights are tied). The hidden state that reaches it comes out of a "
+            "layer norm, entries of size about 1, so every logit is a sum of 64 products of size about 1: "
+            "the logits are spread over several units, and the softmax is far from uniform.",
+    "lower": "a loss below ln|V| means more probability than 1/|V| on the right token, on average. Random "
+             "weights know nothing about which token is right, so they cannot do better than a uniform "
+             "guess on average — a confident random guess does worse.",
+}
+
+
+def _check_q5(answer) -> str:
+    if not isinstance(answer, str):
+        raise CheckFailed(f"prediction must be one of {', '.join(repr(c) for c in Q5_CHOICES)} (a string), got "
+                          f"{type(answer).__name__} {answer!r:.40}")
+    choice = str.lower(str.strip(answer))      # a plain str, whatever subclass was given
+    if choice not in Q5_CHOICES:
+        raise CheckFailed(f"prediction must be one of {', '.join(repr(c) for c in Q5_CHOICES)}, got {answer!r}")
+    default, bert = first_mlm_loss(bert_init=False), first_mlm_loss(bert_init=True)
+    truth = _q5_category(default["loss"], default["ln_vocab"])
+    if choice != truth:
+        raise CheckFailed(f"{choice!r} is not what happens: " + _Q5_WHY_NOT.get(choice, "run the experiment below."))
+    return (f"{truth!r}: without init_bert_weights the first MLM loss is {default['loss']:.1f}, with it "
+            f"{bert['loss']:.2f}; ln|V| = {default['ln_vocab']:.2f}. An untrained model is not automatically "
+            f"uniform: PyTorch's N(0, 1) embedding, shared with the decoder, makes it confidently wrong, and "
+            f"the first steps go into unlearning that.")
+
+
+q5 = Exercise(
+    name="Q5 (predict: the first loss without BERT's initialisation)",
+    var="prediction",
+    checker=_check_q5,
+    hints=[
+        "Section 1: with init_bert_weights (every weight N(0, 0.02²)) the logits are all close to 0, the "
+        "softmax is nearly uniform, and the first loss is ln|V|. What changes when the weights are larger?",
+        "Without it, nn.Embedding's table is N(0, 1), and the MLM decoder uses that same table. A logit is "
+        "the dot product of a normalised hidden state (64 entries of size about 1) with a row of the table.",
+        "Logits with a spread of several units make a peaked softmax. Is the peak on the right token?",
+    ],
+    solution='''
+# PyTorch's nn.Embedding starts at N(0, 1), and the MLM decoder shares that table, so the
+# logits (dot products of a 64-dimensional normalised state with N(0, 1) rows) spread over
+# several units: the softmax is peaked, on a random token. The cross-entropy of a confident
+# random guess is far above the uniform guess's ln|V| ≈ 8.0: about 30 here.
+prediction = "higher"
 ''',
 )

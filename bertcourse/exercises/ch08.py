@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch08 import q1, q2, q3, q4
+    from bertcourse.exercises.ch08 import q1, q2, q3, q4, q5
 
 * ``q1`` — ``to_course_name(hf_name)``: translate a Hugging Face weight name to the name
   of the same parameter in the course's ``BERTModel``.
@@ -12,6 +12,10 @@ In the notebook::
   with padded keys (weight exactly 0) contributing 0.
 * ``q4`` — ``previous_token_share(weights)``: for every head, the mean weight a token
   puts on the token just before it.
+* ``q5`` — ``prediction``: one of ``"low"``, ``"medium"``, ``"high"``; *before* running the
+  experiment, predict the cosine similarity of the MiniLM sentence embeddings of
+  *A man bites a dog.* and *A dog bites a man.* The check runs the experiment itself
+  (:func:`sentence_cosine`).
 
 The references are the package's own functions (:func:`bertcourse.hf_weights.course_name`,
 :func:`~bertcourse.hf_weights.mean_pool`, :func:`bertcourse.attention.entropy` (chapter 1's
@@ -19,15 +23,16 @@ attention widget shows it), :func:`~bertcourse.hf_weights.head_statistics`).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
 from ..attention import entropy
-from ..hf_weights import course_name, head_statistics, mean_pool
-from .core import Exercise, Symptom, equal_values, randn, run_cases
+from ..hf_weights import course_name, head_statistics, load_pretrained, mean_pool
+from .core import CheckFailed, Exercise, Symptom, equal_values, randn, run_cases
 
-__all__ = ["q1", "q2", "q3", "q4"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "sentence_cosine", "Q5_PAIR", "Q5_CHOICES"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -342,5 +347,87 @@ q4 = Exercise(
 def previous_token_share(weights):
     # weights[..., i, i-1] for i = 1 .. n-1: the diagonal below the main one
     return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1)   # (layers, heads)
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q5: predict, then run the experiment — does the sentence embedding see word order?
+# ---------------------------------------------------------------------------------------
+
+Q5_PAIR = ("A man bites a dog.", "A dog bites a man.")
+"""q5's two sentences: the same words, opposite meanings."""
+Q5_CHOICES = {"low": "below 0.5", "medium": "from 0.5 to 0.9", "high": "above 0.9"}
+"""q5's answers: where the cosine of the two sentence embeddings lies."""
+
+
+@functools.lru_cache(maxsize=1)
+def _minilm():
+    with torch.random.fork_rng(devices=[]):      # building the model draws random initial weights
+        return load_pretrained("minilm")
+
+
+def sentence_cosine(text_a: str, text_b: str) -> float:
+    """The experiment of q5: the cosine similarity of the all-MiniLM-L6-v2 sentence
+    embeddings (mean pooling over the real tokens, L2-normalised; section 7) of two texts."""
+    for name, text in (("text_a", text_a), ("text_b", text_b)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+    embeddings = _minilm().sentence_embeddings([text_a, text_b])      # (2, 384), unit length
+    return float((embeddings[0] * embeddings[1]).sum())
+
+
+@functools.lru_cache(maxsize=None)
+def _q5_cosine() -> float:
+    return sentence_cosine(*Q5_PAIR)
+
+
+def _q5_category(cosine: float) -> str:
+    return "low" if cosine < 0.5 else "medium" if cosine <= 0.9 else "high"
+
+
+_Q5_WHY_NOT = {
+    "low": "the sentences mean opposite things, but the embedding is a *mean* over tokens, and both "
+           "sentences have exactly the same tokens. Each token's final state depends on its context, "
+           "but it is still mostly about the token itself; averaged over the sentence, the two come out "
+           "close.",
+    "medium": "closer still. Both sentences have the same tokens; only the context-dependent part of each "
+              "token's state differs, and the average over the sentence dilutes it further.",
+    "high": "run the experiment below.",
+}
+
+
+def _check_q5(answer) -> str:
+    if not isinstance(answer, str):
+        raise CheckFailed(f"prediction must be one of {', '.join(repr(c) for c in Q5_CHOICES)} (a string), got "
+                          f"{type(answer).__name__} {answer!r:.40}")
+    choice = str.lower(str.strip(answer))      # a plain str, whatever subclass was given
+    if choice not in Q5_CHOICES:
+        raise CheckFailed(f"prediction must be one of "
+                          f"{', '.join(f'{c!r} ({r})' for c, r in Q5_CHOICES.items())}, got {answer!r}")
+    cosine = _q5_cosine()
+    truth = _q5_category(cosine)
+    if choice != truth:
+        raise CheckFailed(f"{choice!r} ({Q5_CHOICES[choice]}) is not what happens: {_Q5_WHY_NOT[choice]}")
+    return (f"{truth!r}: the cosine is {cosine:.2f}, higher than for the paraphrases of section 7. Mean "
+            f"pooling keeps little of the word order: this sentence encoder can hardly tell who bit whom.")
+
+
+q5 = Exercise(
+    name="Q5 (predict: who bit whom?)",
+    var="prediction",
+    checker=_check_q5,
+    hints=[
+        "Section 7: paraphrases scored about 0.6 to 0.75, unrelated sentences about 0. These two sentences "
+        "have opposite meanings — and exactly the same word pieces.",
+        "The sentence embedding is the mean of the last hidden states. How much of a token's last hidden "
+        "state is about the token itself, and how much about its position and its neighbours?",
+    ],
+    solution='''
+# The embedding is the mean of the tokens' last states, and both sentences have the same
+# tokens. Each state depends on its context, but is still mostly about its own token, and
+# the mean dilutes what differs: the cosine comes out above 0.9 (about 0.97), higher than
+# for real paraphrases. Mean pooling is close to a bag of words.
+prediction = "high"
 ''',
 )

@@ -277,7 +277,9 @@ def as_number(got, where: str, whole: bool = False):
     if isinstance(got, bool) or not isinstance(got, (int, float)):
         raise CheckFailed(f"on {where}: expected a {'whole ' if whole else ''}number, got "
                           + (repr(got) if whole else type(got).__name__))
-    if whole and not (math.isfinite(got) and got == int(got)):
+    if not math.isfinite(got):                  # NaN would slip through every "abs(a - b) > tol"
+        raise CheckFailed(f"on {where}: expected a finite {'whole ' if whole else ''}number, got {got!r}")
+    if whole and got != int(got):
         raise CheckFailed(f"on {where}: expected a whole number, got {got!r}")
     return got
 

@@ -1,0 +1,356 @@
+"""Chapter 9 exercises: fine-tuning BERT.
+
+In the notebook::
+
+    from bertcourse.exercises.ch09 import q1, q2, q3, q4
+
+* ``q1`` — ``learning_rate(step, steps, warmup_steps, peak)``: the fine-tuning schedule,
+  linear warm-up times linear decay (the course's :func:`bertcourse.training.lr_factor`).
+* ``q2`` — ``bag_of_words(texts, vocab)``: the 0/1 word-presence matrix of the baseline.
+* ``q3`` — ``evaluate_accuracy(model, loader)``: accuracy in eval mode, without gradients,
+  putting the model's mode back.
+* ``q4`` — ``prediction``: *before* running the experiment, predict the test accuracy of the
+  bag of words and of the MiniLM probe when they get only 100 training sentences.
+
+Every check gives the learner's code fresh copies of its inputs (the core's rule), so an
+answer that changes its arguments in place cannot spoil the next case, and is told so.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..probing import bag_of_words as _ref_bag_of_words
+from ..probing import few_shot_accuracies, words
+from ..training import lr_factor
+from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
+
+__all__ = ["q1", "q2", "q3", "q4", "Q4_SIZE"]
+
+
+# ---------------------------------------------------------------------------------------
+# Q1: the learning-rate schedule
+# ---------------------------------------------------------------------------------------
+
+def _ref_lr(step, steps, warmup_steps, peak):
+    return peak * lr_factor(step, step / steps, warmup_steps)
+
+
+def _lr_no_plus_one(step, steps, warmup_steps, peak):
+    warm = 1.0 if warmup_steps == 0 else min(1.0, step / warmup_steps)
+    return peak * warm * (1 - step / steps)
+
+
+def _lr_no_warmup(step, steps, warmup_steps, peak):
+    return peak * (1 - step / steps)
+
+
+def _lr_no_decay(step, steps, warmup_steps, peak):
+    return peak * (1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps))
+
+
+def _lr_hf(step, steps, warmup_steps, peak):
+    if step < warmup_steps:
+        return peak * step / max(1, warmup_steps)
+    return peak * max(0.0, (steps - step) / max(1, steps - warmup_steps))
+
+
+Q1_CASES = [(s, 75, 8, 5e-5) for s in (0, 1, 3, 7, 8, 20, 40, 74)] + \
+           [(0, 10, 0, 1e-3), (5, 10, 0, 1e-3), (0, 300, 30, 3e-5), (29, 300, 30, 3e-5), (150, 300, 30, 3e-5),
+            (299, 300, 30, 3e-5)]
+
+Q1_DIAGNOSES = [
+    (_lr_no_plus_one, "your warm-up starts at 0: with step counted from 0, the first step must already use "
+                      "(0 + 1) / warmup_steps of the peak, otherwise step 0 does nothing."),
+    (_lr_hf, "that is Hugging Face's get_linear_schedule_with_warmup (decay starts after the warm-up); the "
+             "course's schedule multiplies the warm-up ramp by a decay over the whole run, 1 - step/steps."),
+    (_lr_no_warmup, "you left out the warm-up factor min(1, (step + 1) / warmup_steps)."),
+    (_lr_no_decay, "you left out the decay factor (1 - step / steps): the learning rate must fall to 0 at the end."),
+]
+
+
+def _check_q1(answer) -> str:
+    if not callable(answer):
+        raise CheckFailed(f"learning_rate must be a function, got {type(answer).__name__}")
+    for case in Q1_CASES:
+        where = "learning_rate(step={}, steps={}, warmup_steps={}, peak={:g})".format(*case)
+        got = as_number(call_answer(answer, case, where), where)
+        expected = _ref_lr(*case)
+        if abs(got - expected) > 1e-12 + 1e-6 * abs(expected):
+            for wrong, message in Q1_DIAGNOSES:
+                if abs(got - wrong(*case)) <= 1e-12 + 1e-6 * abs(expected):
+                    raise CheckFailed(f"on {where}: expected {expected:.4g}, got {got:.4g} — {message}")
+            raise CheckFailed(f"on {where}: expected {expected:.4g}, got {got:.4g}")
+    return f"correct on all {len(Q1_CASES)} cases (first step, end of warm-up, decay, last step, no warm-up)"
+
+
+q1 = Exercise(
+    name="Q1 (the learning-rate schedule)",
+    var="learning_rate",
+    checker=_check_q1,
+    hints=[
+        "Two factors multiply the peak: a warm-up ramp that reaches 1 after warmup_steps steps, and a "
+        "decay that goes from 1 at step 0 to 0 at step = steps.",
+        "warm-up: min(1, (step + 1) / warmup_steps) (1 when warmup_steps is 0); decay: 1 - step / steps.",
+        "warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps); "
+        "return peak * warm * (1 - step / steps)",
+    ],
+    solution='''
+def learning_rate(step, steps, warmup_steps, peak):
+    warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps)   # linear warm-up
+    return peak * warm * (1 - step / steps)                                     # linear decay to 0
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: bag of words
+# ---------------------------------------------------------------------------------------
+
+def _bow_counts(texts, vocab):
+    X = torch.zeros(len(texts), len(vocab))
+    for r, t in enumerate(texts):
+        for w in words(t):
+            if w in vocab:
+                X[r, vocab[w]] += 1
+    return X
+
+
+def _bow_split(texts, vocab):
+    X = torch.zeros(len(texts), len(vocab))
+    for r, t in enumerate(texts):
+        for w in t.split():
+            if w in vocab:
+                X[r, vocab[w]] = 1.0
+    return X
+
+
+_VOCAB = {"great": 0, "phone": 1, "not": 2, "good": 3, "the": 4, "don't": 5, "buy": 6}
+Q2_CASES = [
+    ("three short reviews", (["Great phone!", "Not good.", "The phone is not great, not good."], _VOCAB)),
+    ("repeated words count once", (["great great GREAT phone"], _VOCAB)),
+    ("unknown words and an empty text", (["Absolutely terrible service.", ""], _VOCAB)),
+    ("an apostrophe inside a word", (["Don't buy the phone."], _VOCAB)),
+    ("a larger vocabulary", ([f"word{i} word{(i * 7) % 30}" for i in range(12)],
+                             {f"word{i}": (i * 11) % 30 for i in range(30)})),
+]
+Q2_DIAGNOSES = [
+    (_bow_counts, "you counted how often each word occurs; the features here are 0/1 (present or not)."),
+    (_bow_split, "you split on spaces; use words(text) from bertcourse.probing, which lower-cases and "
+                 "separates punctuation ('phone!' is the word 'phone')."),
+]
+
+
+def _check_q2(answer) -> str:
+    return run_cases(answer, _ref_bag_of_words, Q2_CASES, Q2_DIAGNOSES)
+
+
+q2 = Exercise(
+    name="Q2 (bag-of-words features)",
+    var="bag_of_words",
+    checker=_check_q2,
+    hints=[
+        "The result is a (len(texts), len(vocab)) float tensor of zeros; row r gets a 1 in column "
+        "vocab[w] for every word w of texts[r] that is in vocab.",
+        "Use words(text) (from bertcourse.probing) to get the lower-cased words; a word that occurs "
+        "twice still gives 1, and words not in vocab are skipped.",
+        "X = torch.zeros(len(texts), len(vocab)); for r, t in enumerate(texts): for w in words(t): "
+        "if w in vocab: X[r, vocab[w]] = 1.0",
+    ],
+    solution='''
+from bertcourse.probing import words
+
+def bag_of_words(texts, vocab):
+    X = torch.zeros(len(texts), len(vocab))
+    for r, text in enumerate(texts):
+        for w in words(text):
+            if w in vocab:
+                X[r, vocab[w]] = 1.0          # presence, not a count
+    return X
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3: evaluation in eval mode, without gradients
+# ---------------------------------------------------------------------------------------
+
+_RECORDS: dict = {}       # spy tag -> [(training, grad enabled)] of every forward call
+_RECORDING = [True]
+
+
+class _Spy(nn.Module):
+    """A tiny sentence classifier with dropout. Every forward call is recorded (was the
+    model in training mode? were gradients on?) under the spy's ``tag``, which deep copies
+    share: the learner's code runs on a copy."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.tag = seed
+        self.embedding = nn.Embedding(30, 16)
+        self.dropout = nn.Dropout(0.5)
+        self.out = nn.Linear(16, 2)
+        with torch.no_grad():
+            self.embedding.weight.copy_(torch.randn(30, 16, generator=g))
+            self.out.weight.copy_(torch.randn(2, 16, generator=g))
+            self.out.bias.zero_()
+
+    def forward(self, tokens, *, valid_lens=None):
+        if _RECORDING[0]:
+            _RECORDS.setdefault(self.tag, []).append((self.training, torch.is_grad_enabled()))
+        m = valid_lens.unsqueeze(-1).float()
+        h = (self.embedding(tokens) * m).sum(1) / m.sum(1)
+        return self.out(self.dropout(h))
+
+
+def _q3_batches(seed: int, n_batches: int, batch: int = 8, seq: int = 6) -> list:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n_batches):
+        lengths = torch.randint(2, seq + 1, (batch,), generator=g)
+        out.append({"tokens": torch.randint(0, 30, (batch, seq), generator=g),
+                    "mask": torch.arange(seq) < lengths[:, None],
+                    "labels": torch.randint(0, 2, (batch,), generator=g)})
+    return out
+
+
+def _ref_eval_accuracy(model, loader) -> float:
+    """The reference: eval mode, no gradients (not recorded: only the learner's calls are)."""
+    _RECORDING[0] = False
+    try:
+        model.eval()
+        correct = total = 0
+        with torch.no_grad():
+            for b in loader:
+                correct += int((model(b["tokens"], valid_lens=b["mask"]).argmax(-1) == b["labels"]).sum())
+                total += len(b["labels"])
+        return correct / total
+    finally:
+        _RECORDING[0] = True
+
+
+def _q3_case(seed: int, n_batches: int, training: bool) -> tuple:
+    return (_Spy(seed).train(training), _q3_batches(seed, n_batches))
+
+
+Q3_CASES = [("3 batches, the model in training mode", _q3_case(1, 3, True)),
+            ("1 batch, the model already in eval mode", _q3_case(2, 1, False)),
+            ("5 batches of other sentences, the model in training mode", _q3_case(3, 5, True))]
+
+
+def _q3_prepare(got, where, model, loader):
+    calls = _RECORDS.get(model.tag, [])
+    if not calls:
+        raise CheckFailed(f"on {where}: your function never called the model")
+    if any(training for training, _ in calls):
+        raise CheckFailed(f"on {where}: the model ran in training mode, so dropout was on and the accuracy is "
+                          f"random (pitfall: evaluating without model.eval()). Call model.eval() first.")
+    if any(grad for _, grad in calls):
+        raise CheckFailed(f"on {where}: gradients were on during evaluation; run the loop inside "
+                          f"`with torch.no_grad():` (no graph is kept: less memory, less time).")
+    return as_number(got, where)
+
+
+def _q3_compare(got, expected, where):
+    if abs(got - expected) > 1e-9:
+        raise CheckFailed(f"on {where}: expected accuracy {expected:.4f}, got {got:.4f} (the share of "
+                          f"sentences whose largest logit is at their label, over all batches)")
+
+
+def _check_q3(answer) -> str:
+    _RECORDS.clear()
+    return run_cases(answer, _ref_eval_accuracy, Q3_CASES, compare=_q3_compare, prepare=_q3_prepare,
+                     in_place="on {where}: the accuracy is right, but your function changed its arguments: the "
+                               "model (its train/eval mode or its weights) or the list of batches is not "
+                               "as it was. Remember "
+                               "was_training = model.training before model.eval(), and call "
+                               "model.train(was_training) at the end.")
+
+
+q3 = Exercise(
+    name="Q3 (evaluate without dropout and without gradients)",
+    var="evaluate_accuracy",
+    checker=_check_q3,
+    hints=[
+        "Remember whether the model was training (model.training), switch to model.eval(), and run "
+        "every batch inside `with torch.no_grad():`.",
+        "For a batch b: logits = model(b['tokens'], valid_lens=b['mask']); count "
+        "(logits.argmax(-1) == b['labels']).sum() and the number of labels; divide at the end.",
+        "Put the mode back at the end with model.train(was_training) (a try/finally makes it survive "
+        "an error).",
+    ],
+    solution='''
+def evaluate_accuracy(model, loader):
+    was_training = model.training
+    model.eval()                                   # dropout off
+    correct = total = 0
+    try:
+        with torch.no_grad():                      # no graph, no gradients
+            for b in loader:
+                logits = model(b["tokens"], valid_lens=b["mask"])
+                correct += int((logits.argmax(-1) == b["labels"]).sum())
+                total += len(b["labels"])
+    finally:
+        model.train(was_training)                  # leave the model as we found it
+    return correct / total
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q4: predict, then run the experiment
+# ---------------------------------------------------------------------------------------
+
+Q4_SIZE = 100
+"""How many training sentences the experiment of q4 uses."""
+Q4_TOLERANCE = 0.10
+Q4_KEYS = ("bag of words", "probe")
+
+
+def _check_q4(answer) -> str:
+    if not isinstance(answer, dict) or set(answer) != set(Q4_KEYS):
+        raise CheckFailed(f"prediction must be a dict with the keys {list(Q4_KEYS)} (test accuracies between 0 "
+                          f"and 1), got {answer!r}")
+    guess = {}
+    for k in Q4_KEYS:
+        v = as_number(answer[k], f"prediction[{k!r}]")
+        if not 0.0 <= v <= 1.0:
+            raise CheckFailed(f"prediction[{k!r}] must be an accuracy between 0 and 1, got {v}")
+        guess[k] = float(v)
+    measured = few_shot_accuracies(Q4_SIZE)
+    report = ", ".join(f"{k}: you said {guess[k]:.2f}, measured {measured[k]:.2f}" for k in Q4_KEYS)
+    off = [k for k in Q4_KEYS if abs(guess[k] - measured[k]) > Q4_TOLERANCE]
+    if off:
+        why = []
+        if "probe" in off and guess["probe"] < measured["probe"]:
+            why.append("the probe only fits one linear layer (770 numbers) on top of features that already separate "
+                       "positive from negative: 100 sentences are plenty")
+        if "bag of words" in off and guess["bag of words"] > measured["bag of words"]:
+            why.append("the bag of words only knows the words of its 100 sentences: most test sentences "
+                       "share few of them")
+        if "bag of words" in off and guess["bag of words"] < measured["bag of words"]:
+            why.append("a handful of very common words (great, bad, not, love) already carry much of the signal")
+        if "probe" in off and guess["probe"] > measured["probe"]:
+            why.append("even good features need some data: the probe loses a few points")
+        raise CheckFailed(f"{report}. Off by more than {Q4_TOLERANCE:.2f} on {', '.join(off)}"
+                          + (": " + "; ".join(why) if why else "") + ".")
+    return f"{report}: both within {Q4_TOLERANCE:.2f}. Pretrained features need far fewer labelled sentences."
+
+
+q4 = Exercise(
+    name="Q4 (predict: 100 training sentences instead of 2,400)",
+    var="prediction",
+    checker=_check_q4,
+    hints=[
+        "With 2,400 sentences the bag of words reached about 0.8 and the probe about 0.9 (the table above). "
+        "Which of the two needs the data more: the one that learns every word from the training set, or "
+        "the one whose features come from pretraining on a billion sentence pairs?",
+        "Chance is 0.5. A bag of words trained on 100 sentences has seen only a few hundred distinct words.",
+        "The probe drops only a few points; the bag of words drops much more.",
+    ],
+    solution='''
+# a prediction, not a computation; the check then runs the experiment (few_shot_accuracies(100))
+prediction = {"bag of words": 0.6, "probe": 0.83}
+''',
+)

@@ -1,0 +1,162 @@
+"""Tests for the chapter 9 exercises (bertcourse.exercises.ch09).
+
+The wrong answers are written the way a learner would write them, so the tests check that
+real mistakes get a message naming them."""
+import pytest
+import torch
+
+from bertcourse.exercises import ch09
+from bertcourse.exercises.ch09 import q1, q2, q3, q4
+from bertcourse.probing import bag_of_words, few_shot_accuracies, words
+from bertcourse.training import lr_factor
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# --- Q1: the schedule ------------------------------------------------------------------
+
+def good_lr(step, steps, warmup_steps, peak):
+    warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps)
+    return peak * warm * (1 - step / steps)
+
+
+def test_q1_reference_is_the_trainers_schedule():
+    assert q1.check(good_lr)
+    for step, steps, warmup, peak in ch09.Q1_CASES:
+        assert good_lr(step, steps, warmup, peak) == pytest.approx(peak * lr_factor(step, step / steps, warmup))
+
+
+@pytest.mark.parametrize("wrong, words_in_message", [
+    (lambda step, steps, warmup_steps, peak: peak * (1 - step / steps), "left out the warm-up"),
+    (lambda step, steps, warmup_steps, peak: peak * min(1.0, step / warmup_steps) * (1 - step / steps)
+     if warmup_steps else peak * (1 - step / steps), "your warm-up starts at 0"),
+    (lambda step, steps, warmup_steps, peak: peak * (min(1.0, (step + 1) / warmup_steps) if warmup_steps else 1.0),
+     "left out the decay"),
+    (lambda step, steps, warmup_steps, peak: peak * step / warmup_steps if step < warmup_steps
+     else peak * (steps - step) / (steps - warmup_steps), "get_linear_schedule_with_warmup"),
+])
+def test_q1_names_typical_mistakes(wrong, words_in_message):
+    result = q1.check(wrong)
+    assert result.status == "fail" and words_in_message in result.message, result.message
+
+
+def test_q1_cases_cover_the_edges():
+    steps = {(s, T, W) for s, T, W, _ in ch09.Q1_CASES}
+    assert (0, 75, 8) in steps and (7, 75, 8) in steps and (74, 75, 8) in steps and any(W == 0 for _, _, W in steps)
+
+
+# --- Q2: bag of words --------------------------------------------------------------------
+
+def test_q2_reference_and_mistakes():
+    assert q2.check(bag_of_words)
+
+    def counts(texts, vocab):
+        X = torch.zeros(len(texts), len(vocab))
+        for r, t in enumerate(texts):
+            for w in words(t):
+                if w in vocab:
+                    X[r, vocab[w]] += 1
+        return X
+
+    def split_on_spaces(texts, vocab):
+        X = torch.zeros(len(texts), len(vocab))
+        for r, t in enumerate(texts):
+            for w in t.split():
+                if w in vocab:
+                    X[r, vocab[w]] = 1.0
+        return X
+
+    assert "you counted how often" in q2.check(counts).message
+    assert "you split on spaces" in q2.check(split_on_spaces).message
+
+
+# --- Q3: evaluation ------------------------------------------------------------------------
+
+def accuracy_loop(model, loader):
+    correct = total = 0
+    for b in loader:
+        correct += int((model(b["tokens"], valid_lens=b["mask"]).argmax(-1) == b["labels"]).sum())
+        total += len(b["labels"])
+    return correct / total
+
+
+def test_q3_names_each_missing_part():
+    def no_eval(model, loader):
+        with torch.no_grad():
+            return accuracy_loop(model, loader)
+
+    def no_grad_missing(model, loader):
+        was = model.training
+        model.eval()
+        out = accuracy_loop(model, loader)
+        model.train(was)
+        return out
+
+    def not_restored(model, loader):
+        model.eval()
+        with torch.no_grad():
+            return accuracy_loop(model, loader)
+
+    def always_train_afterwards(model, loader):
+        model.eval()
+        with torch.no_grad():
+            out = accuracy_loop(model, loader)
+        model.train()
+        return out
+
+    assert "ran in training mode" in q3.check(no_eval).message
+    assert "gradients were on" in q3.check(no_grad_missing).message
+    for wrong in (not_restored, always_train_afterwards):
+        result = q3.check(wrong)
+        assert result.status == "fail" and "model.train(was_training)" in result.message, result.message
+
+
+def test_q3_wrong_accuracy_is_reported():
+    def counts_batches(model, loader):
+        was = model.training
+        model.eval()
+        with torch.no_grad():
+            out = sum(float((model(b["tokens"], valid_lens=b["mask"]).argmax(-1) == b["labels"]).float().mean())
+                      for b in loader)
+        model.train(was)
+        return out                                # a sum of batch means, not an accuracy
+
+    result = q3.check(counts_batches)
+    assert result.status == "fail" and "expected accuracy" in result.message
+
+
+# --- Q4: the prediction -----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def measured():
+    return few_shot_accuracies(ch09.Q4_SIZE)
+
+
+def test_q4_measured_values_tell_the_chapters_story(measured):
+    assert measured["probe"] > measured["bag of words"] + 0.1
+    assert 0.75 <= measured["probe"] <= 0.9 and 0.5 <= measured["bag of words"] <= 0.7
+
+
+def test_q4_passes_close_predictions_and_explains_far_ones(measured):
+    assert q4.check({"bag of words": measured["bag of words"] + 0.05, "probe": measured["probe"] - 0.05})
+    result = q4.check({"bag of words": 0.5, "probe": 0.55})
+    assert result.status == "fail" and "the probe only fits one linear layer" in result.message
+    result = q4.check({"bag of words": 0.95, "probe": measured["probe"]})
+    assert result.status == "fail" and "only knows the words of its 100 sentences" in result.message
+    assert "measured" in result.message
+
+
+@pytest.mark.parametrize("bad, words_in_message", [
+    ({"probe": 0.8}, "must be a dict with the keys"),
+    ({"bag of words": "high", "probe": 0.8}, "expected a number"),
+    ({"bag of words": 80, "probe": 0.8}, "between 0 and 1"),
+])
+def test_q4_refuses_malformed_predictions(bad, words_in_message):
+    result = q4.check(bad)
+    assert result.status == "fail" and words_in_message in result.message, result.message
