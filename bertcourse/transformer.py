@@ -2,7 +2,9 @@
 
 An encoder block is self-attention then a position-wise feed-forward network, each
 wrapped in "add & norm" (residual connection, then layer normalisation: the original
-*post-norm* arrangement, which BERT also uses). A decoder block has three sub-layers:
+*post-norm* arrangement, which BERT also uses; ``norm_first=True`` gives the *pre-norm*
+order of GPT-2 and most later models, ``X + Sublayer(LayerNorm(X))``). A decoder block has
+three sub-layers:
 causal (masked) self-attention, encoder–decoder ("cross") attention whose queries come
 from the decoder and whose keys and values come from the encoder, and the FFN.
 
@@ -29,8 +31,9 @@ __all__ = ["ACTIVATIONS", "get_activation", "PositionWiseFFN", "AddNorm", "Encod
            "TransformerEmbedding", "TransformerEncoder", "TransformerDecoder", "DecoderCache",
            "EncoderDecoder", "greedy_decode"]
 
-# The activations the course uses. BERT uses the exact (erf) GELU; "gelu_tanh" is the
-# tanh approximation some implementations use instead (a small but real difference).
+# The activations the course uses. "gelu" is the exact (erf) GELU, Hugging Face's "gelu";
+# "gelu_tanh" is the tanh approximation, which Google's reference BERT code computes and
+# Hugging Face calls "gelu_new" (a small but real difference: chapter 8 measures it).
 ACTIVATIONS = {
     "relu": F.relu,
     "gelu": F.gelu,
@@ -91,6 +94,14 @@ class AddNorm(nn.Module):
         _check_residual(X, Y, self.num_hiddens)
         return self.ln(X + self.dropout(Y))
 
+    def pre_norm(self, X: torch.Tensor, sublayer) -> torch.Tensor:
+        """The *pre-norm* order with the same parameters: ``X + dropout(sublayer(LayerNorm(X)))``.
+
+        The residual path ``X -> X + ...`` then passes no layer norm at all (the stack
+        needs one final layer norm instead: ``TransformerEncoder(..., norm_first=True)``)."""
+        check_hidden("X", X, self.num_hiddens)
+        return X + self.dropout(sublayer(self.ln(X)))
+
 
 def _check_residual(X, Y, num_hiddens: int) -> None:
     """X and Y must be ``(batch, seq, num_hiddens)`` tensors of the same shape."""
@@ -104,6 +115,9 @@ def _check_residual(X, Y, num_hiddens: int) -> None:
 class EncoderBlock(nn.Module):
     """Transformer encoder block (post-norm): self-attention, add & norm, FFN, add & norm.
 
+    ``norm_first=True``: pre-norm instead, ``X + Sublayer(LayerNorm(X))`` for each sub-layer
+    (same parameters, other order).
+
     ``forward(X, valid_lens=None)``: ``X`` is ``(batch, seq, num_hiddens)``; ``valid_lens``
     as in :func:`bertcourse.attention.masked_softmax` (lengths or a boolean key mask,
     ``True`` = attend). Returns ``(batch, seq, num_hiddens)``. The attention weights
@@ -112,10 +126,11 @@ class EncoderBlock(nn.Module):
 
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  dropout: float = 0.0, bias: bool = False, activation: str = "relu",
-                 norm_eps: float = 1e-5):
+                 norm_eps: float = 1e-5, norm_first: bool = False):
         super().__init__()
         _check_norm_eps("norm_eps", norm_eps)
-        self.num_hiddens = num_hiddens
+        check_bool("norm_first", norm_first)
+        self.num_hiddens, self.norm_first = num_hiddens, norm_first
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, bias)
         self.addnorm1 = AddNorm(num_hiddens, dropout, norm_eps)
         self.ffn = PositionWiseFFN(num_hiddens, ffn_num_hiddens, activation)
@@ -123,7 +138,10 @@ class EncoderBlock(nn.Module):
 
     def forward(self, X: torch.Tensor, valid_lens=None) -> torch.Tensor:
         check_hidden("X", X, self.num_hiddens)
-        Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))
+        if self.norm_first:          # pre-norm: X + Sublayer(LayerNorm(X))
+            Y = self.addnorm1.pre_norm(X, lambda H: self.attention(H, H, H, valid_lens))
+            return self.addnorm2.pre_norm(Y, self.ffn)
+        Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))     # post-norm: LayerNorm(X + Sublayer(X))
         return self.addnorm2(Y, self.ffn(Y))
 
 
@@ -190,16 +208,18 @@ class DecoderBlock(nn.Module):
     Returns ``(batch, steps, num_hiddens)``. ``attention1.attention_weights`` is
     ``(batch, heads, steps, keys so far)``, ``attention2.attention_weights`` is
     ``(batch, heads, steps, src_len)``. ``causal=False`` removes the causal mask: a bug,
-    kept only so that the course can show what goes wrong.
+    kept only so that the course can show what goes wrong. ``norm_first=True``: pre-norm,
+    as in :class:`EncoderBlock`.
     """
 
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  dropout: float = 0.0, bias: bool = False, activation: str = "relu",
-                 norm_eps: float = 1e-5, causal: bool = True):
+                 norm_eps: float = 1e-5, causal: bool = True, norm_first: bool = False):
         super().__init__()
         _check_norm_eps("norm_eps", norm_eps)
         check_bool("causal", causal)
-        self.num_hiddens, self.causal = num_hiddens, causal
+        check_bool("norm_first", norm_first)
+        self.num_hiddens, self.causal, self.norm_first = num_hiddens, causal, norm_first
         self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout, bias)
         self.addnorm1 = AddNorm(num_hiddens, dropout, norm_eps)
         self.attention2 = MultiHeadAttention(num_hiddens, num_heads, dropout, bias)
@@ -211,17 +231,27 @@ class DecoderBlock(nn.Module):
                 cache: dict | None = None) -> torch.Tensor:
         check_hidden("X", X, self.num_hiddens)
         _check_memory(enc_outputs, X, self.num_hiddens)
-        if cache is None:
-            Y = self.addnorm1(X, self.attention1(X, X, X, causal=self.causal))
-            Z = self.addnorm2(Y, self.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens))
-        else:
-            if not isinstance(cache, dict):
-                raise TypeError(f"cache must be a dict (empty before the first step), got "
-                                f"{type(cache).__name__}")
-            Y = self.addnorm1(X, _cached_attention(self.attention1, X, X, cache, "self",
-                                                   causal=self.causal))
-            Z = self.addnorm2(Y, _cached_attention(self.attention2, Y, enc_outputs, cache, "cross",
-                                                   valid_lens=enc_valid_lens, append=False))
+        if cache is not None and not isinstance(cache, dict):
+            raise TypeError(f"cache must be a dict (empty before the first step), got "
+                            f"{type(cache).__name__}")
+
+        def self_attention(H):       # causal; with a cache, H holds only the new positions
+            if cache is None:
+                return self.attention1(H, H, H, causal=self.causal)
+            return _cached_attention(self.attention1, H, H, cache, "self", causal=self.causal)
+
+        def cross_attention(H):      # queries from the decoder, keys and values from the encoder
+            if cache is None:
+                return self.attention2(H, enc_outputs, enc_outputs, enc_valid_lens)
+            return _cached_attention(self.attention2, H, enc_outputs, cache, "cross",
+                                     valid_lens=enc_valid_lens, append=False)
+
+        if self.norm_first:          # pre-norm: X + Sublayer(LayerNorm(X))
+            Y = self.addnorm1.pre_norm(X, self_attention)
+            Z = self.addnorm2.pre_norm(Y, cross_attention)
+            return self.addnorm3.pre_norm(Z, self.ffn)
+        Y = self.addnorm1(X, self_attention(X))                        # post-norm
+        Z = self.addnorm2(Y, cross_attention(Y))
         return self.addnorm3(Z, self.ffn(Z))
 
 
@@ -260,18 +290,24 @@ class TransformerEncoder(nn.Module):
     ``(batch,)`` lengths (or a boolean ``(batch, src_len)`` mask, ``True`` = real token).
     Returns ``(batch, src_len, num_hiddens)``. ``attention_weights`` lists every block's
     last self-attention weights, ``(batch, heads, src_len, src_len)`` each.
+
+    ``norm_first=True`` builds pre-norm blocks and adds one final layer norm after the last
+    block (``final_norm``; as GPT-2 does): in pre-norm the residual path is never normalised.
     """
 
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  num_blks: int, dropout: float = 0.0, max_len: int = 1000, bias: bool = False,
-                 activation: str = "relu", norm_eps: float = 1e-5):
+                 activation: str = "relu", norm_eps: float = 1e-5, norm_first: bool = False):
         super().__init__()
         check_positive_int("num_blks", num_blks)
+        check_bool("norm_first", norm_first)
         self.num_hiddens = num_hiddens
         self.embedding = TransformerEmbedding(vocab_size, num_hiddens, dropout, max_len)
         self.blks = nn.ModuleList(
-            EncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, bias, activation, norm_eps)
+            EncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, bias, activation, norm_eps,
+                         norm_first)
             for _ in range(num_blks))
+        self.final_norm = nn.LayerNorm(num_hiddens, eps=norm_eps) if norm_first else None
 
     @property
     def attention_weights(self) -> list:
@@ -282,7 +318,7 @@ class TransformerEncoder(nn.Module):
         X = self.embedding(tokens)
         for blk in self.blks:
             X = blk(X, valid_lens)
-        return X
+        return X if self.final_norm is None else self.final_norm(X)
 
 
 class DecoderCache:
@@ -312,20 +348,25 @@ class TransformerDecoder(nn.Module):
       step, ``(batch, 1)``; positions continue from ``len(cache)``.
 
     Returns logits ``(batch, tgt_len, vocab_size)``. ``self_attention_weights`` and
-    ``cross_attention_weights`` list every block's last weights.
+    ``cross_attention_weights`` list every block's last weights. ``norm_first=True``:
+    pre-norm blocks and a final layer norm before the output layer, as in
+    :class:`TransformerEncoder`.
     """
 
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  num_blks: int, dropout: float = 0.0, max_len: int = 1000, bias: bool = False,
-                 activation: str = "relu", norm_eps: float = 1e-5, causal: bool = True):
+                 activation: str = "relu", norm_eps: float = 1e-5, causal: bool = True,
+                 norm_first: bool = False):
         super().__init__()
         check_positive_int("num_blks", num_blks)
+        check_bool("norm_first", norm_first)
         self.num_hiddens, self.vocab_size = num_hiddens, vocab_size
         self.embedding = TransformerEmbedding(vocab_size, num_hiddens, dropout, max_len)
         self.blks = nn.ModuleList(
             DecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, bias, activation,
-                         norm_eps, causal)
+                         norm_eps, causal, norm_first)
             for _ in range(num_blks))
+        self.final_norm = nn.LayerNorm(num_hiddens, eps=norm_eps) if norm_first else None
         self.dense = nn.Linear(num_hiddens, vocab_size)
 
     @property
@@ -351,7 +392,7 @@ class TransformerDecoder(nn.Module):
         X = self.embedding(tokens, offset)
         for i, blk in enumerate(self.blks):
             X = blk(X, enc_outputs, enc_valid_lens, None if cache is None else cache.blocks[i])
-        return self.dense(X)
+        return self.dense(X if self.final_norm is None else self.final_norm(X))
 
 
 class EncoderDecoder(nn.Module):
@@ -384,9 +425,10 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_valid_lens=None,
                   eos_id: int, max_len: int, pad_id: int = 0, use_cache: bool = True) -> torch.Tensor:
     """Generate outputs one token at a time, always taking the most likely next token.
 
-    Step ``t`` feeds the tokens chosen so far (``<bos>``, y_1 .. y_{t-1}) and picks
-    ``y_t = argmax``; with ``use_cache`` only the newest token is fed and the blocks
-    reuse the keys and values of earlier steps (same tokens, less work).
+    Step ``t`` (counting from 0) feeds the tokens at positions ``0..t`` (``<bos>``, y_1 .. y_t)
+    and picks ``y_{t+1} = argmax``; with ``use_cache`` only the newest token (position ``t``)
+    is fed and the blocks reuse the keys and values of positions ``0..t-1`` (same tokens,
+    less work).
 
     Args:
         src: ``(batch, src_len)`` source ids; ``src_valid_lens`` their lengths ``(batch,)``.

@@ -1,6 +1,7 @@
 """Small helpers every notebook uses: seeding and showing the package's own source."""
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import random
@@ -9,9 +10,9 @@ import textwrap
 import numpy as np
 import torch
 
-from ._checks import check_int
+from ._checks import check_bool, check_int
 
-__all__ = ["set_seed", "show_source", "SourceCode", "cached"]
+__all__ = ["set_seed", "show_source", "hide_input_checks", "HIDDEN_CHECKS", "SourceCode", "cached"]
 
 
 def set_seed(seed: int = 0) -> None:
@@ -40,18 +41,86 @@ class SourceCode:
         return highlight(self.source, PythonLexer(), formatter)
 
 
-def show_source(obj) -> SourceCode:
+HIDDEN_CHECKS = "# (input checks hidden: see the source)"
+
+
+def show_source(obj, checks: bool = True) -> SourceCode:
     """Show the source of a bertcourse function, class or method, highlighted.
 
     The notebooks call this instead of pasting a second copy of the code, so what the
     reader sees is exactly what runs (and what the tests check).
+
+    ``checks=False`` leaves out the input checks at the top of every function body (calls
+    of ``check_*`` / ``_check*`` helpers and ``if ...: raise ...`` blocks), so that the
+    algorithm is not buried under them; each run of hidden lines becomes one comment line,
+    ``# (input checks hidden: see the source)``. Nothing else changes.
     """
+    check_bool("checks", checks)
     try:
         source = inspect.getsource(obj)
     except (TypeError, OSError) as e:
         raise TypeError(f"show_source needs a function, class or method defined in Python, "
                         f"got obj of type {type(obj).__name__}: {e}") from None
-    return SourceCode(textwrap.dedent(source), getattr(obj, "__qualname__", ""))
+    source = textwrap.dedent(source)
+    if not checks:
+        source = hide_input_checks(source)
+    return SourceCode(source, getattr(obj, "__qualname__", ""))
+
+
+def _is_check_call(stmt: ast.stmt) -> bool:
+    """``check_x(...)`` or ``_check_x(...)`` (also as ``module.check_x(...)``) on a line of its own."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    func = stmt.value.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return name.startswith(("check_", "_check"))
+
+
+def _is_check(stmt: ast.stmt) -> bool:
+    """A check call, or ``if <condition>: raise ...`` (no ``else``) whose body only raises or checks."""
+    if _is_check_call(stmt):
+        return True
+    return (isinstance(stmt, ast.If) and not stmt.orelse
+            and all(isinstance(s, ast.Raise) or _is_check_call(s) for s in stmt.body))
+
+
+def _is_super_init(stmt: ast.stmt) -> bool:
+    """``super().__init__(...)``: kept, and it does not end the run of checks before or after it."""
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "__init__"
+            and isinstance(stmt.value.func.value, ast.Call)
+            and isinstance(stmt.value.func.value.func, ast.Name) and stmt.value.func.value.func.id == "super")
+
+
+def hide_input_checks(source: str) -> str:
+    """``source`` (dedented Python) without the input checks at the top of each function body;
+    each run of hidden statements is replaced by the line :data:`HIDDEN_CHECKS`."""
+    tree = ast.parse(source)
+    runs = []                                   # (first line, last line, indent), 1-based
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = node.body
+        start = 1 if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                      and isinstance(body[0].value.value, str)) else 0     # skip the docstring
+        run = []
+        for stmt in body[start:]:
+            if _is_check(stmt):
+                run.append(stmt)
+            elif _is_super_init(stmt):
+                if run:
+                    runs.append(run)
+                run = []
+            else:
+                break
+        if run:
+            runs.append(run)
+    lines = source.splitlines(keepends=True)
+    for run in sorted(runs, key=lambda r: r[0].lineno, reverse=True):
+        first, last = run[0].lineno, run[-1].end_lineno
+        indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
+        lines[first - 1: last] = [indent + HIDDEN_CHECKS + "\n"]
+    return "".join(lines)
 
 
 def cached(fn):

@@ -346,3 +346,106 @@ def test_model_errors_are_named():
         greedy_decode(model, src, lens, bos_id=1, eos_id=2, max_len=25)
     with pytest.raises(ValueError, match="num_blks must be > 0"):
         TransformerEncoder(10, 16, 32, 4, 0)
+
+
+# --- pre-norm (norm_first=True) ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("d, ffn, heads, bias, act, eps", CONFIGS)
+def test_pre_norm_blocks_match_torch_norm_first(d, ffn, heads, bias, act, eps):
+    """norm_first=True is PyTorch's norm_first=True: X + Sublayer(LayerNorm(X)), same parameters."""
+    torch.manual_seed(0)
+    enc = EncoderBlock(d, ffn, heads, bias=bias, activation=act, norm_eps=eps, norm_first=True).eval()
+    randomise(enc, 1)
+    theirs = nn.TransformerEncoderLayer(d, heads, ffn, dropout=0.0, activation=act, layer_norm_eps=eps,
+                                        batch_first=True, norm_first=True).eval()
+    copy_mha(enc.attention, theirs.self_attn, bias)
+    copy_ffn_norms(enc.ffn, [enc.addnorm1, enc.addnorm2], theirs, [theirs.norm1, theirs.norm2])
+    X, valid_lens = torch.randn(3, 7, d), torch.tensor([7, 2, 5])
+    with torch.no_grad():
+        expected = theirs(X, src_key_padding_mask=padding_mask(valid_lens, 7))
+    got = enc(X, valid_lens)
+    for b, n in enumerate(valid_lens.tolist()):
+        torch.testing.assert_close(got[b, :n], expected[b, :n], atol=1e-5, rtol=1e-5)
+
+    dec = DecoderBlock(d, ffn, heads, bias=bias, activation=act, norm_eps=eps, norm_first=True).eval()
+    randomise(dec, 2)
+    theirs = nn.TransformerDecoderLayer(d, heads, ffn, dropout=0.0, activation=act, layer_norm_eps=eps,
+                                        batch_first=True, norm_first=True).eval()
+    copy_mha(dec.attention1, theirs.self_attn, bias)
+    copy_mha(dec.attention2, theirs.multihead_attn, bias)
+    copy_ffn_norms(dec.ffn, [dec.addnorm1, dec.addnorm2, dec.addnorm3], theirs,
+                   [theirs.norm1, theirs.norm2, theirs.norm3])
+    Y, memory, enc_lens = torch.randn(3, 6, d), torch.randn(3, 5, d), torch.tensor([5, 2, 3])
+    with torch.no_grad():
+        expected = theirs(Y, memory, tgt_mask=~torch.tril(torch.ones(6, 6, dtype=torch.bool)),
+                          memory_key_padding_mask=padding_mask(enc_lens, 5))
+    torch.testing.assert_close(dec(Y, memory, enc_lens), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_pre_norm_differs_from_post_norm_with_the_same_weights():
+    torch.manual_seed(0)
+    post = EncoderBlock(16, 32, 4, bias=True).eval()
+    pre = EncoderBlock(16, 32, 4, bias=True, norm_first=True).eval()
+    pre.load_state_dict(post.state_dict())             # same parameter names and shapes
+    X = torch.randn(2, 5, 16)
+    out_post, out_pre = post(X), pre(X)
+    assert out_pre.shape == out_post.shape == (2, 5, 16)
+    assert (out_pre - out_post).abs().max() > 0.1
+    # post-norm ends in a layer norm (each position: mean 0, variance 1); pre-norm does not
+    torch.testing.assert_close(out_post.mean(-1), torch.zeros(2, 5), atol=1e-5, rtol=0)
+    assert out_pre.mean(-1).abs().max() > 0.01
+    # pre-norm keeps the input on an un-normalised residual path: X + (something)
+    torch.testing.assert_close(pre.addnorm1.pre_norm(X, lambda H: torch.zeros_like(H)), X)
+
+
+def test_pre_norm_stacks_have_a_final_layer_norm_and_train():
+    torch.manual_seed(0)
+    kw = dict(num_hiddens=16, ffn_num_hiddens=32, num_heads=4, num_blks=2, max_len=20)
+    post = EncoderDecoder(TransformerEncoder(11, **kw), TransformerDecoder(9, **kw))
+    pre = EncoderDecoder(TransformerEncoder(11, norm_first=True, **kw),
+                         TransformerDecoder(9, norm_first=True, **kw))
+    assert post.encoder.final_norm is None and post.decoder.final_norm is None
+    assert isinstance(pre.encoder.final_norm, nn.LayerNorm) and isinstance(pre.decoder.final_norm, nn.LayerNorm)
+    assert all(blk.norm_first for blk in [*pre.encoder.blks, *pre.decoder.blks])
+    # exactly the two final layer norms more
+    n_post, n_pre = (sum(p.numel() for p in m.parameters()) for m in (post, pre))
+    assert n_pre - n_post == 2 * 2 * 16
+    src, lens = torch.tensor([[3, 4, 5, 6], [7, 8, 0, 0]]), torch.tensor([4, 2])
+    dec_in = torch.tensor([[1, 3, 4], [1, 5, 6]])
+    enc_out = pre.encoder(src, lens)
+    torch.testing.assert_close(enc_out.mean(-1), torch.zeros(2, 4), atol=1e-5, rtol=0)   # the final norm
+    logits = pre(src, dec_in, lens)
+    assert logits.shape == (2, 3, 9)
+    logits.sum().backward()
+    for name, p in pre.named_parameters():        # every parameter gets a finite, non-zero gradient
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+        assert p.grad.abs().sum() > 0, name
+
+
+def test_pre_norm_cache_gives_the_same_greedy_decoding():
+    torch.manual_seed(0)
+    kw = dict(num_hiddens=16, ffn_num_hiddens=32, num_heads=4, num_blks=2, max_len=20, norm_first=True)
+    model = EncoderDecoder(TransformerEncoder(11, **kw), TransformerDecoder(9, **kw))
+    src, lens = torch.tensor([[3, 4, 5, 6], [7, 8, 0, 0]]), torch.tensor([4, 2])
+    args = dict(bos_id=1, eos_id=2, max_len=8)
+    torch.testing.assert_close(greedy_decode(model, src, lens, use_cache=True, **args),
+                               greedy_decode(model, src, lens, use_cache=False, **args))
+    # step by step with the cache == the whole prefix at once
+    dec_in = torch.tensor([[1, 3, 4, 5], [1, 6, 7, 8]])
+    memory = model.encoder(src, lens)
+    full = model.decoder(dec_in, memory, lens)
+    cache = model.decoder.init_cache()
+    steps = [model.decoder(dec_in[:, t:t + 1], memory, lens, cache) for t in range(4)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("make", [
+    lambda v: EncoderBlock(16, 32, 4, norm_first=v),
+    lambda v: DecoderBlock(16, 32, 4, norm_first=v),
+    lambda v: TransformerEncoder(10, 16, 32, 4, 1, norm_first=v),
+    lambda v: TransformerDecoder(10, 16, 32, 4, 1, norm_first=v),
+])
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_norm_first_must_be_a_bool(make, bad):
+    with pytest.raises(TypeError, match=r"norm_first must be True or False, got"):
+        make(bad)

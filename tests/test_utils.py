@@ -50,3 +50,75 @@ def test_show_source_html_is_highlighted():
 def test_show_source_rejects_builtins(obj):
     with pytest.raises(TypeError, match="show_source needs a function, class or method defined in Python"):
         show_source(obj)
+
+
+# --- show_source(..., checks=False) --------------------------------------------------------------
+
+def _module_fn():
+    pass
+
+
+SAMPLE = '''\
+def f(x, n, scale=1.0):
+    """Docstring stays."""
+    check_tensor("x", x, ndim=2)
+    _check_scale(scale)
+    if n < 0:
+        raise ValueError("n must be >= 0")
+    y = x * scale
+    if y.sum() > 0:             # not at the top: algorithm, kept
+        raise RuntimeError("kept")
+    check_tensor("y", y)        # not at the top: kept
+    return y
+
+
+class Block:
+    def __init__(self, d):
+        super().__init__()
+        check_positive_int("d", d)
+        self.d = d
+
+    def forward(self, X):
+        if X.dim() != 3:
+            raise ValueError("X must be 3-D")
+        else:
+            X = X + 1           # an if with an else is not a check
+        return X
+'''
+
+
+def test_hide_input_checks_hides_only_the_checks_at_the_top():
+    from bertcourse.utils import HIDDEN_CHECKS, hide_input_checks
+    out = hide_input_checks(SAMPLE)
+    compile(out, "<shown>", "exec")                                    # still valid Python
+    assert out.count(HIDDEN_CHECKS) == 2
+    assert '    """Docstring stays."""\n    ' + HIDDEN_CHECKS + "\n    y = x * scale\n" in out
+    assert "super().__init__()\n        " + HIDDEN_CHECKS + "\n        self.d = d\n" in out
+    for gone in ['check_tensor("x"', "_check_scale", "n must be >= 0", 'check_positive_int("d"']:
+        assert gone not in out
+    for kept in ['raise RuntimeError("kept")', 'check_tensor("y", y)', "X must be 3-D", "return X"]:
+        assert kept in out
+    assert hide_input_checks(out) == out                               # nothing left to hide
+
+
+def test_show_source_can_hide_the_checks_of_package_code():
+    from bertcourse.hf_weights import mean_pool
+    from bertcourse.transformer import EncoderBlock, PositionWiseFFN
+    from bertcourse.utils import HIDDEN_CHECKS
+    full, short = show_source(mean_pool), show_source(mean_pool, checks=False)
+    assert "check_tensor" in full.source and "raise ValueError" in full.source
+    assert "check_tensor" not in short.source and "raise" not in short.source
+    assert HIDDEN_CHECKS in short.source and short.name == full.name == "mean_pool"
+    assert "return (hidden * m).sum(1)" in short.source
+    src = show_source(PositionWiseFFN, checks=False).source
+    assert src.count(HIDDEN_CHECKS) == 2 and "check_" not in src       # __init__ and forward
+    assert "self.dense2(self._act(self.dense1(X)))" in src
+    assert "check_" not in show_source(EncoderBlock, checks=False).source
+    # a function without checks is shown unchanged
+    assert show_source(_module_fn, checks=False).source == show_source(_module_fn).source
+
+
+@pytest.mark.parametrize("bad", ["no", 0, None])
+def test_show_source_checks_must_be_a_bool(bad):
+    with pytest.raises(TypeError, match=r"checks must be True or False"):
+        show_source(masked_softmax, checks=bad)
