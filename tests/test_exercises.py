@@ -21,6 +21,33 @@ import bertcourse.exercises
 from bertcourse.exercises import (CheckFailed, CheckResult, Exercise, NotAttempted, Symptom, as_number,
                                   call_answer, compare_tensors, equal_values, expect_raises, randn,
                                   run_cases, seeded)
+from bertcourse.exercises.core import predicted_choice, predicted_dict, predicted_number
+
+
+def assert_checks_as(status, ex, answer, *fragments):
+    """``ex.check(answer)`` has ``status``, and its message holds every fragment (the chapter
+    tests use it, through :func:`assert_fails_with` and :func:`assert_passes_with`)."""
+    result = ex.check(answer)
+    assert result.status == status, result.message
+    for fragment in fragments:
+        assert fragment in result.message, result.message
+    return result
+
+
+assert_fails_with = functools.partial(assert_checks_as, "fail")
+assert_passes_with = functools.partial(assert_checks_as, "pass")
+
+
+def assert_leaves_global_rng_alone(run, *caches):
+    """``run()`` (a question's experiment, its caches cleared first) leaves torch's global
+    random state as it found it; returns what ``run()`` returned."""
+    for cache in caches:
+        cache.cache_clear()
+    torch.manual_seed(0)
+    state = torch.random.get_rng_state()
+    result = run()
+    assert torch.equal(torch.random.get_rng_state(), state)
+    return result
 
 
 def reference(x):
@@ -924,3 +951,58 @@ def test_as_number_refuses_nan_and_infinity():
         with pytest.raises(CheckFailed, match="expected a finite number"):
             as_number(bad, "case 1")
     assert as_number(torch.tensor(2.5), "case 1") == 2.5
+
+
+# --- the "predict, then run" answers ------------------------------------------------------
+
+@pytest.mark.parametrize("value, message", [
+    ("1", "p must be a share, got str '1'"), (True, "p must be a share, got bool True"),
+    ([0.5], "p must be a share, got list [0.5]"), (1.5, "p must be a share in range, got 1.5"),
+    (float("nan"), "on p: expected a finite number, got nan"),
+    (torch.tensor([0.1, 0.2]), "on p: expected a number, got Tensor"),
+])
+def test_predicted_number_refuses_what_is_not_a_number_in_range(value, message):
+    with pytest.raises(CheckFailed) as e:
+        predicted_number(value, "p", 0.0, 1.0, "a share", "a share in range")
+    assert str(e.value) == message
+
+
+def test_predicted_number_returns_a_plain_number():
+    assert predicted_number(torch.tensor(0.25), "p", 0.0, 1.0, "a share") == 0.25
+    got = predicted_number(3.0, "p", 0, 6, "a count", whole=True)
+    assert got == 3 and type(got) is int
+    with pytest.raises(CheckFailed, match="on p: expected a whole number, got 2.5"):
+        predicted_number(2.5, "p", 0, 6, "a count", whole=True)
+
+
+@pytest.mark.parametrize("answer, message", [
+    ({"a": 1}, "p must be a dict with the keys ['a', 'b'], a count each, got {'a': 1}"),
+    ([1, 2], "p must be a dict with the keys ['a', 'b'], a count each, got [1, 2]"),
+    ({"a": ..., "b": 1}, "p['a'] is still ...: write a count"),
+    ({"a": 1, "b": None}, "p['b'] is still None: write a count"),
+    ({"a": "1", "b": 1}, "p['a'] must be a whole count, got '1'"),
+    ({"a": 1, "b": 9}, "p['b'] must be from 0 to 6, got 9"),
+])
+def test_predicted_dict_names_the_entry(answer, message):
+    with pytest.raises(CheckFailed) as e:
+        predicted_dict(answer, ("a", "b"), "p", "a count each", low=0, high=6, must="a whole count",
+                       in_range="from 0 to 6", whole=True, blank="a count")
+    assert str(e.value) == message
+
+
+def test_predicted_dict_keeps_the_keys_order():
+    got = predicted_dict({"b": 2, "a": torch.tensor(1)}, ("a", "b"), "p", "", low=0, high=6, must="",
+                         whole=True, blank="a count")
+    assert list(got.items()) == [("a", 1), ("b", 2)]
+
+
+def test_predicted_choice():
+    choices = {"low": "below 0.5", "high": "above 0.5"}
+    assert predicted_choice("  HIGH\n", choices, "p") == "high"
+    with pytest.raises(CheckFailed, match=r"^p must be one of 'low', 'high' \(a string\), got int 3$"):
+        predicted_choice(3, choices, "p")
+    with pytest.raises(CheckFailed, match=r"^p must be one of 'low', 'high', got 'mid'$"):
+        predicted_choice("mid", choices, "p")
+    with pytest.raises(CheckFailed) as e:
+        predicted_choice("x", choices, "p", described=True)
+    assert str(e.value) == "p must be one of 'low' (below 0.5), 'high' (above 0.5), got 'x'"

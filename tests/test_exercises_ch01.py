@@ -11,6 +11,7 @@ import torch
 from bertcourse.attention import masked_softmax
 from bertcourse.exercises import ch01
 from bertcourse.exercises.ch01 import q1, q2, q3, q4, q5
+from test_exercises import assert_fails_with, assert_passes_with
 
 
 # --- references and solutions pass -------------------------------------------------------
@@ -63,8 +64,7 @@ def q1_scores(Q, K):
     (q1_scores, "you returned the scaled scores"),
 ])
 def test_q1_mistakes(wrong, phrase):
-    result = q1.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q1, wrong, phrase)
 
 
 def _visible(scores, valid_lens):
@@ -114,8 +114,7 @@ def q2_minus_1e6_then_zero(scores, valid_lens):
     (q2_no_mask, "you ignored valid_lens"),
 ])
 def test_q2_mistakes(wrong, phrase):
-    result = q2.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q2, wrong, phrase)
 
 
 def test_q2_minus_1e6_is_accepted():
@@ -146,8 +145,7 @@ def q3_d2l_style(Q, K, V, valid_lens):
     (q3_d2l_style, "must output the zero vector"),
 ])
 def test_q3_mistakes(wrong, phrase):
-    result = q3.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q3, wrong, phrase)
 
 
 @pytest.mark.parametrize("wrong, phrase", [
@@ -159,8 +157,7 @@ def test_q3_mistakes(wrong, phrase):
     (lambda d, heads, bias: 4 * d * d + 4 * d // heads, "expected"),   # unknown mistake: numbers only
 ])
 def test_q4_mistakes(wrong, phrase):
-    result = q4.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    result = assert_fails_with(q4, wrong, phrase)
     assert "parameters, got" in result.message
 
 
@@ -200,8 +197,7 @@ def test_q5_experiment_is_the_package_attention_and_leaves_the_global_rng_alone(
 def test_q5_right_predictions_pass():
     truth = ch01._q5_measured()[0]
     for guess in (truth, truth + 0.09, truth - 0.09, 0.2, torch.tensor(0.2)):
-        result = q5.check(guess)
-        assert result.status == "pass" and "without the scale" in result.message, result.message
+        assert_passes_with(q5, guess, "without the scale")
 
 
 @pytest.mark.parametrize("guess, phrase", [
@@ -211,8 +207,7 @@ def test_q5_right_predictions_pass():
     (0.0, "too low"),
 ])
 def test_q5_wrong_predictions_explain_without_the_number(guess, phrase):
-    result = q5.check(guess)
-    assert result.status == "fail" and phrase in result.message, result.message
+    result = assert_fails_with(q5, guess, phrase)
     assert f"{ch01._q5_measured()[0]:.2f}" not in result.message          # the experiment tells
 
 
@@ -221,8 +216,7 @@ def test_q5_wrong_predictions_explain_without_the_number(guess, phrase):
     (float("nan"), "finite"), (-0.5, "between 0"), (3.0, "between 0"),
 ])
 def test_q5_refuses_what_is_not_an_entropy(bad, phrase):
-    result = q5.check(bad)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q5, bad, phrase)
 
 
 def test_q5_placeholder_is_not_attempted():

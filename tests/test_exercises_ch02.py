@@ -10,6 +10,7 @@ import torch
 from bertcourse.exercises import ch02
 from bertcourse.exercises.ch02 import q1, q2, q3, q4, q5
 from bertcourse.positional import relative_rotation, sinusoidal_encoding
+from test_exercises import assert_fails_with, assert_leaves_global_rng_alone, assert_passes_with
 
 
 def test_references_pass_and_agree_with_closed_form():
@@ -30,8 +31,7 @@ def q4_without_length_check(E, P):
 
 def test_q4_reference_alone_is_not_enough():
     """The plain formula gets the numbers right but crashes by accident on a too-long input."""
-    result = q4.check(q4_without_length_check)
-    assert result.status == "fail" and "accident of broadcasting" in result.message, result.message
+    assert_fails_with(q4, q4_without_length_check, "accident of broadcasting")
 
 
 def test_q4_silent_truncation_fails():
@@ -77,8 +77,7 @@ def q1_all_sin(i, d):
     (q1_all_sin, "every column is a sine"),
 ])
 def test_q1_mistakes(wrong, phrase):
-    result = q1.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q1, wrong, phrase)
 
 
 def q2_transposed(k, j, d):
@@ -106,8 +105,7 @@ def q2_identity(k, j, d):
     (q2_identity, "the identity keeps P[i]"),
 ])
 def test_q2_mistakes(wrong, phrase):
-    result = q2.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q2, wrong, phrase)
 
 
 def test_q2_float32_answer_is_accepted():
@@ -139,8 +137,7 @@ def q3_per_column(d):
     (q3_per_column, "per column *pair*"),
 ])
 def test_q3_mistakes(wrong, phrase):
-    result = q3.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q3, wrong, phrase)
 
 
 def _guarded(f):
@@ -158,8 +155,7 @@ def _guarded(f):
     (_guarded(lambda E, P: E / math.sqrt(E.shape[-1]) + P[: E.shape[1]]), "you divided by sqrt(d)"),
 ])
 def test_q4_mistakes(wrong, phrase):
-    result = q4.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q4, wrong, phrase)
 
 
 # --- Q5: predict what shuffling does without positions, then run the experiment -----------
@@ -172,17 +168,12 @@ def test_q5_experiment_without_and_with_positions():
 
 
 def test_q5_experiment_leaves_the_global_rng_alone():
-    ch02._q5_layers.cache_clear()
-    torch.manual_seed(0)
-    state = torch.random.get_rng_state()
-    assert ch02.distinct_outputs("first") == 3
-    assert torch.equal(torch.random.get_rng_state(), state)
+    assert assert_leaves_global_rng_alone(lambda: ch02.distinct_outputs("first"), ch02._q5_layers) == 3
 
 
 def test_q5_right_prediction_passes_in_any_number_type():
     for answer in ({"first": 3, "mean": 1}, {"mean": 1.0, "first": torch.tensor(3)}):
-        result = q5.check(answer)
-        assert result.status == "pass" and "cannot tell" in result.message, result.message
+        assert_passes_with(q5, answer, "cannot tell")
 
 
 @pytest.mark.parametrize("answer, phrases", [
@@ -191,9 +182,7 @@ def test_q5_right_prediction_passes_in_any_number_type():
     ({"first": 3, "mean": 3}, ["'mean': 3 is too many"]),
 ])
 def test_q5_wrong_predictions_explain(answer, phrases):
-    result = q5.check(answer)
-    assert result.status == "fail", result.message
-    assert all(p in result.message for p in phrases), result.message
+    result = assert_fails_with(q5, answer, *phrases)
     if answer["first"] == 3:
         assert "'first'" not in result.message                  # only the wrong part is named
 
@@ -207,5 +196,4 @@ def test_q5_wrong_predictions_explain(answer, phrases):
     ({"first": 7, "mean": 1}, "from 1 to 6"), ({"first": 3, "mean": 0}, "from 1 to 6"),
 ])
 def test_q5_refuses_malformed_predictions(bad, phrase):
-    result = q5.check(bad)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q5, bad, phrase)

@@ -8,6 +8,7 @@ import torch
 
 from bertcourse.exercises import ch03
 from bertcourse.exercises.ch03 import q1, q2, q3, q4, q5
+from test_exercises import assert_fails_with, assert_leaves_global_rng_alone, assert_passes_with
 
 
 def test_references_pass_and_agree_with_torch():
@@ -48,8 +49,7 @@ def _ln(S, gamma, beta, eps, dim=-1, unbiased=False):
     (lambda X, Y, g, b, e: _ln(X + Y, 1.0, 0.0, e), "you forgot gamma and beta"),
 ])
 def test_q1_mistakes(wrong, phrase):
-    result = q1.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q1, wrong, phrase)
 
 
 def test_q1_plain_layer_norm_is_accepted():
@@ -64,8 +64,7 @@ def test_q1_plain_layer_norm_is_accepted():
     (lambda X, W1, b1, W2, b2: torch.relu(X @ W1.T) @ W2.T, "you forgot the biases"),
 ])
 def test_q2_mistakes(wrong, phrase):
-    result = q2.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q2, wrong, phrase)
 
 
 @pytest.mark.parametrize("wrong, phrase", [
@@ -76,8 +75,7 @@ def test_q2_mistakes(wrong, phrase):
     (lambda q, k: torch.ones(q, k).tril(k - q), "return a boolean tensor"),
 ])
 def test_q3_mistakes(wrong, phrase):
-    result = q3.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q3, wrong, phrase)
 
 
 @pytest.mark.parametrize("wrong, phrase", [
@@ -89,8 +87,7 @@ def test_q3_mistakes(wrong, phrase):
     (lambda d, f, h, b: 4 * d * d + 4 * d + 2 * d * f + f + d + 4 * d, "with bias=False"),
 ])
 def test_q4_mistakes(wrong, phrase):
-    result = q4.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q4, wrong, phrase)
 
 
 # --- Q5: predict which decoder outputs a changed target token reaches ---------------------
@@ -106,17 +103,12 @@ def test_q5_experiment_shows_the_causal_mask():
 
 
 def test_q5_experiment_leaves_the_global_rng_alone():
-    ch03._q5_model.cache_clear()
-    torch.manual_seed(0)
-    state = torch.random.get_rng_state()
-    ch03.changed_positions()
-    assert torch.equal(torch.random.get_rng_state(), state)
+    assert_leaves_global_rng_alone(ch03.changed_positions, ch03._q5_model)
 
 
 def test_q5_right_prediction_passes():
     for answer in (5, 5.0, torch.tensor(5)):
-        result = q5.check(answer)
-        assert result.status == "pass" and "3..7" in result.message, result.message
+        assert_passes_with(q5, answer, "3..7")
 
 
 @pytest.mark.parametrize("answer, phrase", [
@@ -124,8 +116,7 @@ def test_q5_right_prediction_passes():
     (1, "too few"), (0, "too few"),
 ])
 def test_q5_wrong_predictions_explain(answer, phrase):
-    result = q5.check(answer)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q5, answer, phrase)
 
 
 @pytest.mark.parametrize("bad, phrase", [
@@ -133,5 +124,4 @@ def test_q5_wrong_predictions_explain(answer, phrase):
     (5.5, "expected a whole number"), (9, "from 0 to 8"), (-1, "from 0 to 8"),
 ])
 def test_q5_refuses_what_is_not_a_count(bad, phrase):
-    result = q5.check(bad)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q5, bad, phrase)

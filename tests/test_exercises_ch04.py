@@ -9,6 +9,7 @@ import torch
 from bertcourse.bert import BERTEncoder, get_config, get_tokens_and_segments
 from bertcourse.exercises import ch04
 from bertcourse.exercises.ch04 import q1, q2, q3, q4, q5
+from test_exercises import assert_fails_with, assert_passes_with
 
 
 # --- references and solutions pass -------------------------------------------------------
@@ -115,8 +116,7 @@ def q1_length_mismatch(tokens_a, tokens_b=None):
     (q1_length_mismatch, "must have the same length"),
 ])
 def test_q1_mistakes(wrong, phrase):
-    result = q1.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    result = assert_fails_with(q1, wrong, phrase)
     assert "expected tokens [[CLS]" in result.message
 
 
@@ -160,8 +160,7 @@ def test_q1_answer_that_changes_its_input_fails_and_does_not_spoil_the_cases():
     (lambda a, b: [0] * (a + 2) + [1] * (b + 1) if a else [1] * (b + 3), "expected [0 0 1"),
 ])
 def test_q2_mistakes(wrong, phrase):
-    result = q2.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q2, wrong, phrase)
 
 
 def test_q2_accepts_a_tensor_and_rejects_floats():
@@ -217,8 +216,7 @@ def q3_all_segment_a(encoder, tokens, segments):
     (q3_all_segment_a, "you added segment 0's row everywhere"),
 ])
 def test_q3_mistakes(wrong, phrase):
-    result = q3.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q3, wrong, phrase)
 
 
 def test_q3_accepts_calling_the_modules_directly():
@@ -247,8 +245,7 @@ def test_q3_cases_run_in_eval_mode_without_dropout():
     (lambda c: c.vocab_size * c.num_hiddens, "you counted only the token table: add"),
 ])
 def test_q4_mistakes(wrong, phrase):
-    result = q4.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    result = assert_fails_with(q4, wrong, phrase)
     assert "parameters, got" in result.message
 
 
@@ -300,8 +297,7 @@ def test_q5_shares_tell_the_story():
 
 def test_q5_right_predictions_pass():
     for answer in ({"base": 0.22, "tiny": 0.75}, {"tiny": 0.7, "base": 0.26}, {"base": 0.2, "tiny": 0.78}):
-        result = q5.check(answer)
-        assert result.status == "pass" and "BERT-base: 21.9%" in result.message, result.message
+        assert_passes_with(q5, answer, "BERT-base: 21.9%")
 
 
 @pytest.mark.parametrize("answer, phrases", [
@@ -312,8 +308,7 @@ def test_q5_right_predictions_pass():
     ({"base": 0.9, "tiny": 0.1}, ["'base' and 'tiny'", "too high", "too low"]),
 ])
 def test_q5_wrong_predictions_explain(answer, phrases):
-    result = q5.check(answer)
-    assert result.status == "fail" and all(p in result.message for p in phrases), result.message
+    result = assert_fails_with(q5, answer, *phrases)
     assert "21.9" not in result.message and "74.6" not in result.message
 
 
@@ -323,5 +318,4 @@ def test_q5_wrong_predictions_explain(answer, phrases):
     ({"base": None, "tiny": 0.75}, "is still None"), ({"base": float("nan"), "tiny": 0.75}, "expected a finite number, got nan"),
 ])
 def test_q5_refuses_malformed_predictions(bad, phrase):
-    result = q5.check(bad)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q5, bad, phrase)

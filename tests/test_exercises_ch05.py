@@ -14,16 +14,9 @@ from bertcourse.data import SPECIAL_TOKENS, Vocab, mask_tokens, num_mlm_preds
 from bertcourse.pretrain import mlm_loss
 from bertcourse.exercises import ch05
 from bertcourse.exercises.ch05 import q1, q2, q3, q4, q5
+from test_exercises import assert_fails_with, assert_leaves_global_rng_alone, assert_passes_with
 
 EXERCISES = [q1, q2, q3, q4]
-
-
-def assert_fails_with(ex, answer, *fragments):
-    result = ex.check(answer)
-    assert result.status == "fail", result.message
-    for fragment in fragments:
-        assert fragment in result.message, result.message
-    return result
 
 
 # --- references and solutions pass -------------------------------------------------------
@@ -174,8 +167,7 @@ def test_q5_experiment_uses_mask_tokens_and_tells_the_story():
 def test_q5_right_predictions_pass():
     truth = ch05.both_neighbours_visible(ch05.Q5_MASK_PROB)
     for guess in (truth, truth - 0.095, truth + 0.095, 0.46, 0.5, torch.tensor(0.6)):
-        result = q5.check(guess)
-        assert result.status == "pass" and "BERT's 15 %" in result.message, result.message
+        assert_passes_with(q5, guess, "BERT's 15 %")
 
 
 def test_q5_wrong_predictions_explain_without_the_number():
@@ -192,16 +184,11 @@ def test_q5_wrong_predictions_explain_without_the_number():
     (float("nan"), "expected a finite number, got nan"), (-0.1, "between 0 and 1"),
 ])
 def test_q5_refuses_what_is_not_a_share(bad, phrase):
-    result = q5.check(bad)
     if bad is None:
-        assert result.status == "not attempted"
+        assert q5.check(bad).status == "not attempted"
     else:
-        assert result.status == "fail" and phrase in result.message, result.message
+        assert_fails_with(q5, bad, phrase)
 
 
 def test_q5_experiment_leaves_the_global_rng_alone():
-    ch05.both_neighbours_visible.cache_clear()
-    torch.manual_seed(0)
-    state = torch.random.get_rng_state()
-    assert q5.check(0.5)
-    assert torch.equal(torch.random.get_rng_state(), state)
+    assert assert_leaves_global_rng_alone(lambda: q5.check(0.5), ch05.both_neighbours_visible)

@@ -14,16 +14,9 @@ from bertcourse.pretrain import nsp_loss
 from bertcourse.exercises import ch06
 from bertcourse.exercises.ch06 import q1, q1_pairs, q2, q3, q4, q5
 from bertcourse.data import draw_rng as pair_rng
+from test_exercises import assert_fails_with, assert_leaves_global_rng_alone, assert_passes_with
 
 EXERCISES = [q1, q2, q3, q4]
-
-
-def assert_fails_with(ex, answer, *fragments):
-    result = ex.check(answer)
-    assert result.status == "fail", result.message
-    for fragment in fragments:
-        assert fragment in result.message, result.message
-    return result
 
 
 # --- references and solutions pass -------------------------------------------------------
@@ -162,17 +155,12 @@ def test_q5_experiment_reaches_every_real_token_and_no_padding():
 
 
 def test_q5_experiment_leaves_the_global_rng_alone():
-    ch06._nsp_gradient_positions.cache_clear()
-    torch.manual_seed(0)
-    state = torch.random.get_rng_state()
-    ch06.nsp_gradient_positions()
-    assert torch.equal(torch.random.get_rng_state(), state)
+    assert_leaves_global_rng_alone(ch06.nsp_gradient_positions, ch06._nsp_gradient_positions)
 
 
 def test_q5_right_prediction_passes():
     for answer in ({"last layer": 1, "embeddings": 21}, {"embeddings": 21.0, "last layer": torch.tensor(1)}):
-        result = q5.check(answer)
-        assert result.status == "pass" and "no padding" in result.message, result.message
+        assert_passes_with(q5, answer, "no padding")
 
 
 @pytest.mark.parametrize("answer, phrases", [
@@ -182,8 +170,7 @@ def test_q5_right_prediction_passes():
     ({"last layer": 0, "embeddings": 0}, ["'last layer': 0 is too few", "'embeddings': 0 is too few"]),
 ])
 def test_q5_wrong_predictions_explain(answer, phrases):
-    result = q5.check(answer)
-    assert result.status == "fail" and all(p in result.message for p in phrases), result.message
+    assert_fails_with(q5, answer, *phrases)
 
 
 @pytest.mark.parametrize("bad, phrase", [
@@ -192,5 +179,4 @@ def test_q5_wrong_predictions_explain(answer, phrases):
     ({"last layer": 1.5, "embeddings": 21}, "whole number"), ({"last layer": 1, "embeddings": 33}, "from 0 to 32"),
 ])
 def test_q5_refuses_malformed_predictions(bad, phrase):
-    result = q5.check(bad)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q5, bad, phrase)

@@ -14,6 +14,7 @@ from bertcourse.pretrain import mlm_loss
 from bertcourse.exercises import ch07
 from bertcourse.exercises.ch07 import q1, q2, q3, q4, q5
 from bertcourse.pretrain import mlm_accuracy
+from test_exercises import assert_fails_with, assert_leaves_global_rng_alone, assert_passes_with
 
 
 def test_references_are_the_package_functions_and_agree_with_plain_torch():
@@ -82,13 +83,11 @@ def q1_log_of_softmax(mlm_logits, mlm_labels, mlm_weights):
     (q1_over_batch, "you divided by the batch size"),
 ])
 def test_q1_mistakes(wrong, phrase):
-    result = q1.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q1, wrong, phrase)
 
 
 def test_q1_log_of_softmax_fails_on_large_logits_only():
-    result = q1.check(q1_log_of_softmax)
-    assert result.status == "fail" and "large logits" in result.message, result.message
+    assert_fails_with(q1, q1_log_of_softmax, "large logits")
 
 
 def test_q1_no_predictions_row_is_handled_by_the_solution_and_the_reference():
@@ -121,8 +120,7 @@ def q2_argmax_over_slots(mlm_logits, mlm_labels, mlm_weights):
     (q2_argmax_over_slots, "first difference"),
 ])
 def test_q2_mistakes(wrong, phrase):
-    result = q2.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q2, wrong, phrase)
 
 
 def q3_floor(num_tokens, mask_prob):
@@ -153,8 +151,7 @@ def q3_no_epsilon(num_tokens, mask_prob):
     (q3_no_epsilon, "floating point: 90 * 0.35 is 31.499999999999996"),
 ])
 def test_q3_mistakes(wrong, phrase):
-    result = q3.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q3, wrong, phrase)
 
 
 def test_q3_accepts_tensors_and_floats_that_are_whole_numbers():
@@ -174,8 +171,7 @@ def test_q4_right_letter_in_any_spelling(answer):
     ("D", "a single token of the vocabulary"), ("E", "must be one of A, B, C, D"),
 ])
 def test_q4_wrong_letters_explain_why(answer, phrase):
-    result = q4.check(answer)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q4, answer, phrase)
     assert q4.check(2).status == "fail"
 
 
@@ -197,27 +193,20 @@ def test_q5_experiment_tells_the_story():
 
 
 def test_q5_experiment_leaves_the_global_rng_alone():
-    ch07._first_losses.cache_clear()
-    torch.manual_seed(0)
-    state = torch.random.get_rng_state()
-    ch07.first_mlm_loss(bert_init=False)
-    assert torch.equal(torch.random.get_rng_state(), state)
+    assert_leaves_global_rng_alone(lambda: ch07.first_mlm_loss(bert_init=False), ch07._first_losses)
 
 
 @pytest.mark.parametrize("answer", ["higher", "Higher", " HIGHER\n"])
 def test_q5_right_choice_in_any_spelling(answer):
-    result = q5.check(answer)
-    assert result.status == "pass" and "confidently wrong" in result.message, result.message
+    assert_passes_with(q5, answer, "confidently wrong")
 
 
 @pytest.mark.parametrize("answer, phrase", [("same", "shares"), ("lower", "cannot do better")])
 def test_q5_wrong_choices_explain_why(answer, phrase):
-    result = q5.check(answer)
-    assert result.status == "fail" and phrase in result.message, result.message
+    result = assert_fails_with(q5, answer, phrase)
     assert "higher" not in result.message.split("(stuck?")[0]          # the answer is not given away
 
 
 @pytest.mark.parametrize("bad", ["up", "much higher", "higher?", 3, ["higher"]])
 def test_q5_choices_outside_the_list_are_refused_with_the_options(bad):
-    result = q5.check(bad)
-    assert result.status == "fail" and "'same', 'higher', 'lower'" in result.message, result.message
+    assert_fails_with(q5, bad, "'same', 'higher', 'lower'")

@@ -11,6 +11,7 @@ import torch
 from bertcourse.exercises import ch08
 from bertcourse.exercises.ch08 import q1, q2, q3, q4, q5
 from bertcourse.hf_weights import course_name
+from test_exercises import assert_fails_with, assert_leaves_global_rng_alone, assert_passes_with
 
 
 def test_references_pass_their_own_check():
@@ -73,8 +74,7 @@ def q1_drops_suffix(hf_name):
     (q1_drops_suffix, "keep the suffix"),
 ])
 def test_q1_diagnoses(wrong, phrase):
-    result = q1.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q1, wrong, phrase)
 
 
 def q1_not_a_function():
@@ -93,8 +93,7 @@ def test_q1_needs_a_function():
     (lambda h, m: h[:, 0], "[CLS] vector"),
 ])
 def test_q2_diagnoses(wrong, phrase):
-    result = q2.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q2, wrong, phrase)
 
 
 @pytest.mark.parametrize("wrong, phrase", [
@@ -104,8 +103,7 @@ def test_q2_diagnoses(wrong, phrase):
     (lambda w: -(w * w.clamp_min(1e-30).log()).sum(-2), "wrong axis"),
 ])
 def test_q3_diagnoses(wrong, phrase):
-    result = q3.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q3, wrong, phrase)
 
 
 @pytest.mark.parametrize("wrong, phrase", [
@@ -115,8 +113,7 @@ def test_q3_diagnoses(wrong, phrase):
     (lambda w: torch.stack([w[..., i, i - 1] for i in range(w.shape[-1])], -1).mean(-1), "wraps around"),
 ])
 def test_q4_diagnoses(wrong, phrase):
-    result = q4.check(wrong)
-    assert result.status == "fail" and phrase in result.message, result.message
+    assert_fails_with(q4, wrong, phrase)
 
 
 # --- Q5: predict whether the sentence embedding sees word order ------------------------------
@@ -136,30 +133,22 @@ def test_q5_experiment_is_the_sentence_embedding_of_section_7():
 
 @pytest.mark.parametrize("answer", ["high", "High", " HIGH "])
 def test_q5_right_choice_in_any_spelling(answer):
-    result = q5.check(answer)
-    assert result.status == "pass" and "who bit whom" in result.message, result.message
+    assert_passes_with(q5, answer, "who bit whom")
 
 
 @pytest.mark.parametrize("answer, phrase", [("low", "same tokens"), ("medium", "closer still")])
 def test_q5_wrong_choices_explain_why(answer, phrase):
-    result = q5.check(answer)
-    assert result.status == "fail" and phrase in result.message, result.message
+    result = assert_fails_with(q5, answer, phrase)
     assert "0.97" not in result.message
 
 
 @pytest.mark.parametrize("bad", ["very high", "0.97", 0.97, "high?", None])
 def test_q5_choices_outside_the_list_are_refused_with_the_options(bad):
-    result = q5.check(bad)
     if bad is None:
-        assert result.status == "not attempted"
+        assert q5.check(bad).status == "not attempted"
     else:
-        assert result.status == "fail" and "'low'" in result.message and "'high'" in result.message, result.message
+        assert_fails_with(q5, bad, "'low'", "'high'")
 
 
 def test_q5_experiment_leaves_the_global_rng_alone():
-    ch08._minilm.cache_clear()
-    ch08._q5_cosine.cache_clear()
-    torch.manual_seed(0)
-    state = torch.random.get_rng_state()
-    assert q5.check("high")
-    assert torch.equal(torch.random.get_rng_state(), state)
+    assert assert_leaves_global_rng_alone(lambda: q5.check("high"), ch08._minilm, ch08._q5_cosine)

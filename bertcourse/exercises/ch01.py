@@ -26,7 +26,7 @@ import math
 import torch
 
 from ..attention import MultiHeadAttention, dot_product_attention, entropy, masked_softmax
-from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
+from .core import CheckFailed, Exercise, as_number, equal_values, predicted_number, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "mean_attention_entropy", "Q5_D", "Q5_KEYS", "Q5_TOLERANCE"]
 
@@ -360,17 +360,8 @@ def _q5_measured() -> tuple[float, float]:
     return mean_attention_entropy(Q5_D, scaled=False), mean_attention_entropy(Q5_D, scaled=True)
 
 
-def _prediction_number(answer, var: str) -> float:
-    if isinstance(answer, str) or not isinstance(answer, (int, float, torch.Tensor)) or isinstance(answer, bool):
-        raise CheckFailed(f"{var} must be a number (nats), e.g. 1.5, got {type(answer).__name__} {answer!r:.40}")
-    value = float(as_number(answer, var))
-    if not math.isfinite(value):
-        raise CheckFailed(f"{var} must be a finite number of nats, got {value!r}")
-    return value
-
-
 def _check_q5(answer) -> str:
-    guess = _prediction_number(answer, "prediction")
+    guess = predicted_number(answer, "prediction", -math.inf, math.inf, "a number (nats), e.g. 1.5")
     uniform = math.log(Q5_KEYS)
     if not 0.0 <= guess <= uniform + 1e-9:
         raise CheckFailed(f"an entropy over {Q5_KEYS} keys lies between 0 (all the weight on one key) and "

@@ -29,7 +29,7 @@ import torch
 
 from ..attention import MultiHeadAttention
 from ..positional import frequencies, relative_rotation, sinusoidal_encoding
-from .core import CheckFailed, Exercise, as_number, expect_raises, randn, run_cases
+from .core import CheckFailed, Exercise, expect_raises, predicted_dict, randn, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "distinct_outputs", "Q5_WORDS", "Q5_READOUTS"]
 
@@ -343,22 +343,10 @@ _Q5_WHY = {
 
 
 def _check_q5(answer) -> str:
-    if not isinstance(answer, dict) or set(answer) != set(Q5_READOUTS):
-        raise CheckFailed(f"prediction must be a dict with the keys {list(Q5_READOUTS)}, a count from 1 to 6 "
-                          f"each ({{'first': <count>, 'mean': <count>}}), got {answer!r:.80}")
-    guess = {}
-    for key in Q5_READOUTS:
-        value = answer[key]
-        if value is Ellipsis or value is None:
-            placeholder = "..." if value is Ellipsis else "None"
-            raise CheckFailed(f"prediction[{key!r}] is still {placeholder}: write a count from 1 to 6")
-        if isinstance(value, (str, bool)):
-            raise CheckFailed(f"prediction[{key!r}] must be a whole number from 1 to 6, got {value!r}")
-        value = as_number(value, f"prediction[{key!r}]", whole=True)
-        if not 1 <= value <= 6:
-            raise CheckFailed(f"prediction[{key!r}] must be a count from 1 to 6 (there are 6 orderings), "
-                              f"got {value:g}")
-        guess[key] = int(value)
+    guess = predicted_dict(answer, Q5_READOUTS, "prediction",
+                           "a count from 1 to 6 each ({'first': <count>, 'mean': <count>})",
+                           low=1, high=6, must="a whole number from 1 to 6", whole=True,
+                           in_range="a count from 1 to 6 (there are 6 orderings)", blank="a count from 1 to 6")
     measured = {key: distinct_outputs(key) for key in Q5_READOUTS}
     wrong = [key for key in Q5_READOUTS if guess[key] != measured[key]]
     if wrong:

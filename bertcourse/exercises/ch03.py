@@ -24,7 +24,7 @@ import torch
 
 from ..attention import causal_mask
 from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN, TransformerDecoder, TransformerEncoder
-from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
+from .core import CheckFailed, Exercise, as_number, equal_values, predicted_number, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "changed_positions", "Q5_TGT_LEN", "Q5_POSITION"]
 
@@ -341,13 +341,9 @@ def changed_positions(change: str = "target", position: int = Q5_POSITION, causa
 
 
 def _check_q5(answer) -> str:
-    if isinstance(answer, (str, bool)) or not isinstance(answer, (int, float, torch.Tensor)):
-        raise CheckFailed(f"prediction must be a whole number from 0 to {Q5_TGT_LEN} (a count of positions), "
-                          f"got {type(answer).__name__} {answer!r:.40}")
-    guess = as_number(answer, "prediction", whole=True)
-    if not 0 <= guess <= Q5_TGT_LEN:
-        raise CheckFailed(f"prediction must be a count of positions from 0 to {Q5_TGT_LEN}, got {guess:g}")
-    guess = int(guess)
+    guess = predicted_number(answer, "prediction", 0, Q5_TGT_LEN,
+                             f"a whole number from 0 to {Q5_TGT_LEN} (a count of positions)",
+                             f"a count of positions from 0 to {Q5_TGT_LEN}", whole=True)
     measured = changed_positions()
     n = len(measured)
     if guess > n:

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 
 import torch
 
 from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
 from ..data import DEFAULT_VOCAB_SIZE
-from .core import CheckFailed, Exercise, Symptom, as_number, equal_values, run_cases, seeded
+from .core import CheckFailed, Exercise, Symptom, as_number, equal_values, predicted_dict, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "encoder_parameter_split", "Q5_CONFIGS", "Q5_TOLERANCE"]
 
@@ -463,21 +462,9 @@ _Q5_WHY = {
 
 def _check_q5(answer) -> str:
     keys = tuple(Q5_CONFIGS)
-    if not isinstance(answer, dict) or set(answer) != set(keys):
-        raise CheckFailed(f"prediction must be a dict with the keys {list(keys)}, a share between 0 and 1 "
-                          f"each ({{'base': <share>, 'tiny': <share>}}), got {answer!r:.80}")
-    guess = {}
-    for key in keys:
-        value = answer[key]
-        if value is Ellipsis or value is None:
-            placeholder = "..." if value is Ellipsis else "None"
-            raise CheckFailed(f"prediction[{key!r}] is still {placeholder}: write a share between 0 and 1")
-        if isinstance(value, (str, bool)):
-            raise CheckFailed(f"prediction[{key!r}] must be a number between 0 and 1, got {value!r}")
-        value = float(as_number(value, f"prediction[{key!r}]"))
-        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise CheckFailed(f"prediction[{key!r}] must be a share between 0 and 1 (0.5 for half), got {value:g}")
-        guess[key] = value
+    guess = predicted_dict(answer, keys, "prediction", "a share between 0 and 1 each ({'base': <share>, "
+                           "'tiny': <share>})", low=0.0, high=1.0, must="a number between 0 and 1",
+                           in_range="a share between 0 and 1 (0.5 for half)", blank="a share between 0 and 1")
     measured = {key: encoder_parameter_split(c)["share"] for key, c in Q5_CONFIGS.items()}
     off = [k for k in keys if abs(guess[k] - measured[k]) > Q5_TOLERANCE]
     if off:

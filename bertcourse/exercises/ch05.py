@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from ..bert import MaskLM
 from ..data import generate_corpus, get_tokenizer, mask_tokens, num_mlm_preds
 from ..pretrain import mlm_loss
-from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
+from .core import CheckFailed, Exercise, as_number, equal_values, predicted_number, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "both_neighbours_visible", "Q5_MASK_PROB", "Q5_TOLERANCE"]
 
@@ -371,12 +371,8 @@ def both_neighbours_visible(mask_prob: float, seed: int = 0) -> float:
 
 
 def _check_q5(answer) -> str:
-    if isinstance(answer, (str, bool)) or not isinstance(answer, (int, float, torch.Tensor)):
-        raise CheckFailed(f"prediction must be a share between 0 and 1, e.g. 0.5, got {type(answer).__name__} "
-                          f"{answer!r:.40}")
-    guess = float(as_number(answer, "prediction"))
-    if not (math.isfinite(guess) and 0.0 <= guess <= 1.0):
-        raise CheckFailed(f"prediction must be a share between 0 and 1 (0.5 for half), got {guess:g}")
+    guess = predicted_number(answer, "prediction", 0.0, 1.0, "a share between 0 and 1, e.g. 0.5",
+                             "a share between 0 and 1 (0.5 for half)")
     measured, at_bert = both_neighbours_visible(Q5_MASK_PROB), both_neighbours_visible(0.15)
     if guess > measured + Q5_TOLERANCE:
         raise CheckFailed(

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from ..bert import BERTModel, NextSentencePred, Pooler, get_config
 from ..data import IS_NEXT, NOT_NEXT, PretrainDataset, generate_corpus, get_tokenizer, sample_pair, truncate_pair
 from ..pretrain import nsp_loss
-from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
+from .core import CheckFailed, Exercise, equal_values, predicted_dict, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q1_pairs", "nsp_gradient_positions", "Q5_KEYS"]
 
@@ -420,21 +420,10 @@ _Q5_WHY = {
 def _check_q5(answer) -> str:
     measured = nsp_gradient_positions()
     n = measured["positions"]
-    if not isinstance(answer, dict) or set(answer) != set(Q5_KEYS):
-        raise CheckFailed(f"prediction must be a dict with the keys {list(Q5_KEYS)}, a count of positions from "
-                          f"0 to {n} each ({{'last layer': <count>, 'embeddings': <count>}}), got {answer!r:.80}")
-    guess = {}
-    for key in Q5_KEYS:
-        value = answer[key]
-        if value is Ellipsis or value is None:
-            placeholder = "..." if value is Ellipsis else "None"
-            raise CheckFailed(f"prediction[{key!r}] is still {placeholder}: write a count from 0 to {n}")
-        if isinstance(value, (str, bool)):
-            raise CheckFailed(f"prediction[{key!r}] must be a whole number from 0 to {n}, got {value!r}")
-        value = as_number(value, f"prediction[{key!r}]", whole=True)
-        if not 0 <= value <= n:
-            raise CheckFailed(f"prediction[{key!r}] must be a count of positions from 0 to {n}, got {value:g}")
-        guess[key] = int(value)
+    guess = predicted_dict(answer, Q5_KEYS, "prediction", f"a count of positions from 0 to {n} each "
+                           f"({{'last layer': <count>, 'embeddings': <count>}})", low=0, high=n,
+                           must=f"a whole number from 0 to {n}", in_range=f"a count of positions from 0 to {n}",
+                           whole=True, blank=f"a count from 0 to {n}")
     truth = {"last layer": measured["per layer"][-1], "embeddings": measured["per layer"][0]}
     wrong = [k for k in Q5_KEYS if guess[k] != truth[k]]
     if wrong:

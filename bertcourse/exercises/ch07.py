@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from ..bert import BERTModel, get_config
 from ..data import load_pretrain_data, num_mlm_preds
 from ..pretrain import init_bert_weights, mlm_accuracy, mlm_loss
-from .core import CheckFailed, Exercise, as_number, equal_values, randn, run_cases, seeded
+from .core import CheckFailed, Exercise, as_number, equal_values, predicted_choice, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "first_mlm_loss", "Q5_CHOICES"]
 
@@ -389,12 +389,7 @@ _Q5_WHY_NOT = {
 
 
 def _check_q5(answer) -> str:
-    if not isinstance(answer, str):
-        raise CheckFailed(f"prediction must be one of {', '.join(repr(c) for c in Q5_CHOICES)} (a string), got "
-                          f"{type(answer).__name__} {answer!r:.40}")
-    choice = str.lower(str.strip(answer))      # a plain str, whatever subclass was given
-    if choice not in Q5_CHOICES:
-        raise CheckFailed(f"prediction must be one of {', '.join(repr(c) for c in Q5_CHOICES)}, got {answer!r}")
+    choice = predicted_choice(answer, Q5_CHOICES, "prediction")
     default, bert = first_mlm_loss(bert_init=False), first_mlm_loss(bert_init=True)
     truth = _q5_category(default["loss"], default["ln_vocab"])
     if choice != truth:

@@ -30,7 +30,7 @@ import torch
 
 from ..attention import entropy
 from ..hf_weights import course_name, head_statistics, load_pretrained, mean_pool
-from .core import CheckFailed, Exercise, Symptom, equal_values, randn, run_cases
+from .core import CheckFailed, Exercise, Symptom, equal_values, predicted_choice, randn, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "sentence_cosine", "Q5_PAIR", "Q5_CHOICES"]
 
@@ -398,13 +398,7 @@ _Q5_WHY_NOT = {
 
 
 def _check_q5(answer) -> str:
-    if not isinstance(answer, str):
-        raise CheckFailed(f"prediction must be one of {', '.join(repr(c) for c in Q5_CHOICES)} (a string), got "
-                          f"{type(answer).__name__} {answer!r:.40}")
-    choice = str.lower(str.strip(answer))      # a plain str, whatever subclass was given
-    if choice not in Q5_CHOICES:
-        raise CheckFailed(f"prediction must be one of "
-                          f"{', '.join(f'{c!r} ({r})' for c, r in Q5_CHOICES.items())}, got {answer!r}")
+    choice = predicted_choice(answer, Q5_CHOICES, "prediction", described=True)
     cosine = _q5_cosine()
     truth = _q5_category(cosine)
     if choice != truth:

@@ -69,19 +69,27 @@ Q1_DIAGNOSES = [
 ]
 
 
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-12 + 1e-6 * abs(b)
+
+
 def _check_q1(answer) -> str:
     if not callable(answer):
         raise CheckFailed(f"learning_rate must be a function, got {type(answer).__name__}")
-    for case in Q1_CASES:
-        where = "learning_rate(step={}, steps={}, warmup_steps={}, peak={:g})".format(*case)
-        got = as_number(call_answer(answer, case, where), where)
-        expected = _ref_lr(*case)
-        if abs(got - expected) > 1e-12 + 1e-6 * abs(expected):
-            for wrong, message in Q1_DIAGNOSES:
-                if abs(got - wrong(*case)) <= 1e-12 + 1e-6 * abs(expected):
-                    raise CheckFailed(f"on {where}: expected {expected:.4g}, got {got:.4g} — {message}")
-            raise CheckFailed(f"on {where}: expected {expected:.4g}, got {got:.4g}")
-    return f"correct on all {len(Q1_CASES)} cases (first step, end of warm-up, decay, last step, no warm-up)"
+    where = ["learning_rate(step={}, steps={}, warmup_steps={}, peak={:g})".format(*case) for case in Q1_CASES]
+    got = [as_number(call_answer(answer, case, w), w) for case, w in zip(Q1_CASES, where)]
+    wrong = [k for k, case in enumerate(Q1_CASES) if not _close(got[k], _ref_lr(*case))]
+    if not wrong:
+        return f"correct on all {len(Q1_CASES)} cases (first step, end of warm-up, decay, last step, no warm-up)"
+    k = wrong[0]
+    failure = f"on {where[k]}: expected {_ref_lr(*Q1_CASES[k]):.4g}, got {got[k]:.4g}"
+    # the mistake that explains every case first, else one that explains this case
+    for everywhere in (True, False):
+        for mistake, message in Q1_DIAGNOSES:
+            cases = range(len(Q1_CASES)) if everywhere else [k]
+            if all(_close(got[j], mistake(*Q1_CASES[j])) for j in cases):
+                raise CheckFailed(f"{failure} — {message}")
+    raise CheckFailed(failure)
 
 
 q1 = Exercise(

@@ -32,6 +32,7 @@ The public API used by the chapter modules:
 * :func:`expect_raises` ``(answer, args, where, error, *, returned, other)``: the answer must
   raise ``error`` (e.g. a ``ValueError`` for bad input).
 * :func:`compare_tensors`, :func:`equal_values`, :func:`as_number`, :class:`Symptom`.
+* :func:`predicted_number`, :func:`predicted_dict`, :func:`predicted_choice`: "predict, then run" answers.
 * :func:`seeded` ``(seed)`` (a seeded ``torch.Generator``) and :func:`randn` ``(*shape, seed,
   scale=1.0)`` (a seeded normal tensor): the cases' reproducible inputs.
 * :class:`CheckFailed` (a failed check, with the learner-facing message) and
@@ -75,8 +76,8 @@ import torch
 from .mutation import changed_arguments, in_place_detail
 
 __all__ = ["CheckFailed", "CheckResult", "Exercise", "NotAttempted", "Symptom", "as_number",
-           "call_answer", "compare_tensors", "equal_values", "expect_raises", "randn", "run_cases",
-           "seeded"]
+           "call_answer", "compare_tensors", "equal_values", "expect_raises", "predicted_choice",
+           "predicted_dict", "predicted_number", "randn", "run_cases", "seeded"]
 
 _MISSING = object()
 
@@ -119,12 +120,10 @@ class CheckResult:
         mark = {"pass": "PASS", "fail": "FAIL", "not attempted": "NOT ATTEMPTED YET"}[self.status]
         return f"[{mark}] {self.exercise}: {self.message}"
 
-    def __repr__(self) -> str:
-        return str(self)
+    __repr__ = __str__
 
     def _ipython_display_(self) -> None:
-        # check() has already printed this line; without this, a cell ending in
-        # `q1.check()` would show it twice (the print and the echoed return value).
+        # check() has already printed this line; a cell ending in `q1.check()` would show it twice
         pass
 
 
@@ -146,8 +145,7 @@ def _need_where(function: str, where) -> None:
 
 
 def _need_args(function: str, args) -> tuple:
-    _need(isinstance(args, (tuple, list)), function, "args", "a tuple (or list) of the answer's arguments",
-          args)
+    _need(isinstance(args, (tuple, list)), function, "args", "a tuple (or list) of the answer's arguments", args)
     return tuple(args)
 
 
@@ -179,10 +177,7 @@ def randn(*shape: int, seed: int | torch.Generator, scale: float = 1.0) -> torch
         if n < 0:
             raise ValueError(f"randn: shape[{i}] must be >= 0, got {n}")
     _need(isinstance(scale, numbers.Real) and not isinstance(scale, bool), "randn", "scale", "a number", scale)
-    if isinstance(seed, torch.Generator):
-        generator = seed
-    else:
-        generator = seeded(seed)
+    generator = seed if isinstance(seed, torch.Generator) else seeded(seed)
     return torch.randn(*shape, generator=generator) * scale
 
 
@@ -221,8 +216,7 @@ def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
         bad = got != expected
     else:
         wide = torch.complex128 if (got.is_complex() or expected.is_complex()) else torch.float64
-        got_f, exp_f = got.to(wide), expected.detach().cpu().to(wide)
-        bad = ~torch.isclose(got_f, exp_f, atol=atol, rtol=rtol, equal_nan=True)
+        bad = ~torch.isclose(got.to(wide), expected.detach().cpu().to(wide), atol=atol, rtol=rtol, equal_nan=True)
     if bad.any():
         idx = tuple(int(i) for i in bad.nonzero()[0])
         raise CheckFailed(f"{what}: first difference at index {idx}: expected "
@@ -284,6 +278,37 @@ def as_number(got, where: str, whole: bool = False):
     return got
 
 
+def predicted_number(value, where: str, low, high, must: str, in_range: str = "", *, whole=False, blank=""):
+    """A predicted number in ``[low, high]`` (``blank``: a dict entry's placeholder text), or CheckFailed."""
+    if blank and (value is Ellipsis or value is None):
+        raise CheckFailed(f"{where} is still {'...' if value is Ellipsis else 'None'}: write {blank}")
+    if isinstance(value, (str, bool)) or not (blank or isinstance(value, (int, float, torch.Tensor))):
+        raise CheckFailed(f"{where} must be {must}, got " + (repr(value) if blank else
+                                                             f"{_type_name(value)} {value!r:.40}"))
+    number = as_number(value, where, whole=whole)
+    if not low <= number <= high:
+        raise CheckFailed(f"{where} must be {in_range}, got {number:g}")
+    return int(number) if whole else float(number)
+
+
+def predicted_dict(answer, keys: Sequence[str], where: str, each: str, **number) -> dict:
+    """A dict of :func:`predicted_number` s, one per key (``each``: what every value is)."""
+    if not isinstance(answer, dict) or set(answer) != set(keys):
+        raise CheckFailed(f"{where} must be a dict with the keys {list(keys)}, {each}, got {answer!r:.80}")
+    return {key: predicted_number(answer[key], f"{where}[{key!r}]", **number) for key in keys}
+
+
+def predicted_choice(answer, choices: dict, where: str, described: bool = False) -> str:
+    """A "predict, then run" answer naming one of ``choices`` (case and outer spaces ignored)."""
+    if not isinstance(answer, str):
+        raise CheckFailed(f"{where} must be one of {', '.join(map(repr, choices))} (a string), got "
+                          f"{_type_name(answer)} {answer!r:.40}")
+    if (choice := str.lower(str.strip(answer))) not in choices:      # a plain str, whatever subclass
+        listed = ", ".join(f"{c!r} ({d})" if described else repr(c) for c, d in choices.items())
+        raise CheckFailed(f"{where} must be one of {listed}, got {answer!r}")
+    return choice
+
+
 class Symptom:
     """A diagnosis that recognises a mistake in the learner's result rather than
     reproducing it: it matches when ``predicate(got, *args)`` is true. Use it in place of
@@ -312,10 +337,8 @@ def _code_of(answer):
     fn = answer
     while isinstance(fn, functools.partial):
         fn = fn.func
-    try:
+    with contextlib.suppress(ValueError):
         fn = inspect.unwrap(fn)
-    except ValueError:
-        pass
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
     return code if inspect.iscode(code) else None
@@ -362,14 +385,11 @@ def _raised_by_stub(answer, error: BaseException) -> bool:
     """A NotImplementedError counts as "not attempted" only when the answer is a starter
     stub and raised it itself (from its own frame, not from something it called)."""
     frame, _ = _innermost_frame(error)
-    if frame is None:
-        return False
-    return any(_code_of(a) is frame.f_code and _is_stub(a) for a in _candidates(answer))
+    return frame is not None and any(_code_of(a) is frame.f_code and _is_stub(a) for a in _candidates(answer))
 
 
 def _describe_error(e: BaseException) -> str:
-    text = str(e)
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
 def _error_note(e: BaseException) -> str:
@@ -393,8 +413,7 @@ def _require_function(answer) -> None:
     """The learner's answer must be a function (also when a checker passes a wrapper)."""
     for candidate in _candidates(answer):
         if not callable(candidate):
-            var = _CURRENT_VAR.get()
-            who = var if var is not None else "your answer"
+            who = _CURRENT_VAR.get() or "your answer"      # the notebook name (an identifier) when set
             raise CheckFailed(f"{who} must be a function, got {type(candidate).__name__}")
 
 
@@ -540,8 +559,7 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
         ok = (isinstance(diagnosis, tuple) and len(diagnosis) == 2
               and (callable(diagnosis[0]) or isinstance(diagnosis[0], Symptom))
               and (isinstance(diagnosis[1], str) or callable(diagnosis[1])))
-        _need(ok, fn, f"diagnoses[{i}]", "a (wrong function or Symptom, message str or function) pair",
-              diagnosis)
+        _need(ok, fn, f"diagnoses[{i}]", "a (wrong function or Symptom, message str or function) pair", diagnosis)
     _need_tolerance(fn, "atol", atol)
     _need_tolerance(fn, "rtol", rtol)
     _need(compare is None or callable(compare), fn, "compare", "a function or None", compare)
@@ -552,7 +570,6 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
     if compare is None:
         def compare(got, expected, where):
             compare_tensors(got, expected, f"on {where}", atol=atol, rtol=rtol)
-
     _require_function(answer)
     for description, args in cases:
         with _grad_mode(no_grad):
@@ -621,8 +638,7 @@ class Exercise:
         if not hints:
             raise ValueError("an exercise needs at least one hint")
         self.name, self.var, self.checker = name, var, checker
-        self.hints, self._solution = list(hints), solution.strip("\n")
-        self._hints_shown = 0
+        self.hints, self._solution, self._hints_shown = list(hints), solution.strip("\n"), 0
 
     def __repr__(self) -> str:
         return f"<Exercise {self.name}: `{self.var}`>"
