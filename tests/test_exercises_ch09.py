@@ -154,7 +154,8 @@ def test_q4_passes_close_predictions_and_explains_far_ones(measured):
 
 @pytest.mark.parametrize("bad, words_in_message", [
     ({"probe": 0.8}, "must be a dict with the keys"),
-    ({"bag of words": "high", "probe": 0.8}, "expected a number"),
+    ({"bag of words": "high", "probe": 0.8}, "must be a test accuracy"),
+    ({"bag of words": ..., "probe": 0.8}, "is still ...: write your guess"),
     ({"bag of words": 80, "probe": 0.8}, "between 0 and 1"),
 ])
 def test_q4_refuses_malformed_predictions(bad, words_in_message):

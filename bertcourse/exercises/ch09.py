@@ -23,7 +23,7 @@ from torch import nn
 from ..probing import bag_of_words as _ref_bag_of_words
 from ..probing import few_shot_accuracies, words
 from ..training import lr_factor
-from .core import CheckFailed, Exercise, as_number, call_answer, run_cases
+from .core import CheckFailed, Exercise, as_number, call_answer, predicted_dict, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4", "Q4_SIZE"]
 
@@ -317,15 +317,9 @@ Q4_KEYS = ("bag of words", "probe")
 
 
 def _check_q4(answer) -> str:
-    if not isinstance(answer, dict) or set(answer) != set(Q4_KEYS):
-        raise CheckFailed(f"prediction must be a dict with the keys {list(Q4_KEYS)} (test accuracies between 0 "
-                          f"and 1), got {answer!r}")
-    guess = {}
-    for k in Q4_KEYS:
-        v = as_number(answer[k], f"prediction[{k!r}]")
-        if not 0.0 <= v <= 1.0:
-            raise CheckFailed(f"prediction[{k!r}] must be an accuracy between 0 and 1, got {v}")
-        guess[k] = float(v)
+    guess = predicted_dict(answer, Q4_KEYS, "prediction", "test accuracies between 0 and 1", low=0.0, high=1.0,
+                           must="a test accuracy (a number between 0 and 1)", in_range="between 0 and 1",
+                           blank="your guess, a number between 0 and 1")
     measured = few_shot_accuracies(Q4_SIZE)
     report = ", ".join(f"{k}: you said {guess[k]:.2f}, measured {measured[k]:.2f}" for k in Q4_KEYS)
     off = [k for k in Q4_KEYS if abs(guess[k] - measured[k]) > Q4_TOLERANCE]

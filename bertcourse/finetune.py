@@ -1,0 +1,678 @@
+"""Chapter 9: fine-tune BERT on real review sentences, offline.
+
+What pretraining is for. The data (:mod:`bertcourse.reviews`) are 3,000 review sentences
+shipped with the package; the baselines (:mod:`bertcourse.probing`) are a bag of words and a
+linear probe on frozen features. This module is the fine-tuning itself, one section each:
+
+1. **The classifier.** :class:`BERTClassifier`: a BERT encoder, a pooled sentence vector
+   (the ``[CLS]`` state through the pooler, or the mean over the real tokens), dropout and
+   one linear layer to ``num_classes`` logits; :func:`build_classifier` puts it on the
+   pretrained all-MiniLM-L6-v2 of chapter 8 or on random weights of the same shape.
+2. **Training and evaluation** on the course's shared loop (:mod:`bertcourse.training`):
+   :func:`classification_step`, :func:`evaluate_classifier`, :func:`finetune` (the BERT
+   recipe: AdamW, a small learning rate, warm-up, one to three epochs) and
+   :func:`init_head_from_probe` (start the head from a fitted linear probe).
+3. **Looking at predictions.** :func:`predict_proba`, :func:`token_contributions`
+   (occlusion: remove one token, see how the probability moves), :func:`misclassified`.
+4. **The model family** (:data:`MODEL_FAMILY`): BERT, RoBERTa, ALBERT, ELECTRA, DistilBERT
+   with the figures of their papers, and :func:`encoder_parameters` to count them.
+5. **Command line**: ``python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import math
+import os
+import sys
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from ._checks import check_choice, check_positive_int, check_tensor, shape_str
+from .bert import BERTConfig, BERTEncoder, Pooler
+from .probing import (WEIGHT_DECAYS, LogisticRegression, select_weight_decay, sentence_features)
+from .reviews import (SPLIT_SIZES, Review, SentimentDataset, collate_reviews, encode_texts,
+                      load_sentiment, review_loader, special_ids, stratified_subset)
+
+__all__ = [
+    # the classifier
+    "POOLINGS", "ClassifierConfig", "BERTClassifier", "UntrainedClassifierError", "build_classifier",
+    "save_classifier", "load_classifier",
+    # training and evaluation
+    "RECIPE", "classification_step", "evaluate_classifier", "finetune", "release_memory", "init_head_from_probe",
+    # predictions
+    "predict_proba", "token_contributions", "misclassified",
+    # the model family
+    "MODEL_FAMILY", "model_family_table", "encoder_parameters",
+    # command line
+    "main",
+]
+
+# ----------------------------------------------------------------------------------------
+# 1. The classifier
+# ----------------------------------------------------------------------------------------
+
+POOLINGS = ("mean", "cls")
+
+
+@dataclass
+class ClassifierConfig:
+    """What :class:`BERTClassifier` needs to be rebuilt (it is saved in ``config.json``)."""
+    bert: BERTConfig
+    num_classes: int = 2
+    pooling: str = "mean"
+    dropout: float = 0.1
+
+    def __post_init__(self):
+        if isinstance(self.bert, dict):          # read back from config.json
+            self.bert = BERTConfig(**self.bert)
+        if not isinstance(self.bert, BERTConfig):
+            raise TypeError(f"bert must be a BERTConfig, got {type(self.bert).__name__}")
+        check_positive_int("num_classes", self.num_classes)
+        if self.num_classes < 2:
+            raise ValueError(f"num_classes must be >= 2, got {self.num_classes}")
+        check_choice("pooling", self.pooling, POOLINGS)
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+
+
+class UntrainedClassifierError(ValueError):
+    """A prediction was asked of a classifier whose head has never been trained."""
+
+
+def _mask_from(valid_lens, tokens: torch.Tensor) -> torch.Tensor:
+    """``valid_lens`` (``None``, ``(batch,)`` lengths or a ``(batch, seq)`` bool mask) as a
+    ``(batch, seq)`` bool mask, with named errors."""
+    batch, seq = tokens.shape
+    if valid_lens is None:
+        return torch.ones(batch, seq, dtype=torch.bool, device=tokens.device)
+    if not isinstance(valid_lens, torch.Tensor):
+        raise TypeError(f"valid_lens must be a (batch,) tensor of lengths or a (batch={batch}, seq={seq}) bool "
+                        f"mask, got {type(valid_lens).__name__}")
+    if valid_lens.dim() == 2:
+        if tuple(valid_lens.shape) != (batch, seq):
+            raise ValueError(f"valid_lens as a mask must have the shape of tokens (batch={batch}, seq={seq}), "
+                             f"got shape {shape_str(valid_lens)}")
+        if valid_lens.dtype != torch.bool:
+            raise TypeError(f"valid_lens as a (batch, seq) mask must be bool (True on real tokens), got dtype "
+                            f"{valid_lens.dtype}; convert a 0/1 attention_mask with .bool()")
+        return valid_lens
+    if valid_lens.dim() == 1 and valid_lens.shape[0] == batch and not valid_lens.is_floating_point():
+        if valid_lens.numel() and (valid_lens.min() < 1 or valid_lens.max() > seq):
+            raise ValueError(f"valid_lens must lie in 1..seq={seq}, got values from {int(valid_lens.min())} "
+                             f"to {int(valid_lens.max())}")
+        return torch.arange(seq, device=tokens.device) < valid_lens[:, None]
+    raise ValueError(f"valid_lens must be (batch={batch},) integer lengths or a (batch={batch}, seq={seq}) bool "
+                     f"mask, got shape {shape_str(valid_lens)} and dtype {valid_lens.dtype}")
+
+
+class BERTClassifier(nn.Module):
+    """A sentence classifier on a BERT encoder.
+
+    ``forward(tokens, *, segments=None, valid_lens=None)`` with ``tokens`` ``(batch, seq)``
+    and ``valid_lens`` ``(batch,)`` lengths or a ``(batch, seq)`` bool mask (``True`` on real
+    tokens) returns logits ``(batch, num_classes)``:
+
+    1. the encoder: ``(batch, seq, num_hiddens)``;
+    2. pooling to ``(batch, num_hiddens)``: ``"mean"`` averages the hidden states of the real
+       tokens (padding excluded); ``"cls"`` takes the ``[CLS]`` state through the pooler
+       (dense + tanh), as BERT's paper does;
+    3. dropout, then a linear layer to ``num_classes`` logits.
+
+    ``segments`` and ``valid_lens`` are keyword-only: passing the mask as the second
+    positional argument (``model(input_ids, attention_mask)``) would make it the segment
+    ids, a classic silent bug, so it raises ``TypeError``.
+
+    ``trained_steps`` (a buffer, saved with the weights) counts the training steps of
+    :func:`classification_step`; :func:`predict_proba` refuses a classifier with 0.
+    """
+
+    def __init__(self, config: ClassifierConfig, encoder: BERTEncoder | None = None, pooler: Pooler | None = None):
+        super().__init__()
+        if not isinstance(config, ClassifierConfig):
+            raise TypeError(f"config must be a ClassifierConfig, got {type(config).__name__}")
+        self.config = config
+        c = config.bert
+        if encoder is None:
+            encoder = BERTEncoder(c)
+        if not isinstance(encoder, BERTEncoder):
+            raise TypeError(f"encoder must be a BERTEncoder, got {type(encoder).__name__}")
+        if encoder.config.num_hiddens != c.num_hiddens:
+            raise ValueError(f"encoder has num_hiddens={encoder.config.num_hiddens} but config.bert has "
+                             f"{c.num_hiddens}")
+        self.encoder = encoder
+        # The pooler exists only with pooling="cls" (MiniLM's pooler is not used otherwise).
+        if config.pooling == "cls":
+            if pooler is None:
+                pooler = Pooler(c.num_hiddens)
+                _init_normal(pooler)
+            self.pooler = pooler
+        else:
+            self.pooler = None
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(c.num_hiddens, config.num_classes)
+        _init_normal(self.head)
+        self.register_buffer("trained_steps", torch.zeros((), dtype=torch.long))
+
+    def pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``(batch, seq, num_hiddens)`` -> ``(batch, num_hiddens)`` by ``config.pooling``."""
+        from .hf_weights import mean_pool
+        if self.config.pooling == "cls":
+            return self.pooler(hidden)
+        return mean_pool(hidden, mask)
+
+    def features(self, tokens, *args, segments=None, valid_lens=None) -> torch.Tensor:
+        """The pooled sentence vectors, ``(batch, num_hiddens)`` (before dropout)."""
+        if args:
+            raise TypeError("pass the mask by name: model(tokens, valid_lens=mask). A second positional "
+                            "argument would be taken as segment ids (the bug encoder(input_ids, "
+                            "attention_mask) runs and silently ignores the padding)")
+        check_tensor("tokens", tokens, ndim=2, expected="(batch, seq)", floating=False)
+        mask = _mask_from(valid_lens, tokens)
+        hidden = self.encoder(tokens, segments, mask)
+        return self.pool(hidden, mask)
+
+    def forward(self, tokens, *args, segments=None, valid_lens=None) -> torch.Tensor:
+        return self.head(self.dropout(self.features(tokens, *args, segments=segments, valid_lens=valid_lens)))
+
+
+def _init_normal(module: nn.Module, std: float = 0.02) -> None:
+    """BERT's initialisation of a new layer: weights N(0, 0.02²), biases 0."""
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, nn.Linear):
+                m.weight.normal_(0.0, std)
+                if m.bias is not None:
+                    m.bias.zero_()
+
+
+def build_classifier(source="minilm", num_classes: int = 2, pooling: str = "mean", dropout: float = 0.1,
+                     seed: int = 0):
+    """A :class:`BERTClassifier` and its tokenizer: ``(classifier, tokenizer)``.
+
+    ``source``:
+
+    * ``"minilm"``: the pretrained all-MiniLM-L6-v2 encoder (and its pooler for
+      ``pooling="cls"``) of chapter 8, loaded offline;
+    * ``"scratch"``: the same architecture and tokenizer with random weights (BERT's
+      initialisation, seeded by ``seed``): what the network can learn from our sentences alone;
+    * a :class:`~bertcourse.hf_weights.Pretrained` (from ``load_pretrained``), whose model is
+      copied (the original is left untouched).
+
+    The new head is initialised from ``seed``. The classifier is in training mode.
+    """
+    import copy
+
+    from .hf_weights import Pretrained, load_pretrained
+    from .pretrain import init_bert_weights
+    check_choice("pooling", pooling, POOLINGS)
+    if isinstance(source, str):
+        check_choice("source", source, ("minilm", "scratch"))
+        pretrained = load_pretrained("minilm")
+        model, tokenizer = pretrained.model, pretrained.tokenizer
+    elif isinstance(source, Pretrained):
+        model, tokenizer = copy.deepcopy(source.model), source.tokenizer
+    else:
+        raise TypeError(f"source must be 'minilm', 'scratch' or a Pretrained from load_pretrained(), "
+                        f"got {type(source).__name__}")
+    bert_config = dataclasses.replace(model.config)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if source == "scratch":
+            init_bert_weights(model)
+        pooler = getattr(model, "pooler", None) if pooling == "cls" else None
+        clf = BERTClassifier(ClassifierConfig(bert_config, num_classes, pooling, dropout),
+                             encoder=model.encoder, pooler=pooler)
+    return clf.train(), tokenizer
+
+
+def save_classifier(path, model: BERTClassifier, tokenizer=None, trainer=None, extra: dict | None = None) -> str:
+    """Save a classifier (and its tokenizer and trainer state) with the course's
+    :func:`~bertcourse.checkpoints.save_checkpoint`: ``model.safetensors`` + ``config.json``
+    (+ ``tokenizer.json``, trainer state). Returns ``path``."""
+    from .checkpoints import save_checkpoint
+    if not isinstance(model, BERTClassifier):
+        raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
+    from .analysis import hf_tokenizer
+    return save_checkpoint(path, model, hf_tokenizer(tokenizer) if tokenizer is not None else None,
+                           trainer, extra)
+
+
+def load_classifier(path) -> tuple:
+    """Load what :func:`save_classifier` wrote: ``(classifier in eval mode, tokenizer or None)``."""
+    from .checkpoints import TOKENIZER_FILE, load_weights, read_config
+    config = read_config(path)
+    if config.get("model_class") != "BERTClassifier":
+        raise ValueError(f"checkpoint {os.fspath(path)!r} holds a {config.get('model_class')}, not a BERTClassifier")
+    try:
+        model = BERTClassifier(ClassifierConfig(**config["config"]))
+    except (TypeError, KeyError) as e:
+        raise ValueError(f"checkpoint {os.fspath(path)!r} does not describe a ClassifierConfig: {e}") from None
+    load_weights(path, model)
+    tokenizer = None
+    file = os.path.join(os.fspath(path), TOKENIZER_FILE)
+    if os.path.isfile(file):
+        from tokenizers import Tokenizer
+        tokenizer = Tokenizer.from_file(file)
+    return model.eval(), tokenizer
+
+
+# ----------------------------------------------------------------------------------------
+# 2. Training and evaluation
+# ----------------------------------------------------------------------------------------
+
+RECIPE = dict(lr=5e-5, epochs=1, batch_size=16, warmup_ratio=0.1, weight_decay=0.01, clip=1.0, dropout=0.1)
+"""The fine-tuning recipe of this chapter, in the range of BERT's paper (AdamW, learning rate
+2e-5 to 5e-5, batch 16 or 32, 2 to 4 epochs, warm-up over the first 10 % of the steps).
+Batch 16 rather than 32 halves the activations a step keeps for the backward pass: with
+MiniLM's gradients and AdamW's two moments, training stays near 1 GB on a CPU."""
+
+
+def _check_batch(batch) -> None:
+    if not isinstance(batch, dict) or not {"tokens", "mask", "labels"} <= set(batch):
+        raise TypeError("batch must be a dict with 'tokens', 'mask' and 'labels' (see collate_reviews), got "
+                        + (f"keys {sorted(batch)}" if isinstance(batch, dict) else type(batch).__name__))
+
+
+def classification_step(model: BERTClassifier, batch: dict) -> dict:
+    """Forward and loss of one batch, for :class:`~bertcourse.training.Trainer`:
+    ``{"loss": mean cross-entropy (0-d tensor), "acc": batch accuracy}``. Counts the step in
+    ``model.trained_steps`` when gradients are on."""
+    _check_batch(batch)
+    logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
+    loss = nn.functional.cross_entropy(logits, batch["labels"])
+    if torch.is_grad_enabled() and model.training:
+        model.trained_steps += 1
+    acc = (logits.argmax(-1) == batch["labels"]).float().mean()
+    return {"loss": loss, "acc": acc.detach()}
+
+
+def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = None) -> dict:
+    """Accuracy and mean cross-entropy over ``loader``: ``{"acc": ..., "loss": ..., "n": ...}``.
+
+    Runs in ``eval()`` mode (dropout off) without gradients and puts the model's mode back
+    afterwards. ``amp``: ``True``/``False`` to switch bf16 autocast on or off here; ``None``
+    keeps whatever the caller set (the Trainer sets it)."""
+    from .training import autocast
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    was_training = model.training
+    model.eval()
+    correct, total, loss_sum = 0, 0, 0.0
+    try:
+        with torch.no_grad(), (autocast(amp) if amp is not None else _nullcontext()):
+            for batch in loader:
+                _check_batch(batch)
+                logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
+                loss_sum += float(nn.functional.cross_entropy(logits, batch["labels"], reduction="sum"))
+                correct += int((logits.argmax(-1) == batch["labels"]).sum())
+                total += len(batch["labels"])
+    finally:
+        model.train(was_training)
+        release_memory()
+    if total == 0:
+        raise ValueError("loader gave no batches")
+    return {"acc": correct / total, "loss": loss_sum / total, "n": total}
+
+
+def _nullcontext():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def _fused_adamw(model: nn.Module, cfg) -> torch.optim.Optimizer:
+    """The Trainer's AdamW (same parameter groups: weight decay on weight matrices only, from
+    :func:`~bertcourse.training.make_optimizer`), as PyTorch's fused kernel where it exists:
+    on a CPU, one fused pass over MiniLM's 22.6M parameters instead of a loop of tensor
+    operations (about 7 times faster per step here; same update up to rounding)."""
+    from .training import make_optimizer
+    base = make_optimizer(model, cfg.lr, cfg.weight_decay, cfg.betas, cfg.eps)
+    groups = [{"params": g["params"], "weight_decay": g["weight_decay"]} for g in base.param_groups]
+    try:
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, fused=True)
+    except (RuntimeError, TypeError, ValueError):     # an older torch without fused AdamW on this device
+        return base
+
+
+def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs: int = RECIPE["epochs"],
+             lr: float = RECIPE["lr"], batch_size: int = RECIPE["batch_size"],
+             warmup_ratio: float = RECIPE["warmup_ratio"], weight_decay: float = RECIPE["weight_decay"],
+             clip: float | None = RECIPE["clip"], evals_per_epoch: int = 1, seed: int = 0, amp="auto",
+             train_word_embeddings: bool = True, progress: bool = True, plot: bool = True,
+             desc: str = "fine-tuning"):
+    """Train ``model`` on the reviews ``train`` with the shared loop; returns the
+    :class:`~bertcourse.training.Trainer` (its ``history`` has the losses and the validation
+    accuracies, ``elapsed`` the seconds).
+
+    One epoch is ``ceil(len(train) / batch_size)`` steps; the learning rate rises linearly
+    over the first ``warmup_ratio`` of all steps, then falls linearly to 0. ``validation``
+    is evaluated ``evals_per_epoch`` times per epoch (and at the end).
+
+    ``train_word_embeddings=False`` keeps the ``(vocab_size, num_hiddens)`` word-embedding
+    table as it is (for MiniLM half of the parameters; our sentences use a few thousand of its
+    30,522 rows): no gradient and no AdamW moments for it, about 190 MB less memory."""
+    from .training import TrainConfig, Trainer
+    if not isinstance(model, BERTClassifier):
+        raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
+    check_positive_int("epochs", epochs)
+    check_positive_int("evals_per_epoch", evals_per_epoch)
+    if isinstance(warmup_ratio, bool) or not isinstance(warmup_ratio, (int, float)) or not 0 <= warmup_ratio <= 1:
+        raise ValueError(f"warmup_ratio must be a number in [0, 1], got {warmup_ratio!r}")
+    train_loader = review_loader(train, tokenizer, batch_size, shuffle=True, seed=seed)
+    steps = epochs * len(train_loader)
+    eval_loader = None if validation is None else review_loader(validation, tokenizer, 64)
+    cfg = TrainConfig(steps=steps, lr=lr, warmup_steps=round(warmup_ratio * steps), final_lr_ratio=0.0,
+                      weight_decay=weight_decay, clip=clip,
+                      eval_every=max(1, len(train_loader) // evals_per_epoch), seed=seed, amp=amp)
+    table = model.encoder.token_embedding.weight
+    table.requires_grad_(train_word_embeddings)
+    trainer = Trainer(model, train_loader, classification_step, cfg, eval_loader=eval_loader,
+                      eval_fn=None if eval_loader is None else evaluate_classifier,
+                      optimizer=_fused_adamw(model, cfg), desc=desc)
+    try:
+        trainer.fit(progress=progress, plot=plot)
+    finally:
+        table.requires_grad_(True)
+    model.eval()
+    model.zero_grad(set_to_none=True)        # the last step's gradients: as large as the model
+    release_memory()
+    return trainer
+
+
+def release_memory() -> None:
+    """Collect garbage and hand freed memory back to the operating system (glibc keeps it
+    otherwise; on Binder's 1 GB that decides whether the next cell fits). Does nothing
+    where the C library has no ``malloc_trim``."""
+    import ctypes
+    import gc
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+# ----------------------------------------------------------------------------------------
+# 3. Predictions: probabilities, token contributions, mistakes
+# ----------------------------------------------------------------------------------------
+
+def _check_trained(model, allow_untrained: bool) -> None:
+    steps = getattr(model, "trained_steps", None)
+    if not allow_untrained and steps is not None and int(steps) == 0:
+        raise UntrainedClassifierError(
+            "this classifier has never been trained (trained_steps == 0): its head is random, so its "
+            "'prediction' is noise. Fine-tune it first, or pass allow_untrained=True to look at it anyway")
+
+
+@torch.no_grad()
+def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str], batch_size: int = 64,
+                  allow_untrained: bool = False, amp: bool = False) -> torch.Tensor:
+    """Class probabilities ``(len(texts), num_classes)`` (column 1 = P(positive)), in eval
+    mode. Raises :class:`UntrainedClassifierError` for a classifier that was never trained."""
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str; wrap a single text in a list: [text]")
+    _check_trained(model, allow_untrained)
+    dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
+    loader = DataLoader(dataset, batch_size=batch_size,
+                        collate_fn=functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16))
+    was_training = model.training
+    model.eval()
+    try:
+        out = []
+        with _autocast(amp):
+            for batch in loader:
+                out.append(model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1))
+    finally:
+        model.train(was_training)
+        release_memory()
+    return torch.cat(out)
+
+
+def _autocast(amp):
+    from .training import autocast
+    return autocast(bool(amp))
+
+
+@torch.no_grad()
+def token_contributions(model: BERTClassifier, tokenizer, text: str, target: int = 1,
+                        allow_untrained: bool = False) -> dict:
+    """Why did the classifier say that? Occlusion, one token at a time.
+
+    For each word piece ``i`` of ``text`` (``[CLS]``/``[SEP]`` excluded) the sentence is run
+    again *without* that piece; its contribution is ``p - p_without[i]``, where ``p`` is the
+    probability of class ``target`` (default 1 = positive) for the whole sentence. Positive:
+    the piece pushed towards ``target``; negative: away from it.
+
+    Returns ``{"pieces": [str], "p": float, "p_without": (n,) tensor, "contributions": (n,) tensor}``.
+    One batch of ``n + 1`` sentences, in eval mode and float32.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    _check_trained(model, allow_untrained)
+    n_classes = model.config.num_classes if hasattr(model, "config") else 2
+    if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < n_classes:
+        raise ValueError(f"target must be a class index in 0..{n_classes - 1}, got {target!r}")
+    (ids,), (pieces,) = encode_texts(tokenizer, [text])
+    body = list(range(1, len(ids) - 1))
+    variants = [ids] + [ids[:i] + ids[i + 1:] for i in body]
+    pad = special_ids(tokenizer)["[PAD]"]
+    batch = collate_reviews([(torch.tensor(v), 0) for v in variants], pad)
+    was_training = model.training
+    model.eval()
+    try:
+        probs = model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1)[:, target]
+    finally:
+        model.train(was_training)
+    p, p_without = float(probs[0]), probs[1:]
+    return {"pieces": pieces[1:-1], "p": p, "p_without": p_without, "contributions": p - p_without}
+
+
+def misclassified(model: BERTClassifier, tokenizer, reviews: Sequence[Review]) -> list:
+    """The reviews the classifier gets wrong, most confident mistakes first:
+    a list of ``(review, p_positive)``."""
+    probs = predict_proba(model, tokenizer, [r.text for r in reviews])[:, 1]
+    wrong = [(r, float(p)) for r, p in zip(reviews, probs) if int(p > 0.5) != r.label]
+    return sorted(wrong, key=lambda rp: -abs(rp[1] - 0.5))
+
+
+def init_head_from_probe(model: BERTClassifier, probe: LogisticRegression) -> BERTClassifier:
+    """Start the classifier's head from a linear probe fitted on the same pooled features
+    (``model.head`` <- ``probe.linear``): "linear probing, then fine-tuning" (LP-FT,
+    Kumar et al., ICLR 2022). A random head would send random gradients into the pretrained
+    encoder during the first steps; a fitted one does not. Returns ``model``."""
+    if not isinstance(model, BERTClassifier):
+        raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
+    if not isinstance(probe, LogisticRegression):
+        raise TypeError(f"probe must be a LogisticRegression (fit_logistic_regression), got {type(probe).__name__}")
+    if probe.linear.weight.shape != model.head.weight.shape:
+        raise ValueError(f"probe has weight shape {tuple(probe.linear.weight.shape)} but the classifier's head "
+                         f"(num_classes, num_hiddens) is {tuple(model.head.weight.shape)}")
+    with torch.no_grad():
+        model.head.weight.copy_(probe.linear.weight)
+        model.head.bias.copy_(probe.linear.bias)
+    return model
+
+# ----------------------------------------------------------------------------------------
+# 4. The model family, with the figures of the papers
+# ----------------------------------------------------------------------------------------
+
+MODEL_FAMILY = [
+    dict(model="BERT-base", layers=12, hidden=768, heads=12, parameters="110M",
+         objective="MLM + NSP", data="BooksCorpus + English Wikipedia (3.3B words)",
+         paper="Devlin et al., 2019 (NAACL)"),
+    dict(model="BERT-large", layers=24, hidden=1024, heads=16, parameters="340M",
+         objective="MLM + NSP", data="BooksCorpus + English Wikipedia (3.3B words)",
+         paper="Devlin et al., 2019 (NAACL)"),
+    dict(model="RoBERTa-large", layers=24, hidden=1024, heads=16, parameters="355M",
+         objective="MLM, dynamic masking, no NSP",
+         data="160GB: BooksCorpus + Wikipedia, CC-News, OpenWebText, Stories",
+         paper="Liu et al., 2019 (arXiv:1907.11692)"),
+    dict(model="ALBERT-base", layers=12, hidden=768, heads=12, parameters="12M",
+         objective="MLM (n-gram masking) + sentence-order prediction; shared layers, 128-d embeddings",
+         data="BooksCorpus + English Wikipedia", paper="Lan et al., 2020 (ICLR)"),
+    dict(model="ELECTRA-base", layers=12, hidden=768, heads=12, parameters="110M",
+         objective="replaced-token detection (a small MLM generator corrupts the input)",
+         data="BooksCorpus + English Wikipedia (3.3B tokens)", paper="Clark et al., 2020 (ICLR)"),
+    dict(model="DistilBERT", layers=6, hidden=768, heads=12, parameters="66M",
+         objective="distillation from BERT-base (soft targets + MLM + cosine loss), no NSP",
+         data="BooksCorpus + English Wikipedia", paper="Sanh et al., 2019 (arXiv:1910.01108)"),
+]
+"""One row per model: sizes and pretraining as reported in each model's paper."""
+
+
+def model_family_table():
+    """:data:`MODEL_FAMILY` as a pandas DataFrame indexed by model."""
+    import pandas as pd
+    return pd.DataFrame(MODEL_FAMILY).set_index("model")
+
+
+def encoder_parameters(vocab_size: int, hidden: int, layers: int, ffn: int | None = None,
+                       max_positions: int = 512, type_vocab: int = 2, embedding_size: int | None = None,
+                       shared_layers: bool = False, pooler: bool = True) -> int:
+    """Parameters of a BERT-style encoder, counted from its sizes (no model is built).
+
+    Embeddings (token, position, segment; ``embedding_size`` < ``hidden`` adds ALBERT's
+    projection) + layer norm, ``layers`` blocks (four ``hidden²`` attention projections,
+    two FFN layers, two layer norms; one block if ``shared_layers``) and the pooler."""
+    for name, v in (("vocab_size", vocab_size), ("hidden", hidden), ("layers", layers),
+                    ("max_positions", max_positions)):
+        check_positive_int(name, v)
+    check_positive_int("type_vocab", type_vocab, allow_zero=True)
+    ffn = 4 * hidden if ffn is None else ffn
+    e = hidden if embedding_size is None else embedding_size
+    emb = (vocab_size + max_positions + type_vocab) * e + 2 * e
+    if e != hidden:
+        emb += e * hidden + hidden                          # ALBERT: project embeddings up to hidden
+    block = 4 * (hidden * hidden + hidden) + 2 * hidden + (hidden * ffn + ffn) + (ffn * hidden + hidden) + 2 * hidden
+    total = emb + block * (1 if shared_layers else layers)
+    if pooler:
+        total += hidden * hidden + hidden
+    return total
+
+
+# ----------------------------------------------------------------------------------------
+# 5. Command line: python -m bertcourse.finetune
+# ----------------------------------------------------------------------------------------
+
+def _parser():
+    from .cli import Parser, nonnegative_float, nonnegative_int, positive_float, positive_int
+    p = Parser(prog="python -m bertcourse.finetune",
+               description="Fine-tune a BERT sentence classifier on the 2,400 training sentences of the UCI "
+                           "Sentiment Labelled Sentences data (shipped with the package; offline), report "
+                           "the validation accuracy after every epoch, save a checkpoint and evaluate once "
+                           "on the 300 test sentences. The last line printed is 'test accuracy: 0.xxx'.",
+               epilog="Example: python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment. "
+                      "Ctrl-C stops after the current step; the checkpoint is then saved and evaluated.")
+    p.add_argument("--model", default="minilm",
+                   help="minilm: start from the pretrained all-MiniLM-L6-v2 (chapter 8); scratch: the same "
+                        "architecture and tokenizer with random weights (default: minilm)")
+    p.add_argument("--out", required=True, help="output folder for the checkpoint (created if needed)")
+    p.add_argument("--epochs", type=positive_int("--epochs"), default=RECIPE["epochs"],
+                   help=f"passes over the training sentences (default: {RECIPE['epochs']})")
+    p.add_argument("--lr", type=positive_float("--lr"), default=None,
+                   help="peak learning rate of AdamW (default: 5e-5 for minilm, 3e-4 for scratch)")
+    p.add_argument("--batch-size", type=positive_int("--batch-size"), default=RECIPE["batch_size"],
+                   help=f"sentences per batch (default: {RECIPE['batch_size']})")
+    p.add_argument("--warmup-ratio", type=nonnegative_float("--warmup-ratio"), default=RECIPE["warmup_ratio"],
+                   help="fraction of the steps with a linear warm-up, at most 1 (default: 0.1)")
+    p.add_argument("--weight-decay", type=nonnegative_float("--weight-decay"), default=RECIPE["weight_decay"],
+                   help="AdamW weight decay on weight matrices (default: 0.01)")
+    p.add_argument("--pooling", default="mean",
+                   help="mean: average of the real tokens' states (what MiniLM was trained for); cls: the "
+                        "[CLS] state through the pooler (default: mean)")
+    p.add_argument("--head", default=None,
+                   help="how the new classification layer starts: probe (fit a logistic regression on the "
+                        "frozen pooled features first, then fine-tune everything: LP-FT) or random "
+                        "(default: probe for minilm, random for scratch)")
+    p.add_argument("--train-size", type=positive_int("--train-size"), default=None,
+                   help="use only this many training sentences, stratified by site and label "
+                        "(default: all 2,400)")
+    p.add_argument("--seed", type=nonnegative_int("--seed"), default=0,
+                   help="seed of the new weights, dropout and batch order (the split is fixed; default: 0)")
+    p.add_argument("--amp", default="auto",
+                   help="bf16 autocast: auto (when the CPU has fast bf16), on or off (default: auto)")
+    p.add_argument("--threads", type=positive_int("--threads"), default=None,
+                   help="torch threads (default: torch's choice)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _parse_args(argv) -> argparse.Namespace:
+    from .cli import UsageError, check_writable
+    args = _parser().parse_args(argv)
+    for option, value, choices in (("--model", args.model, ("minilm", "scratch")),
+                                   ("--pooling", args.pooling, POOLINGS),
+                                   ("--amp", args.amp, ("auto", "on", "off")),
+                                   ("--head", args.head or "probe", ("probe", "random"))):
+        if value not in choices:
+            raise UsageError(f"{option} must be one of {', '.join(choices)}, got {value!r}")
+    if args.warmup_ratio > 1:
+        raise UsageError(f"--warmup-ratio must be <= 1, got {args.warmup_ratio}")
+    if args.train_size is not None and args.train_size > SPLIT_SIZES["train"]:
+        raise UsageError(f"--train-size must be <= {SPLIT_SIZES['train']} (the training split), got {args.train_size}")
+    if args.lr is None:
+        args.lr = 5e-5 if args.model == "minilm" else 3e-4
+    if args.head is None:
+        args.head = "probe" if args.model == "minilm" else "random"
+    check_writable(args.out)
+    return args
+
+
+def _run(args) -> int:
+    from .training import cpu_has_fast_bf16
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    amp = {"auto": cpu_has_fast_bf16(), "on": True, "off": False}[args.amp]
+    splits = load_sentiment()
+    train = splits.train if args.train_size is None else stratified_subset(splits.train, args.train_size, args.seed)
+    print(f"loading {args.model} ...", flush=True)
+    model, tokenizer = build_classifier(args.model, pooling=args.pooling, seed=args.seed)
+    if args.head == "probe":
+        features = {name: sentence_features(model, tokenizer, [r.text for r in reviews], args.pooling, amp=amp)
+                    for name, reviews in (("train", train), ("validation", splits.validation))}
+        labels = {name: torch.tensor([r.label for r in reviews])
+                  for name, reviews in (("train", train), ("validation", splits.validation))}
+        probe, wd, accs = select_weight_decay(features["train"], labels["train"], features["validation"],
+                                              labels["validation"], WEIGHT_DECAYS)
+        init_head_from_probe(model, probe)
+        print(f"head started from a linear probe on the frozen features (weight decay {wd:g}, validation "
+              f"accuracy {accs[wd]:.3f})", flush=True)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"fine-tuning {'pretrained all-MiniLM-L6-v2' if args.model == 'minilm' else 'a randomly initialised MiniLM'}"
+          f" ({n_params:,} parameters, {args.pooling} pooling) on {len(train):,} sentences for {args.epochs} "
+          f"epoch(s): lr {args.lr:g}, batch {args.batch_size}, bf16 autocast: {amp}", flush=True)
+    trainer = finetune(model, tokenizer, train, splits.validation, epochs=args.epochs, lr=args.lr,
+                       batch_size=args.batch_size, warmup_ratio=args.warmup_ratio,
+                       weight_decay=args.weight_decay, seed=args.seed, amp=amp, progress=not args.quiet,
+                       plot=False)
+    history = trainer.history
+    per_epoch = max(1, math.ceil(len(train) / args.batch_size))
+    for ev in history.evals:
+        print(f"epoch {ev['step'] / per_epoch:.2f} (step {ev['step']}): validation accuracy {ev['acc']:.3f}",
+              flush=True)
+    test = evaluate_classifier(model, review_loader(splits.test, tokenizer, 64), amp=amp)
+    extra = {"model": args.model, "head": args.head, "pooling": args.pooling, "epochs": args.epochs,
+             "lr": args.lr, "batch_size": args.batch_size, "train_size": len(train), "seed": args.seed, "test_acc": test["acc"],
+             "validation_acc": history.evals[-1]["acc"] if history.evals else None,
+             "train_seconds": trainer.elapsed, "stopped_by": history.stopped_by}
+    save_classifier(args.out, model, tokenizer, trainer, extra=extra)
+    state = "interrupted" if history.interrupted else "done"
+    print(f"{state}: {trainer.step} steps in {trainer.elapsed:.1f} s; checkpoint saved to {args.out}", flush=True)
+    print(f"test accuracy: {test['acc']:.3f}", flush=True)
+    return 130 if history.interrupted else 0
+
+
+def main(argv=None) -> int:
+    """``python -m bertcourse.finetune``; returns the exit code (0 done, 2 bad options,
+    130 interrupted)."""
+    from .cli import run_cli
+    return run_cli(_parse_args, _run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

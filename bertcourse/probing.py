@@ -1,0 +1,240 @@
+"""Chapter 9's baselines: classifiers on fixed features, in plain torch (no scikit-learn).
+
+* a **bag of words**: :func:`words`, :func:`build_vocabulary`, :func:`bag_of_words` (0/1
+  word-presence features);
+* **logistic regression** on any fixed features: :class:`LogisticRegression`,
+  :func:`fit_logistic_regression` (full-batch L-BFGS), :func:`select_weight_decay` (on the
+  validation split);
+* a **linear probe** on frozen BERT features: :func:`sentence_features` (mean-pooled or
+  pooled ``[CLS]`` vectors of a pretrained encoder), :func:`frozen_features` (all-MiniLM-L6-v2's,
+  for the whole data set, cached) and :func:`few_shot_accuracies` (both baselines trained on
+  only ``n`` sentences).
+"""
+from __future__ import annotations
+
+import functools
+import re
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from ._checks import check_choice, check_positive_int, check_tensor, shape_str
+from .bert import BERTEncoder
+from .reviews import Review, SentimentDataset, collate_reviews, load_sentiment, stratified_indices
+
+__all__ = ["words", "build_vocabulary", "bag_of_words", "LogisticRegression", "fit_logistic_regression",
+           "select_weight_decay", "WEIGHT_DECAYS", "sentence_features", "FrozenFeatures", "frozen_features",
+           "few_shot_accuracies"]
+
+POOLINGS = ("mean", "cls")
+
+# ----------------------------------------------------------------------------------------
+# Bag of words and logistic regression
+# ----------------------------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words of ``text``: runs of letters and digits, with an apostrophe inside
+    (``"Don't buy it!"`` -> ``["don't", "buy", "it"]``)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return _WORD.findall(text.lower())
+
+
+def build_vocabulary(texts: Sequence[str], min_count: int = 1) -> dict[str, int]:
+    """``{word: column}`` for every word of ``texts`` seen at least ``min_count`` times,
+    most frequent first (ties alphabetically)."""
+    check_positive_int("min_count", min_count)
+    counts: dict[str, int] = {}
+    for t in texts:
+        for w in words(t):
+            counts[w] = counts.get(w, 0) + 1
+    kept = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    return {w: i for i, w in enumerate(kept)}
+
+
+def bag_of_words(texts: Sequence[str], vocab: dict[str, int]) -> torch.Tensor:
+    """``(len(texts), len(vocab))`` float tensor: 1 where the text contains the word, else 0
+    (word order and counts are thrown away; unknown words are ignored)."""
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str; wrap a single text in a list")
+    if not isinstance(vocab, dict):
+        raise TypeError(f"vocab must be a dict {{word: column}} (see build_vocabulary), got {type(vocab).__name__}")
+    X = torch.zeros(len(texts), len(vocab))
+    for r, t in enumerate(texts):
+        cols = [vocab[w] for w in set(words(t)) if w in vocab]
+        X[r, cols] = 1.0
+    return X
+
+
+class LogisticRegression(nn.Module):
+    """A linear classifier on fixed features: ``(n, num_features) -> (n, num_classes)`` logits."""
+
+    def __init__(self, num_features: int, num_classes: int = 2):
+        super().__init__()
+        check_positive_int("num_features", num_features)
+        check_positive_int("num_classes", num_classes)
+        self.linear = nn.Linear(num_features, num_classes)
+        nn.init.zeros_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        check_tensor("X", X, ndim=2, expected=f"(n, num_features={self.linear.in_features})", floating=True)
+        if X.shape[1] != self.linear.in_features:
+            raise ValueError(f"X must have shape (n, num_features={self.linear.in_features}), got shape {shape_str(X)}")
+        return self.linear(X)
+
+    @torch.no_grad()
+    def accuracy(self, X: torch.Tensor, y: torch.Tensor) -> float:
+        """Share of the rows of ``X`` whose most likely class is ``y``."""
+        return float((self(X).argmax(-1) == y).float().mean())
+
+
+def fit_logistic_regression(X: torch.Tensor, y: torch.Tensor, weight_decay: float = 1e-3,
+                            num_classes: int = 2, steps: int = 100) -> LogisticRegression:
+    """Fit :class:`LogisticRegression` to features ``X`` ``(n, d)`` and labels ``y`` ``(n,)``:
+    minimise the mean cross-entropy ``+ weight_decay / 2 * ||W||²`` with full-batch L-BFGS
+    (a convex problem: deterministic, no learning rate to tune, at most ``steps`` iterations)."""
+    check_tensor("X", X, ndim=2, expected="(n, num_features)", floating=True)
+    check_tensor("y", y, ndim=1, expected=f"(n={X.shape[0]},)", floating=False)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must have shape (n={X.shape[0]},) like X's rows, got shape {shape_str(y)}")
+    if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or weight_decay < 0:
+        raise ValueError(f"weight_decay must be a number >= 0, got {weight_decay!r}")
+    check_positive_int("steps", steps)
+    X, y = X.detach().float(), y.long()
+    model = LogisticRegression(X.shape[1], num_classes)
+    opt = torch.optim.LBFGS(model.parameters(), lr=1.0, max_iter=steps, history_size=20,
+                            line_search_fn="strong_wolfe", tolerance_grad=1e-6, tolerance_change=1e-9)
+
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model.linear(X), y) + 0.5 * weight_decay * model.linear.weight.pow(2).sum()
+        loss.backward()
+        return loss
+
+    with torch.enable_grad():
+        opt.step(closure)
+    return model.eval()
+
+
+def select_weight_decay(X_train, y_train, X_val, y_val, grid=(1e-3, 1e-2, 1e-1, 1.0), **kwargs):
+    """Fit one :func:`fit_logistic_regression` per weight decay in ``grid`` and keep the one
+    with the best validation accuracy (the first on ties): ``(model, weight_decay, {wd: acc})``."""
+    results, best = {}, None
+    for wd in grid:
+        m = fit_logistic_regression(X_train, y_train, wd, **kwargs)
+        results[wd] = m.accuracy(X_val, y_val)
+        if best is None or results[wd] > results[best[1]]:
+            best = (m, wd)
+    return best[0], best[1], results
+
+
+@torch.no_grad()
+def sentence_features(model, tokenizer, texts: Sequence[str], pooling: str = "mean", batch_size: int = 64,
+                      amp: bool = False):
+    """Frozen sentence vectors ``(len(texts), num_hiddens)`` from a pretrained encoder.
+
+    ``pooling``: ``"mean"``, the mean of the last hidden states over the real tokens (what
+    all-MiniLM-L6-v2 was trained to produce); ``"cls"``, the ``[CLS]`` state through the
+    pooler; ``"both"``, the pair ``(mean, cls)`` from one pass. ``model`` is a
+    :class:`~bertcourse.bert.BERTModel` (or a :class:`BERTClassifier`); it is run in eval
+    mode and nothing is trained. Sentences of similar length are batched together."""
+    from .attention import inspect_attention
+    from .hf_weights import mean_pool
+    from .training import autocast
+    check_choice("pooling", pooling, POOLINGS + ("both",))
+    encoder = getattr(model, "encoder", None)
+    if not isinstance(encoder, BERTEncoder):
+        raise TypeError(f"model must be a BERTModel or BERTClassifier, got {type(model).__name__}")
+    pooler = getattr(model, "pooler", None)
+    if pooling in ("cls", "both") and pooler is None:
+        raise ValueError(f"pooling={pooling!r} needs a model with a pooler (model.pooler is None)")
+    dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
+    order = torch.argsort(dataset.lengths, stable=True)        # similar lengths together: less padding
+    means = torch.empty(len(texts), encoder.config.num_hiddens)
+    clss = torch.empty(len(texts), encoder.config.num_hiddens)
+    collate = functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16)
+    with inspect_attention(model, keep_weights=False), autocast(bool(amp)):
+        for s in range(0, len(order), batch_size):
+            idx = order[s:s + batch_size]
+            batch = collate([dataset[int(i)] for i in idx])
+            hidden = encoder(batch["tokens"], None, batch["mask"])
+            if pooling in ("mean", "both"):
+                means[idx] = mean_pool(hidden, batch["mask"]).float()
+            if pooling in ("cls", "both"):
+                clss[idx] = pooler(hidden).float()
+    return {"mean": means, "cls": clss, "both": (means, clss)}[pooling]
+
+
+# ----------------------------------------------------------------------------------------
+# Frozen features
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class FrozenFeatures:
+    """Frozen all-MiniLM-L6-v2 sentence vectors of the three splits: ``mean[split]`` and
+    ``cls[split]`` ``(n, 384)``, ``labels[split]`` ``(n,)``, and the ``seconds`` the one pass
+    over the 3,000 sentences took. Shared by the notebook and the exercises: do not modify."""
+    mean: dict
+    cls: dict
+    labels: dict
+    seconds: float
+
+
+@functools.lru_cache(maxsize=2)
+def _frozen_features(seed: int, amp: bool) -> FrozenFeatures:
+    from .hf_weights import load_pretrained
+    splits = load_sentiment(seed)
+    pretrained = load_pretrained("minilm")
+    names = [name for name, _ in splits.items()]
+    texts = [r.text for _, reviews in splits.items() for r in reviews]
+    start = time.perf_counter()
+    mean, cls = sentence_features(pretrained.model, pretrained.tokenizer, texts, pooling="both", amp=amp)
+    seconds = time.perf_counter() - start
+    out = FrozenFeatures({}, {}, {}, seconds)
+    offset = 0
+    for name in names:
+        n = len(splits[name])
+        out.mean[name], out.cls[name] = mean[offset:offset + n], cls[offset:offset + n]
+        out.labels[name] = torch.tensor([r.label for r in splits[name]])
+        offset += n
+    return out
+
+
+def frozen_features(seed: int = 0, amp: bool | None = None) -> FrozenFeatures:
+    """Mean-pooled and ``[CLS]``-pooled frozen all-MiniLM-L6-v2 features of every sentence of
+    :func:`load_sentiment` (one pass, cached). ``amp``: bf16 autocast (``None``: when the CPU
+    has fast bf16, as the Trainer decides)."""
+    from .training import cpu_has_fast_bf16
+    return _frozen_features(seed, cpu_has_fast_bf16() if amp is None else bool(amp))
+
+
+WEIGHT_DECAYS = (1e-4, 1e-3, 1e-2, 1e-1)
+"""The weight decays :func:`select_weight_decay` tries for the chapter's logistic regressions."""
+
+
+def few_shot_accuracies(n: int, seed: int = 0, amp: bool | None = None) -> dict:
+    """Test accuracy of the two cheap methods trained on only ``n`` training sentences
+    (balanced over sites and labels, :func:`stratified_indices`): ``{"bag of words": acc,
+    "probe": acc}``. The bag-of-words vocabulary comes from those ``n`` sentences only; both
+    weight decays are chosen on the validation split."""
+    splits = load_sentiment(seed)
+    idx = stratified_indices(splits.train, n, seed)
+    train = [splits.train[i] for i in idx]
+    y = {name: torch.tensor([r.label for r in reviews]) for name, reviews in splits.items()}
+    vocab = build_vocabulary([r.text for r in train])
+    X = {name: bag_of_words([r.text for r in reviews], vocab) for name, reviews in
+         (("train", train), ("validation", splits.validation), ("test", splits.test))}
+    bow, _, _ = select_weight_decay(X["train"], y["train"][idx], X["validation"], y["validation"], WEIGHT_DECAYS)
+    F = frozen_features(seed, amp)
+    probe, _, _ = select_weight_decay(F.mean["train"][idx], F.labels["train"][idx], F.mean["validation"],
+                                      F.labels["validation"], WEIGHT_DECAYS)
+    return {"bag of words": bow.accuracy(X["test"], y["test"]),
+            "probe": probe.accuracy(F.mean["test"], F.labels["test"])}

@@ -1,0 +1,383 @@
+"""Tests of chapter 9's fine-tuning module (bertcourse.finetune): the classifier, training and
+evaluation, predictions, checkpoints, the model family, the command line, and one named test
+per pitfall of the chapter. (The data: tests/test_reviews.py; the baselines: tests/test_probing.py.)"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from bertcourse.bert import BERTConfig, BERTEncoder
+from bertcourse.data import train_wordpiece
+from bertcourse.finetune import (MODEL_FAMILY, BERTClassifier, ClassifierConfig, UntrainedClassifierError,
+                                 build_classifier, classification_step, encoder_parameters, evaluate_classifier,
+                                 finetune, load_classifier, misclassified, model_family_table,
+                                 predict_proba, save_classifier, token_contributions)
+from bertcourse.reviews import (Review, collate_reviews, encode_texts, load_sentiment, review_loader, special_ids)
+from bertcourse.hf_weights import load_pretrained, mean_pool
+from bertcourse.training import TrainConfig, Trainer
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ---------------------------------------------------------------------------------------
+# Small helpers: a tiny tokenizer and classifier
+# ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def splits():
+    return load_sentiment()
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizer(splits):
+    """A WordPiece trained on the review sentences: [PAD] [UNK] [CLS] [SEP] [MASK] = 0..4,
+    unlike bert-base-uncased's 0, 100, 101, 102, 103."""
+    return train_wordpiece([r.text for r in splits.train], vocab_size=400)
+
+
+def tiny_classifier(tokenizer, pooling="mean", dropout=0.1, seed=0, num_classes=2):
+    torch.manual_seed(seed)
+    cfg = BERTConfig(vocab_size=len(tokenizer), num_hiddens=32, ffn_num_hiddens=64, num_heads=2, num_blks=2,
+                     max_len=128, dropout=dropout)
+    return BERTClassifier(ClassifierConfig(cfg, num_classes=num_classes, pooling=pooling, dropout=dropout))
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return load_pretrained("minilm")
+
+
+# ---------------------------------------------------------------------------------------
+# The classifier
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_classifier_shapes(tiny_tokenizer, pooling):
+    clf = tiny_classifier(tiny_tokenizer, pooling=pooling).eval()
+    tokens = torch.randint(5, len(tiny_tokenizer), (3, 7))
+    mask = torch.arange(7) < torch.tensor([7, 4, 1])[:, None]
+    assert clf(tokens, valid_lens=mask).shape == (3, 2)
+    assert clf.features(tokens, valid_lens=mask).shape == (3, 32)
+    assert clf(tokens).shape == (3, 2)                                   # no mask: no padding
+    assert torch.allclose(clf(tokens, valid_lens=torch.tensor([7, 4, 1])), clf(tokens, valid_lens=mask))
+    assert (clf.pooler is None) == (pooling == "mean")
+    three = tiny_classifier(tiny_tokenizer, pooling=pooling, num_classes=3).eval()
+    assert three(tokens, valid_lens=mask).shape == (3, 3)
+
+
+def test_mean_pooling_ignores_padding(tiny_tokenizer):
+    clf = tiny_classifier(tiny_tokenizer).eval()
+    ids, _ = encode_texts(tiny_tokenizer, ["Great phone!", "The screen cracked after a week of use."])
+    batch = collate_reviews([(torch.tensor(i), 0) for i in ids], 0)
+    with torch.no_grad():
+        together = clf(batch["tokens"], valid_lens=batch["mask"])
+        alone = clf(torch.tensor([ids[0]]))
+    torch.testing.assert_close(together[0], alone[0], atol=1e-5, rtol=1e-5)
+
+
+def test_cls_pooling_reads_only_the_first_position(tiny_tokenizer):
+    clf = tiny_classifier(tiny_tokenizer, pooling="cls").eval()
+    X = torch.randn(2, 6, 32)
+    Y = X.clone()
+    Y[:, 1:] = torch.randn(2, 5, 32)
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    torch.testing.assert_close(clf.pool(X, mask), clf.pool(Y, mask))
+    torch.testing.assert_close(clf.pool(X, mask), torch.tanh(clf.pooler.dense(X[:, 0])))
+
+
+def test_classifier_named_errors(tiny_tokenizer):
+    clf = tiny_classifier(tiny_tokenizer)
+    tokens = torch.randint(5, 50, (2, 5))
+    with pytest.raises(ValueError, match=r"tokens must have shape \(batch, seq\).*got shape \(5,\)"):
+        clf(tokens[0])
+    with pytest.raises(TypeError, match="tokens must be an integer tensor"):
+        clf(tokens.float())
+    with pytest.raises(TypeError, match="must be bool.*got dtype torch.int64.*\\.bool\\(\\)"):
+        clf(tokens, valid_lens=torch.ones(2, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"valid_lens as a mask must have the shape of tokens \(batch=2, seq=5\), "
+                                         r"got shape \(2, 4\)"):
+        clf(tokens, valid_lens=torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="valid_lens must lie in 1..seq=5"):
+        clf(tokens, valid_lens=torch.tensor([6, 2]))
+    with pytest.raises(TypeError, match="valid_lens must be"):
+        clf(tokens, valid_lens=[5, 5])
+    cfg = clf.config.bert
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        ClassifierConfig(cfg, pooling="max")
+    with pytest.raises(ValueError, match="num_classes must be >= 2, got 1"):
+        ClassifierConfig(cfg, num_classes=1)
+    with pytest.raises(ValueError, match="dropout must be a number in"):
+        ClassifierConfig(cfg, dropout=1.5)
+    with pytest.raises(TypeError, match="bert must be a BERTConfig"):
+        ClassifierConfig("tiny")
+    with pytest.raises(TypeError, match="config must be a ClassifierConfig"):
+        BERTClassifier(cfg)
+    other = BERTEncoder(BERTConfig(vocab_size=50, num_hiddens=16, ffn_num_hiddens=32, num_heads=2, num_blks=1))
+    with pytest.raises(ValueError, match="encoder has num_hiddens=16 but config.bert has 32"):
+        BERTClassifier(clf.config, encoder=other)
+    with pytest.raises(TypeError, match="source must be 'minilm', 'scratch' or a Pretrained"):
+        build_classifier(3)
+    with pytest.raises(ValueError, match="source must be one of"):
+        build_classifier("bert-base-uncased")
+
+
+def test_classifier_on_the_real_minilm(minilm):
+    clf, tokenizer = build_classifier(minilm, pooling="cls", seed=0)
+    assert tokenizer is minilm.tokenizer and clf.training
+    for (name, p), (_, q) in zip(clf.encoder.named_parameters(), minilm.model.encoder.named_parameters()):
+        assert torch.equal(p, q) and p is not q, name                     # a copy: the original is untouched
+    assert torch.equal(clf.pooler.dense.weight, minilm.model.pooler.dense.weight)
+    mean_clf, _ = build_classifier(minilm, pooling="mean", seed=0)
+    assert mean_clf.pooler is None
+    assert sum(p.numel() for p in mean_clf.parameters()) == 22_713_216 - (384 * 384 + 384) + (2 * 384 + 2)
+    enc = minilm.encode(["Great phone!", "Terrible."])
+    mean_clf.eval()
+    with torch.no_grad():
+        features = mean_clf.features(enc.tokens, valid_lens=enc.mask)
+        expected = mean_pool(minilm.model.encoder(enc.tokens, enc.segments, enc.mask), enc.mask)
+    torch.testing.assert_close(features, expected)
+
+
+def test_scratch_classifier_has_fresh_weights():
+    clf, tokenizer = build_classifier("scratch", seed=0)
+    again, _ = build_classifier("scratch", seed=0)
+    pretrained = load_pretrained("minilm")
+    w = clf.encoder.blks[0].attention.W_q.weight
+    assert not torch.equal(w, pretrained.model.encoder.blks[0].attention.W_q.weight)
+    assert torch.equal(w, again.encoder.blks[0].attention.W_q.weight)          # seeded
+    assert 0.015 < float(w.detach().std()) < 0.025                                       # BERT's N(0, 0.02²)
+    assert clf.config.bert == pretrained.config
+
+
+# ---------------------------------------------------------------------------------------
+# Training and evaluation
+# ---------------------------------------------------------------------------------------
+
+def test_two_steps_lower_the_loss_on_a_fixed_batch(splits, tiny_tokenizer):
+    clf = tiny_classifier(tiny_tokenizer, dropout=0.0)
+    batch = next(iter(review_loader(splits.train[:16], tiny_tokenizer, batch_size=16)))
+    with torch.no_grad():
+        before = classification_step(clf.eval(), batch)["loss"].item()
+    trainer = Trainer(clf, [batch, batch], classification_step,
+                      TrainConfig(steps=2, lr=1e-2, warmup_steps=0, eval_every=None, amp=False))
+    trainer.fit(progress=False, plot=False)
+    with torch.no_grad():
+        after = classification_step(clf.eval(), batch)["loss"].item()
+    assert after < before and int(clf.trained_steps) == 2
+
+
+def test_finetune_runs_the_recipe_and_evaluates_per_epoch(splits, tiny_tokenizer):
+    clf = tiny_classifier(tiny_tokenizer)
+    train = splits.train[:64]
+    trainer = finetune(clf, tiny_tokenizer, train, splits.validation[:32], epochs=2, lr=1e-3, batch_size=16,
+                       warmup_ratio=0.25, amp=False, progress=False, plot=False)
+    assert trainer.step == 8 and [e["step"] for e in trainer.history.evals] == [4, 8]
+    assert trainer.cfg.warmup_steps == 2 and trainer.history.lr[-1] < trainer.history.lr[2]
+    assert not clf.training and int(clf.trained_steps) == 8
+    with pytest.raises(ValueError, match="warmup_ratio must be a number in"):
+        finetune(clf, tiny_tokenizer, train, warmup_ratio=2, progress=False, plot=False)
+
+
+def test_checkpoint_round_trip(tmp_path, splits, tiny_tokenizer):
+    clf = tiny_classifier(tiny_tokenizer, pooling="cls")
+    trainer = finetune(clf, tiny_tokenizer, splits.train[:32], epochs=1, batch_size=16, amp=False,
+                       progress=False, plot=False)
+    save_classifier(tmp_path, clf, tiny_tokenizer, trainer, extra={"note": "test"})
+    loaded, tokenizer = load_classifier(tmp_path)
+    texts = ["Great phone!", "Awful service, never again."]
+    torch.testing.assert_close(predict_proba(loaded, tokenizer, texts), predict_proba(clf, tiny_tokenizer, texts))
+    assert loaded.config == clf.config and int(loaded.trained_steps) == 2 and not loaded.training
+    with pytest.raises(TypeError, match="model must be a BERTClassifier"):
+        save_classifier(tmp_path, torch.nn.Linear(2, 2))
+
+
+def test_predictions_and_contributions(splits, tiny_tokenizer):
+    clf = tiny_classifier(tiny_tokenizer)
+    clf.trained_steps += 1
+    clf.train()
+    probs = predict_proba(clf, tiny_tokenizer, ["Great phone!", "Bad."])
+    assert probs.shape == (2, 2) and torch.allclose(probs.sum(1), torch.ones(2)) and clf.training
+    data = token_contributions(clf, tiny_tokenizer, "Great phone, bad battery.")
+    assert data["pieces"] == encode_texts(tiny_tokenizer, ["Great phone, bad battery."])[1][0][1:-1]
+    assert abs(data["p"] - float(predict_proba(clf, tiny_tokenizer, ["Great phone, bad battery."])[0, 1])) < 1e-5
+    torch.testing.assert_close(data["contributions"], data["p"] - data["p_without"])
+    without_first = " ".join(data["pieces"][1:])
+    assert abs(float(data["p_without"][0]) - float(predict_proba(clf, tiny_tokenizer, [without_first])[0, 1])) < 1e-4 \
+        or "##" in without_first
+    wrong = misclassified(clf, tiny_tokenizer, splits.test[:40])
+    assert all(int(p > 0.5) != r.label for r, p in wrong)
+    assert [abs(p - 0.5) for _, p in wrong] == sorted((abs(p - 0.5) for _, p in wrong), reverse=True)
+    with pytest.raises(ValueError, match="target must be a class index in 0..1"):
+        token_contributions(clf, tiny_tokenizer, "x", target=2)
+    with pytest.raises(TypeError, match="wrap a single text in a list"):
+        predict_proba(clf, tiny_tokenizer, "Great phone!")
+
+
+# ---------------------------------------------------------------------------------------
+# The model family
+# ---------------------------------------------------------------------------------------
+
+def test_parameter_counts_match_the_course_and_the_papers(minilm):
+    assert encoder_parameters(30522, 768, 12) == 109_482_240          # COURSE.md: BERT-base, no heads
+    assert encoder_parameters(30522, 1024, 24) == 335_141_888         # BERT-large
+    assert encoder_parameters(30522, 384, 6, 1536) == sum(p.numel() for p in minilm.model.parameters())
+    table = model_family_table()
+    assert list(table.index) == [r["model"] for r in MODEL_FAMILY]
+    assert {"BERT-base", "BERT-large", "RoBERTa-large", "ALBERT-base", "ELECTRA-base", "DistilBERT"} == set(table.index)
+    for column in ("layers", "hidden", "heads", "parameters", "objective", "data", "paper"):
+        assert table[column].notna().all(), column
+    assert "MLM" not in table.loc["ELECTRA-base", "objective"].split(" (")[0]     # ELECTRA is not an MLM
+    assert "NSP" in table.loc["BERT-base", "objective"] and "no NSP" in table.loc["RoBERTa-large", "objective"]
+
+
+# ---------------------------------------------------------------------------------------
+# Pitfalls of the chapter, one named test each
+# ---------------------------------------------------------------------------------------
+
+def test_mask_passed_positionally_is_refused(minilm, tiny_tokenizer):
+    """Pitfall 1: encoder(input_ids, attention_mask) runs and makes the mask the segment ids."""
+    enc = minilm.encode(["Great phone!", "The screen cracked after a week and support never answered."])
+    with torch.no_grad():
+        right = minilm.model.encoder(enc.tokens, enc.segments, enc.mask)
+        wrong = minilm.model.encoder(enc.tokens, enc.mask.long())          # runs without complaint
+    assert (wrong - right)[enc.mask].abs().max() > 0.5
+    clf = tiny_classifier(tiny_tokenizer)
+    tokens = torch.randint(5, 50, (2, 5))
+    with pytest.raises(TypeError, match="pass the mask by name: model\\(tokens, valid_lens=mask\\)"):
+        clf(tokens, torch.ones(2, 5, dtype=torch.long))
+    with pytest.raises(TypeError, match="pass the mask by name"):
+        clf.features(tokens, torch.ones(2, 5, dtype=torch.bool))
+
+
+def test_untrained_classifier_refuses_to_predict(tiny_tokenizer):
+    """Pitfall 2: a random head's output is not a prediction."""
+    clf = tiny_classifier(tiny_tokenizer)
+    with pytest.raises(UntrainedClassifierError, match="never been trained"):
+        predict_proba(clf, tiny_tokenizer, ["I loved it!"])
+    with pytest.raises(UntrainedClassifierError):
+        token_contributions(clf, tiny_tokenizer, "I loved it!")
+    assert isinstance(UntrainedClassifierError("x"), ValueError)
+    p = predict_proba(clf, tiny_tokenizer, ["I loved it!", "I hated it!"], allow_untrained=True)
+    assert (p[:, 1] - 0.5).abs().max() < 0.1                  # a coin, whatever it would print
+    batch = next(iter(review_loader([Review("I loved it!", 1, "x")], tiny_tokenizer)))
+    classification_step(clf.train(), batch)["loss"].backward()
+    assert int(clf.trained_steps) == 1
+    predict_proba(clf, tiny_tokenizer, ["I loved it!"])       # now allowed
+
+
+def test_pretraining_sized_learning_rate_wrecks_the_encoder(minilm, splits):
+    """Pitfall 3: ten steps at 1e-3 overwrite what pretraining learned; ten at 5e-5 do not."""
+    batch = next(iter(review_loader(splits.validation[:64], minilm.tokenizer, batch_size=64)))
+
+    def vectors(encoder):
+        with torch.no_grad():
+            hidden = encoder.eval()(batch["tokens"], None, batch["mask"])
+            return torch.nn.functional.normalize(mean_pool(hidden, batch["mask"]), dim=-1)
+
+    start = vectors(minilm.model.encoder)
+    before = dict(minilm.model.encoder.named_parameters())
+    moved, similarity = {}, {}
+    for lr in (5e-5, 1e-3):
+        clf, tok = build_classifier(minilm, seed=0)
+        finetune(clf, tok, splits.train[:160], epochs=1, lr=lr, batch_size=16, amp=False,      # 10 steps
+                 progress=False, plot=False)
+        moved[lr] = max(((p - before[n]).norm() / before[n].norm()).item()
+                        for n, p in clf.encoder.named_parameters() if p.dim() == 2)
+        similarity[lr] = float((vectors(clf.encoder) * start).sum(-1).mean())
+    assert moved[1e-3] > 5 * moved[5e-5]
+    assert similarity[5e-5] > 0.9 and similarity[1e-3] < 0.5
+
+
+def test_evaluate_classifier_switches_dropout_off(splits, tiny_tokenizer):
+    """Pitfall 4: evaluation with dropout on is noisy; evaluate_classifier uses eval() and
+    puts the mode back."""
+    clf = tiny_classifier(tiny_tokenizer, dropout=0.5)
+    loader = review_loader(splits.validation[:64], tiny_tokenizer, batch_size=32)
+
+    def in_current_mode():
+        with torch.no_grad():
+            return [clf(b["tokens"], valid_lens=b["mask"]).argmax(-1) for b in loader]
+
+    clf.train()
+    assert not all(torch.equal(a, b) for a, b in zip(in_current_mode(), in_current_mode()))
+    first, second = evaluate_classifier(clf, loader), evaluate_classifier(clf, loader)
+    assert first == second and clf.training                      # mode restored
+    clf.eval()
+    assert evaluate_classifier(clf, loader) == first and not clf.training
+    assert first["n"] == 64 and set(first) == {"acc", "loss", "n"}
+
+
+def test_special_token_ids_come_from_the_tokenizer(tiny_tokenizer, minilm):
+    """Pitfall 5: [0, 101, 102, 103] are bert-base-uncased's ids, ordinary pieces elsewhere."""
+    assert [special_ids(minilm.tokenizer)[t] for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]")] == [0, 101, 102, 103]
+    ours = special_ids(tiny_tokenizer)
+    assert (ours["[PAD]"], ours["[CLS]"], ours["[SEP]"], ours["[MASK]"]) == (0, 2, 3, 4)
+    assert not set(tiny_tokenizer.vocab.to_tokens([101, 102, 103])) & {"[PAD]", "[CLS]", "[SEP]", "[MASK]"}
+    ids, pieces = encode_texts(tiny_tokenizer, ["Great phone!"])
+    assert ids[0][0] == 2 and ids[0][-1] == 3 and pieces[0][0] == "[CLS]"
+    ids, pieces = encode_texts(minilm.tokenizer, ["Great phone!"])
+    assert ids[0][0] == 101 and ids[0][-1] == 102
+    dataset = review_loader([Review("Great phone!", 1, "x")], tiny_tokenizer).dataset
+    assert dataset.pad_id == 0 and dataset.ids[0][0] == 2
+
+
+# ---------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------
+
+def run_cli(*args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "bertcourse.finetune", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cli_help_explains_every_option():
+    out = run_cli("--help")
+    assert out.returncode == 0
+    for option in ("--model", "--out", "--epochs", "--lr", "--batch-size", "--warmup-ratio", "--weight-decay",
+                   "--pooling", "--head", "--train-size", "--seed", "--amp", "--threads", "--quiet"):
+        assert option in out.stdout, option
+    assert "test accuracy: 0.xxx" in " ".join(out.stdout.split())
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "the following arguments are required: --out"),
+    (["--out", "{tmp}", "--model", "bert"], "--model must be one of minilm, scratch, got 'bert'"),
+    (["--out", "{tmp}", "--epochs", "0"], "--epochs must be > 0, got 0"),
+    (["--out", "{tmp}", "--epochs", "two"], "--epochs must be a whole number, got 'two'"),
+    (["--out", "{tmp}", "--lr", "nan"], "--lr must be > 0, got nan"),
+    (["--out", "{tmp}", "--pooling", "max"], "--pooling must be one of mean, cls, got 'max'"),
+    (["--out", "{tmp}", "--head", "zeros"], "--head must be one of probe, random, got 'zeros'"),
+    (["--out", "{tmp}", "--train-size", "5000"], "--train-size must be <= 2400"),
+    (["--out", "{tmp}", "--warmup-ratio", "1.5"], "--warmup-ratio must be <= 1, got 1.5"),
+    (["--out", "/proc/no/such/folder"], "--out '/proc/no/such/folder' is not a writable folder"),
+    (["--out", "{tmp}", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_cli_bad_options_are_one_line_and_exit_code_2(tmp_path, args, message):
+    out = run_cli(*[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_cli_trains_saves_and_ends_with_the_test_accuracy(tmp_path):
+    out = run_cli("--model", "scratch", "--train-size", "32", "--batch-size", "16", "--out", str(tmp_path),
+                  "--threads", "1", "--quiet", "--amp", "off")
+    assert out.returncode == 0, out.stderr
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("test accuracy: 0.") and len(last) == len("test accuracy: 0.xxx")
+    assert "epoch 1.00 (step 2): validation accuracy" in out.stdout
+    model, tokenizer = load_classifier(tmp_path)
+    assert int(model.trained_steps) == 2 and tokenizer is not None
+    assert (tmp_path / "trainer_state.safetensors").is_file()

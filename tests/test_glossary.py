@@ -1,0 +1,96 @@
+"""Every chapter ends with a glossary (词汇表) and a Chinese summary (本章小结), and GLOSSARY.md
+is generated from the glossary cells, so the two cannot drift apart.
+
+To change a term: edit the chapter's glossary cell, then run `python tools/make_glossary.py`.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+
+import nbformat
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def make_glossary():
+    """tools/make_glossary.py imported as a module."""
+    spec = importlib.util.spec_from_file_location("make_glossary", ROOT / "tools" / "make_glossary.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_chapter_has_a_glossary(course_notebook, make_glossary):
+    rows = make_glossary.read_glossary(course_notebook)
+    assert rows is not None, (
+        f"{course_notebook.name} has no glossary: add a markdown cell that starts with the line "
+        f"{make_glossary.GLOSSARY_HEADING!r} and holds a table {make_glossary.TABLE_HEADER!r}")
+    assert len(rows) >= 8, f"{course_notebook.name}: only {len(rows)} glossary terms"
+    english = [en for en, _, _ in rows]
+    assert len(set(english)) == len(english), f"{course_notebook.name}: a term is listed twice"
+    assert sum(bool(CJK.search(zh)) for _, zh, _ in rows) >= len(rows) - 2, \
+        f"{course_notebook.name}: the second column must hold the Chinese terms"
+    if any(make_glossary.DAGGER in zh for _, zh, _ in rows):
+        text = make_glossary.section(nbformat.read(course_notebook, as_version=4),
+                                     make_glossary.GLOSSARY_HEADING)
+        assert "† not a d2l-zh term" in text, f"{course_notebook.name}: explain the † under the table"
+
+
+def test_every_chapter_has_a_chinese_summary(course_notebook, make_glossary):
+    nb = nbformat.read(course_notebook, as_version=4)
+    text = make_glossary.section(nb, make_glossary.SUMMARY_HEADING)
+    assert text is not None, (f"{course_notebook.name} has no Chinese summary: add a markdown cell "
+                              f"that starts with the line {make_glossary.SUMMARY_HEADING!r}")
+    bullets = [line for line in text.splitlines() if line.startswith("* ")]
+    assert len(bullets) >= 3 and all(CJK.search(b) for b in bullets), \
+        f"{course_notebook.name}: the 本章小结 needs at least 3 bullet points in Chinese"
+
+
+def test_glossary_md_is_what_make_glossary_writes(make_glossary):
+    text = (ROOT / "GLOSSARY.md").read_text(encoding="utf-8")
+    assert text == make_glossary.render(NOTEBOOKS), \
+        "GLOSSARY.md is out of date: run `python tools/make_glossary.py`"
+
+
+def _sections(text: str) -> dict[str, str]:
+    """GLOSSARY.md's chapter sections: title -> text (the index at the end is left out)."""
+    parts = re.split(r"^## ", text, flags=re.M)[1:]
+    return {p.splitlines()[0].strip(): p for p in parts if not p.startswith("All terms")}
+
+
+def test_glossary_md_has_every_chapter_term_with_the_same_chinese_and_no_other(make_glossary):
+    # an independent reading of GLOSSARY.md, not a call to render()
+    sections = _sections((ROOT / "GLOSSARY.md").read_text(encoding="utf-8"))
+    expected = {}
+    for path in NOTEBOOKS:
+        rows = make_glossary.read_glossary(path)
+        if rows is not None:
+            title = make_glossary.chapter_title(nbformat.read(path, as_version=4), path)
+            expected[title] = {(en, zh) for en, zh, _ in rows}
+    assert set(sections) == set(expected), "GLOSSARY.md's chapters differ from the notebooks'"
+    for title, terms in expected.items():
+        in_file = {(en, zh) for en, zh, _ in make_glossary.parse_table(sections[title], title)}
+        assert in_file == terms, (f"{title}: only in the notebook {sorted(terms - in_file)}, "
+                                  f"only in GLOSSARY.md {sorted(in_file - terms)}")
+
+
+def test_a_term_has_one_chinese_rendering_in_all_chapters(make_glossary):
+    renderings: dict[str, dict[str, list[str]]] = {}
+    for path in NOTEBOOKS:
+        for en, zh, _ in make_glossary.read_glossary(path) or []:
+            renderings.setdefault(en, {}).setdefault(zh, []).append(path.name[:2])
+    conflicts = {en: zh for en, zh in renderings.items() if len(zh) > 1}
+    assert not conflicts, f"one English term, several Chinese terms (chapters in brackets): {conflicts}"
+
+
+@pytest.mark.parametrize("row", ["| a | b |", "| a |  | c |", "| a | b | c | d |"])
+def test_a_malformed_row_is_an_error_that_names_the_notebook(make_glossary, row):
+    text = f"{make_glossary.GLOSSARY_HEADING}\n\n{make_glossary.TABLE_HEADER}\n|---|---|---|\n{row}\n"
+    with pytest.raises(ValueError, match=r"99_x\.ipynb: a glossary row needs 3 non-empty cells"):
+        make_glossary.parse_table(text, where="99_x.ipynb")

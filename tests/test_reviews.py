@@ -1,0 +1,135 @@
+"""Tests of chapter 9's data module (bertcourse.reviews): the package data and its licence,
+the split (sizes, stratification, no text in two splits, determinism), tokens and batches."""
+from __future__ import annotations
+
+import importlib.resources
+import random
+from collections import Counter
+
+import pytest
+import torch
+
+from bertcourse.data import train_wordpiece
+from bertcourse.reviews import (SITES, collate_reviews, encode_texts, load_sentiment, read_reviews, review_loader,
+                                special_ids, split_reviews, stratified_indices, stratified_subset, text_key)
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return load_sentiment()
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizer(splits):
+    return train_wordpiece([r.text for r in splits.train], vocab_size=400)
+
+
+def test_reviews_are_package_data_with_their_licence():
+    folder = importlib.resources.files("bertcourse").joinpath("datasets", "sentiment")
+    for name in list(SITES.values()) + ["readme.txt", "ATTRIBUTION.md"]:
+        assert folder.joinpath(name).is_file(), name
+    attribution = folder.joinpath("ATTRIBUTION.md").read_text(encoding="utf-8")
+    assert "CC BY 4.0" in attribution and "Kotzias" in attribution and "10.1145/2783258.2783380" in attribution
+    pyproject = (importlib.resources.files("bertcourse").parent / "pyproject.toml")
+    if pyproject.is_file():        # a source checkout: the files must be declared as package data
+        text = pyproject.read_text(encoding="utf-8")
+        assert "datasets/sentiment/*.txt" in text and "datasets/sentiment/*.md" in text
+
+def test_read_reviews_counts():
+    reviews = read_reviews()
+    assert len(reviews) == 3000
+    assert Counter((r.site, r.label) for r in reviews) == {(s, y): 500 for s in SITES for y in (0, 1)}
+    assert all(r.text == r.text.strip() and r.text for r in reviews)          # IMDb's trailing spaces gone
+    groups = Counter(text_key(r.text) for r in reviews)
+    repeated = {k for k, n in groups.items() if n > 1}
+    assert len(repeated) == 19
+    assert all(len({r.label for r in reviews if text_key(r.text) == k}) == 1 for k in repeated)
+
+def test_text_key():
+    assert text_key("  Great   Phone. ") == text_key("great phone.") == "great phone."
+    with pytest.raises(TypeError, match="text must be a str"):
+        text_key(3)
+
+def test_split_sizes_and_stratification(splits):
+    assert (len(splits.train), len(splits.validation), len(splits.test)) == (2400, 300, 300)
+    for name, part, per_group in (("train", splits.train, 400), ("validation", splits.validation, 50),
+                                  ("test", splits.test, 50)):
+        assert Counter((r.site, r.label) for r in part) == {(s, y): per_group for s in SITES for y in (0, 1)}, name
+    counts = splits.counts()
+    assert list(counts["total"]) == [2400, 300, 300]
+
+def test_no_text_in_two_splits(splits):
+    keys = {name: [text_key(r.text) for r in part] for name, part in splits.items()}
+    assert not set(keys["train"]) & set(keys["validation"])
+    assert not set(keys["train"]) & set(keys["test"])
+    assert not set(keys["validation"]) & set(keys["test"])
+    # validation and test hold distinct sentences; every repeat is in training
+    assert len(set(keys["validation"])) == 300 and len(set(keys["test"])) == 300
+    all_keys = Counter(text_key(r.text) for r in read_reviews())
+    assert all(all_keys[k] == 1 for k in keys["validation"] + keys["test"])
+
+def test_split_is_deterministic_and_independent_of_the_random_state(splits):
+    torch.manual_seed(123)
+    random.seed(123)
+    again = split_reviews(read_reviews(), seed=0)
+    assert again.train == splits.train and again.validation == splits.validation and again.test == splits.test
+    other = split_reviews(read_reviews(), seed=1)
+    assert other.test != splits.test and len(other.test) == 300
+    assert load_sentiment().test == splits.test and load_sentiment().test is not splits.test   # fresh copies
+
+def test_split_errors():
+    reviews = read_reviews()[:200]           # Amazon only: 200 of one site
+    with pytest.raises(ValueError, match="held_out=60 needs at least 120"):
+        split_reviews(reviews, held_out=60)
+    with pytest.raises(TypeError, match="reviews must be a list of Review"):
+        split_reviews(["a sentence"])
+    with pytest.raises(ValueError, match="held_out must be > 0"):
+        split_reviews(reviews, held_out=0)
+
+def test_stratified_subset_is_balanced_and_nested(splits):
+    small, large = stratified_subset(splits.train, 100), stratified_subset(splits.train, 300)
+    counts = Counter((r.site, r.label) for r in small)
+    assert len(small) == 100 and max(counts.values()) - min(counts.values()) <= 1
+    assert set(stratified_indices(splits.train, 100)) <= set(stratified_indices(splits.train, 300))
+    assert all(r in splits.train for r in large)
+    with pytest.raises(ValueError, match="n must be at most"):
+        stratified_subset(splits.train, 5000)
+
+def test_encode_texts_and_collate(tiny_tokenizer):
+    ids, pieces = encode_texts(tiny_tokenizer, ["Great phone!", "Bad."])
+    assert pieces[0][0] == "[CLS]" and pieces[0][-1] == "[SEP]" and len(ids[0]) == len(pieces[0])
+    batch = collate_reviews([(torch.tensor(i), y) for i, y in zip(ids, [1, 0])], pad_id=0)
+    assert batch["tokens"].shape == batch["mask"].shape == (2, len(ids[0]))
+    assert batch["mask"].sum(1).tolist() == [len(ids[0]), len(ids[1])] and batch["labels"].tolist() == [1, 0]
+    assert (batch["tokens"][~batch["mask"]] == 0).all()
+    long_ids, _ = encode_texts(tiny_tokenizer, ["word " * 300], max_len=16)
+    assert len(long_ids[0]) == 16 and long_ids[0][-1] == special_ids(tiny_tokenizer)["[SEP]"]
+    with pytest.raises(TypeError, match="wrap a single text in a list"):
+        encode_texts(tiny_tokenizer, "Great phone!")
+    with pytest.raises(TypeError, match="tokenizer must be"):
+        encode_texts(object(), ["x"])
+
+def test_review_loader_visits_every_sentence_once_per_epoch(splits, tiny_tokenizer):
+    part = splits.train[:100]
+    loader = review_loader(part, tiny_tokenizer, batch_size=16, shuffle=True, seed=0)
+    seen = Counter()
+    for batch in loader:
+        for row, m in zip(batch["tokens"], batch["mask"]):
+            seen[tuple(row[m].tolist())] += 1
+    dataset = loader.dataset
+    assert sum(seen.values()) == 100 and len(loader) == 7
+    assert seen == Counter(tuple(x.tolist()) for x in dataset.ids)
+    first = [b["labels"].tolist() for b in review_loader(part, tiny_tokenizer, 16, shuffle=True, seed=0)]
+    again = [b["labels"].tolist() for b in review_loader(part, tiny_tokenizer, 16, shuffle=True, seed=0)]
+    assert first == again
+
+
+def test_collate_pads_to_a_multiple_and_masks_the_padding(tiny_tokenizer):
+    ids, _ = encode_texts(tiny_tokenizer, ["Great phone!", "Bad."])
+    examples = [(torch.tensor(i), y) for i, y in zip(ids, [1, 0])]
+    plain, rounded = collate_reviews(examples, 0), collate_reviews(examples, 0, pad_to_multiple=16)
+    assert rounded["tokens"].shape == (2, 16) and plain["tokens"].shape == (2, max(map(len, ids)))
+    n = plain["tokens"].shape[1]
+    assert torch.equal(rounded["tokens"][:, :n], plain["tokens"]) and not rounded["mask"][:, n:].any()
+    with pytest.raises(ValueError, match="pad_to_multiple must be > 0"):
+        collate_reviews(examples, 0, pad_to_multiple=0)
