@@ -31,3 +31,10 @@ def run_notebooks():
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def splits():
+    """Chapter 9's review sentences, split 2,400 / 300 / 300 (shared by its test files)."""
+    from bertcourse.reviews import load_sentiment
+    return load_sentiment()

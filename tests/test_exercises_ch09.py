@@ -11,14 +11,6 @@ from bertcourse.probing import bag_of_words, few_shot_accuracies, words
 from bertcourse.training import lr_factor
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # --- Q1: the schedule ------------------------------------------------------------------
 
 def good_lr(step, steps, warmup_steps, peak):

@@ -15,29 +15,14 @@ from bertcourse.finetune import (MODEL_FAMILY, BERTClassifier, ClassifierConfig,
                                  build_classifier, classification_step, encoder_parameters, evaluate_classifier,
                                  finetune, load_classifier, misclassified, model_family_table,
                                  predict_proba, save_classifier, token_contributions)
-from bertcourse.reviews import (Review, collate_reviews, encode_texts, load_sentiment, review_loader, special_ids)
+from bertcourse.reviews import (Review, collate_reviews, encode_texts, review_loader, special_ids)
 from bertcourse.hf_weights import load_pretrained, mean_pool
 from bertcourse.training import TrainConfig, Trainer
-
-torch.set_num_threads(1)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 # ---------------------------------------------------------------------------------------
 # Small helpers: a tiny tokenizer and classifier
 # ---------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def splits():
-    return load_sentiment()
-
 
 @pytest.fixture(scope="module")
 def tiny_tokenizer(splits):

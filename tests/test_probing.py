@@ -11,14 +11,6 @@ from bertcourse.probing import (LogisticRegression, bag_of_words, build_vocabula
                                 select_weight_decay, sentence_features, words)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def minilm():
     return load_pretrained("minilm")

@@ -15,11 +15,6 @@ from bertcourse.reviews import (SITES, collate_reviews, encode_texts, load_senti
 
 
 @pytest.fixture(scope="module")
-def splits():
-    return load_sentiment()
-
-
-@pytest.fixture(scope="module")
 def tiny_tokenizer(splits):
     return train_wordpiece([r.text for r in splits.train], vocab_size=400)
 

@@ -8,22 +8,8 @@ import torch
 from bertcourse.bert import BERTConfig
 from bertcourse.data import train_wordpiece
 from bertcourse.finetune import BERTClassifier, ClassifierConfig, predict_proba
-from bertcourse.reviews import load_sentiment
 from bertcourse.widgets.finetune import (TYPE_YOUR_OWN, WhyDidItSayThat, contribution_data, draw_comparison,
                                          draw_contributions, draw_learning_curves)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def splits():
-    return load_sentiment()
 
 
 @pytest.fixture(scope="module")
