@@ -1,10 +1,14 @@
 """Shared test helpers: the list of course notebooks and tools/run_notebooks.py as a module."""
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import pathlib
+import sys
 
 import pytest
+
+# Fixtures of the tiny BERT world (tests/tiny_bert.py) for the pretraining tests.
+pytest_plugins = ["tiny_bert"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -17,12 +21,26 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.fixture(scope="session")
+def asked_for(request):
+    """`asked_for(test, parameter)`: the values of `parameter` that this session will run `test`
+    with, so a session fixture can do one batch of work (one nbval run) for exactly those.
+    Only test functions have `originalname`: nbval's notebook cells, collected in the same
+    session, do not, and must be passed over."""
+    def values(test_name: str, parameter: str) -> list:
+        return sorted({item.callspec.params[parameter] for item in request.session.items
+                       if isinstance(item, pytest.Function) and item.originalname == test_name
+                       and hasattr(item, "callspec")})
+    return values
+
+
+# The scripts in tools/ are imported by the tests that check them (`import colab_check`).
+sys.path.insert(0, str(ROOT / "tools"))
+
+
+@pytest.fixture(scope="session")
 def run_notebooks():
-    """tools/run_notebooks.py (REPO, COLAB_CELL, ...) imported as a module."""
-    spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "tools" / "run_notebooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """tools/run_notebooks.py (REPO, COLAB_CELL, ...) as a module."""
+    return importlib.import_module("run_notebooks")
 
 
 # The course's models are small: one thread is faster than two (no synchronisation), keeps

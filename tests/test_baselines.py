@@ -2,15 +2,7 @@
 
 import pytest
 import torch
-from tiny_bert import (  # noqa: F401
-    PARAGRAPHS,
-    dataset,
-    full_batch,
-    loader,
-    one_thread,
-    small_model,
-    tokenizer,
-)
+from tiny_bert import loader
 
 from bertcourse.baselines import (
     NSP_CUES,

@@ -4,15 +4,7 @@ import os
 
 import pytest
 import torch
-from tiny_bert import (  # noqa: F401
-    PARAGRAPHS,
-    dataset,
-    full_batch,
-    loader,
-    one_thread,
-    small_model,
-    tokenizer,
-)
+from tiny_bert import loader, small_model, full_batch
 
 from bertcourse.checkpoints import load_checkpoint, save_checkpoint
 from bertcourse.pretrain import pretrain

@@ -14,12 +14,12 @@ versions. Colab's versions live in ONE file, ``tests/colab_versions.toml``. This
   comment on its line;
 * in a throw-away environment with Colab's versions (tools/colab_check.py; a minute to
   build, needs the package registry), the widget unit tests pass and every notebook passes
-  nbval, strict as in the main run. The kernel itself reports the versions it imports.
+  nbval, strict as in the main run, with PyTorch held to a lower CPU capability than this
+  machine's (tests/test_portability.py says why; one run checks both). The kernel itself
+  reports the versions it imports and the capability it runs at.
 """
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import pathlib
 import re
@@ -35,20 +35,11 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+import colab_check  # tools/colab_check.py (conftest.py puts tools/ on the path)
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def _load_tool(name: str):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module          # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-colab_check = _load_tool("colab_check")
 VERSIONS = colab_check.load_versions()
 # {canonical name: [Colab's version]} -- torch's is a CUDA build there, any local label.
 COLAB = {canonicalize_name(n): v for n, v in VERSIONS["packages"].items()}
@@ -220,15 +211,16 @@ NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"
 
 
 @pytest.fixture(scope="session")
-def colab_nbval(request, colab_env):
+def colab_nbval(colab_env, asked_for):
     """One nbval run over every notebook this session's tests ask for (kernel start-up and
     imports are paid once per notebook, not once per test)."""
-    wanted = [item.callspec.params["course_notebook"] for item in request.session.items
-              if item.originalname == NBVAL_TEST and hasattr(item, "callspec")]
-    run = colab_check.run_nbval(colab_env.python, sorted(set(wanted)),
+    wanted = asked_for(NBVAL_TEST, "course_notebook")
+    plan = colab_check.capability_plan()
+    run = colab_check.run_nbval(colab_env.python, wanted, env=plan.env if plan else None,
                                 probe=colab_check.colab_probe(colab_env.versions))
-    print(f"\nnbval with Colab's versions, {len(set(wanted))} notebooks: {run.seconds:.0f} s")
-    return run
+    print(f"\nnbval with Colab's versions, {len(wanted)} notebooks"
+          f"{f', {plan.expected} kernels' if plan else ''}: {run.seconds:.0f} s")
+    return run, plan
 
 
 def test_widget_unit_tests_pass_with_colabs_versions(colab_env):
@@ -239,16 +231,28 @@ def test_widget_unit_tests_pass_with_colabs_versions(colab_env):
 
 
 def test_notebook_passes_nbval_with_colabs_versions(course_notebook, colab_env, colab_nbval):
+    run, plan = colab_nbval
     name = course_notebook.name
-    cells = colab_nbval.cells.get(name, [])
-    assert cells, f"{name}: nbval ran no cell:\n{colab_nbval.output[-3000:]}"
-    probe = colab_nbval.probes.get(name, {})
+    cells = run.cells.get(name, [])
+    assert cells, f"{name}: nbval ran no cell:\n{run.output[-3000:]}"
+    probe = run.probes.get(name, {})
     assert probe.get("stdout"), f"{name}: the kernel probe printed nothing: {probe}"
-    found = {n: v.split("+")[0] for n, v in json.loads(probe["stdout"]).items()}
+    reported = colab_check.read_probe(probe["stdout"])
+    capability = reported.pop("capability")
+    reported.pop("mkldnn_bf16")
+    found = {n: v.split("+")[0] for n, v in reported.items()}
     assert found == colab_env.versions, f"{name}: the kernel imported {found}, not {colab_env.versions}"
-    failures = colab_nbval.failures(name)
+    if plan is not None:        # tests/test_portability.py: why another CPU capability
+        assert capability == plan.expected, (
+            f"{name}: the kernel ran with {capability}, not {plan.expected}: {plan.env} did not take effect")
+    failures = run.failures(name)
     if failures:
+        kernels = f"PyTorch's {capability} kernels (this CPU: {plan.current})" if plan else f"{capability} kernels"
         pytest.fail(
             f"{name}: {len(failures)} of {len(cells)} cells fail nbval with Colab's versions "
-            f"{colab_env.versions} ({[c.cell for c in failures]}; nbval counts code cells from 0, "
-            f"the Colab install cell is Cell 0):\n{colab_nbval.report(name)}", pytrace=False)
+            f"{colab_env.versions} and {kernels} ({[c.cell for c in failures]}; nbval counts code "
+            f"cells from 0, the Colab install cell is Cell 0). A committed output must be the same "
+            f"with every supported version and on every CPU: print fewer digits, compare with a "
+            f"tolerance, or make the computation independent of the kernels (float64, no bf16 "
+            f"autocast). `python tools/colab_check.py portability {name[:2]}` tells whether the CPU "
+            f"alone is the cause.\n{run.report(name)}", pytrace=False)

@@ -5,7 +5,7 @@ To change a term: edit the chapter's glossary cell, then run `python tools/make_
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import pathlib
 import re
 
@@ -19,11 +19,8 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 @pytest.fixture(scope="module")
 def make_glossary():
-    """tools/make_glossary.py imported as a module."""
-    spec = importlib.util.spec_from_file_location("make_glossary", ROOT / "tools" / "make_glossary.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """tools/make_glossary.py as a module (conftest.py puts tools/ on the path)."""
+    return importlib.import_module("make_glossary")
 
 
 def test_every_chapter_has_a_glossary(course_notebook, make_glossary):

@@ -4,15 +4,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from tiny_bert import (  # noqa: F401
-    PARAGRAPHS,
-    dataset,
-    full_batch,
-    loader,
-    one_thread,
-    small_model,
-    tokenizer,
-)
+from tiny_bert import loader, small_model, full_batch
 
 from bertcourse.bert import BERTModel
 from bertcourse.pretrain import (

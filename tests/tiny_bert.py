@@ -1,5 +1,8 @@
 """A tiny BERT world shared by the pretraining tests: six paragraphs, a 150-token WordPiece
-vocabulary, a dataset of pairs, and helpers for loaders and small models."""
+vocabulary, a dataset of pairs, and helpers for loaders and small models.
+
+A pytest plugin (``pytest_plugins`` in conftest.py): the fixtures ``tokenizer`` and
+``dataset`` reach every test file by name; the plain helpers are imported."""
 import os
 import signal
 
@@ -21,16 +24,6 @@ PARAGRAPHS = [
     ["the bear is a big animal.", "it is brown.", "it eats fish.", "it lives by the river."],
     ["tom vale works as a smith in tarnum.", "he makes tools.", "he has a dog.", "he plays football."],
 ]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These models are tiny: one thread is as fast, and on a busy machine much faster
-    than two threads that wait for each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

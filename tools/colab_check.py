@@ -1,17 +1,22 @@
 """Run the notebooks through nbval, strict as `pytest` does, somewhere else than CI's setup.
 
-    python tools/colab_check.py colab [03 ...]          # with Colab's versions
-    python tools/colab_check.py portability [07 ...]    # on another CPU capability
+    python tools/colab_check.py colab [03 ...]          # Colab's versions, another CPU capability
+    python tools/colab_check.py portability [07 ...]    # this environment, another CPU capability
 
 * ``colab``: a throw-away virtual environment with the versions a Colab runtime has
   (``tests/colab_versions.toml``; those that cannot be installed here are substituted, as
   that file says), the course package installed editable with its ``[pretrained]`` extra
   in the same pip call (so pip must find that the requirements admit Colab's versions),
   then the widget unit tests and every notebook (or those named) with that environment's
-  Python. ``tests/test_colab.py`` does the same.
-* ``portability``: the training notebooks (``tests/test_portability.py`` says which) with
-  PyTorch held to another CPU capability than this machine's best (AVX-512 -> AVX2,
-  AVX2 -> the default kernels), as on many learners' machines.
+  Python, and PyTorch held to another CPU capability than this machine's best
+  (:func:`capability_plan`: AVX-512 -> AVX2, AVX2 -> the default kernels), as on many
+  learners' machines and on Colab's own. ``tests/test_colab.py`` does the same: one run
+  checks both, so CI pays for each notebook's re-run once (``tests/test_portability.py``
+  says why the capability matters).
+* ``portability``: only the lower capability, with this environment's packages: the
+  training notebooks (metadata ``"bertcourse": {"trains": true}``), or those named. Quicker
+  when a training notebook fails and the question is whether the CPU or Colab's versions
+  are the cause.
 
 Both run ``python -m pytest NOTEBOOKS`` in a subprocess, from the repository root, so
 pyproject's ``addopts`` apply exactly as in the main run (``--nbval --nbval-current-env
@@ -117,6 +122,42 @@ names = {names!r}
 print(json.dumps({{n: m.version(n) for n in names}}))
 """
 
+# Kernel code: the capability PyTorch's CPU kernels run at (and whether oneDNN's bf16 path is on).
+CAPABILITY_PROBE = """\
+import json, torch
+print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(),
+                  "mkldnn_bf16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())}))
+"""
+
+
+@dataclass
+class CapabilityPlan:
+    current: str        # this CPU's, as torch reports it
+    expected: str       # what the kernel must report under `env`
+    env: dict
+
+
+def capability_plan() -> CapabilityPlan | None:
+    """The next lower CPU capability than this machine's best, and the environment variables
+    that hold PyTorch, oneDNN and MKL to it; None when there is none."""
+    import torch
+    current = torch.backends.cpu.get_cpu_capability()
+    if current.startswith("AVX512"):
+        return CapabilityPlan(current, "AVX2", {"ATEN_CPU_CAPABILITY": "avx2",
+                                                "ONEDNN_MAX_CPU_ISA": "AVX2",
+                                                "MKL_ENABLE_INSTRUCTIONS": "AVX2"})
+    if current == "AVX2":
+        return CapabilityPlan(current, "DEFAULT", {"ATEN_CPU_CAPABILITY": "default",
+                                                   "ONEDNN_MAX_CPU_ISA": "SSE41",
+                                                   "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"})
+    return None         # already the portable kernels (or a CPU family without lower ones)
+
+
+def training_notebooks() -> list[pathlib.Path]:
+    """Notebooks whose metadata says ``"bertcourse": {"trains": true}``."""
+    return [p for p in NOTEBOOKS
+            if json.loads(p.read_text()).get("metadata", {}).get("bertcourse", {}).get("trains")]
+
 
 def _share_torch(python: pathlib.Path, dest: pathlib.Path, version: str) -> bool:
     """When the environment running this has the torch to install, let the new one see it
@@ -194,8 +235,18 @@ def run_widget_tests(env: ColabEnv) -> subprocess.CompletedProcess:
 
 
 def colab_probe(env_versions: dict[str, str]) -> str:
-    """Kernel code that prints the versions the kernel really imports (JSON)."""
-    return _VERSION_PROBE.format(names=sorted(env_versions))
+    """Kernel code that prints two JSON lines: the versions the kernel really imports, then
+    the CPU capability its PyTorch runs at (:func:`read_probe` reads them)."""
+    return _VERSION_PROBE.format(names=sorted(env_versions)) + CAPABILITY_PROBE
+
+
+def read_probe(stdout: str) -> dict:
+    """What a probe printed, its JSON lines merged into one dict."""
+    merged = {}
+    for line in stdout.splitlines():
+        if line.strip():
+            merged.update(json.loads(line))
+    return merged
 
 
 # --------------------------------------------------------------------------- nbval in a subprocess
@@ -343,19 +394,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-widget-tests", action="store_true", help="colab: skip the widget unit tests")
     args = parser.parse_args(argv)
 
+    plan = capability_plan()
+    if plan is not None:
+        print(f"capability {plan.expected} (this CPU: {plan.current}), env {plan.env}")
     if args.what == "portability":
-        sys.path.insert(0, str(ROOT / "tests"))
-        import test_portability as tp
-        paths = _select(args.prefixes, tp.training_notebooks())
+        paths = _select(args.prefixes, training_notebooks())
         if not paths:
             print("no notebook matches")
             return 1
-        plan = tp.capability_plan()
         if plan is None:
             print("this CPU has no lower capability to test")
             return 0
-        run = run_nbval(sys.executable, paths, env=plan.env, probe=tp.CAPABILITY_PROBE)
-        print(f"capability {plan.expected} (this CPU: {plan.current}), env {plan.env}")
+        run = run_nbval(sys.executable, paths, env=plan.env, probe=CAPABILITY_PROBE)
         return 1 if _print_run(run, [p.name for p in paths]) else 0
 
     root = pathlib.Path(tempfile.mkdtemp(prefix="bertcourse-colab-"))
@@ -370,7 +420,7 @@ def main(argv: list[str]) -> int:
             print(f"widget unit tests: {time.perf_counter() - start:.0f} s", flush=True)
             failed += result.returncode != 0
         paths = _select(args.prefixes, NOTEBOOKS)
-        run = run_nbval(env.python, paths, probe=colab_probe(env.versions))
+        run = run_nbval(env.python, paths, env=plan.env if plan else None, probe=colab_probe(env.versions))
         failed += _print_run(run, [p.name for p in paths])
         return 1 if failed else 0
     finally:
