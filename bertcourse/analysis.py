@@ -107,8 +107,10 @@ def fill_mask_tokens(model: BERTModel, tokenizer, tokens: list, top_k: int = 5) 
     vocab = model.config.vocab_size
     top_k = min(top_k, vocab)
     with inspect_attention(model, keep_weights=False):     # eval mode: no dropout, same answer every time
-        x = torch.tensor([ids])
-        _, logits, _ = model(x, torch.zeros_like(x), torch.tensor([len(ids)]), torch.tensor([positions]))
+        device = next(model.parameters()).device      # a model on a GPU gets its input there
+        x = torch.tensor([ids], device=device)
+        _, logits, _ = model(x, torch.zeros_like(x), torch.tensor([len(ids)], device=device),
+                             torch.tensor([positions], device=device))
     probs = torch.softmax(logits[0].float(), dim=-1)               # (num_masks, vocab)
     top_p, top_i = probs.topk(top_k, dim=-1)
     out = []
@@ -150,9 +152,10 @@ def attention_maps(model: BERTModel, tokenizer, text_a: str, text_b: str | None 
     pieces, segments = get_tokens_and_segments(a, b)
     if len(pieces) > model.config.max_len:
         raise ValueError(f"the pair has {len(pieces)} tokens, more than max_len={model.config.max_len}")
+    device = next(model.parameters()).device
     ids = torch.tensor([[tok.token_to_id(p) if tok.token_to_id(p) is not None else _special_id(tok, "[UNK]")
-                         for p in pieces]])
+                         for p in pieces]], device=device)
     with inspect_attention(model):          # eval mode, weights kept; both restored after
-        model.encoder(ids, torch.tensor([segments]))
-        weights = torch.stack([blk.attention.attention_weights[0] for blk in model.encoder.blks])
+        model.encoder(ids, torch.tensor([segments], device=device))
+        weights = torch.stack([blk.attention.attention_weights[0].cpu() for blk in model.encoder.blks])
     return pieces, segments, weights

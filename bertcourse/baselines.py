@@ -23,7 +23,7 @@ def _original_tokens(batch: dict) -> torch.Tensor:
     """The unmasked input: ``tokens`` with every real prediction slot's label put back."""
     tokens = batch["tokens"].clone()
     real = batch["mlm_weights"] > 0
-    rows = torch.arange(tokens.shape[0])[:, None].expand_as(real)
+    rows = torch.arange(tokens.shape[0], device=tokens.device)[:, None].expand_as(real)
     tokens[rows[real], batch["pred_positions"][real]] = batch["mlm_labels"][real]
     return tokens
 

@@ -2,6 +2,12 @@
 and exit code 2, Ctrl-C is exit code 130, and no command ever prints a traceback.
 
     python -m bertcourse.pretrain --config tiny --seconds 90 --out runs/tiny
+    python -m bertcourse.pretrain --device cuda ...                      # on a GPU
+    torchrun --nproc-per-node=2 -m bertcourse.pretrain ...               # data-parallel (chapter 10)
+
+Shared by every command: :class:`Parser`, :func:`run_cli`, the argparse types
+(:func:`positive_int`, ...), :func:`add_device_option` (``--device auto|cpu|cuda``) and
+:func:`say` (prints on rank 0 only, under torchrun).
 """
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ import torch
 from .bert import CONFIGS
 
 __all__ = ["UsageError", "Parser", "positive_int", "positive_float", "nonnegative_float",
-           "check_writable", "run_cli", "pretrain_main"]
+           "check_writable", "add_device_option", "say", "run_cli", "pretrain_main"]
 
 
 class UsageError(Exception):
@@ -75,25 +81,57 @@ def check_writable(folder: str, option: str = "--out") -> None:
         raise UsageError(f"{option} {folder!r} is not a writable folder ({e.strerror or e})") from None
 
 
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    """``--device auto|cpu|cuda|cuda:N`` (default ``auto``: a GPU when there is one). The
+    value is checked by :func:`bertcourse.distributed.resolve_device` when the command runs,
+    and passed on as ``TrainConfig(device=args.device)``."""
+    parser.add_argument("--device", default="auto", type=_device_name,
+                        help="where to train: auto (a GPU when there is one; default), cpu, cuda or cuda:N; "
+                             "under torchrun, cuda means one GPU per process (cuda:LOCAL_RANK)")
+
+
+def _device_name(text: str) -> str:
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", text):
+        raise argparse.ArgumentTypeError(f"--device must be auto, cpu, cuda or cuda:N, got {text!r}")
+    return text
+
+
+def _rank() -> int:
+    """This process' rank under torchrun (from the environment: valid before the group is joined)."""
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+def say(*args, **kwargs) -> None:
+    """``print`` (flushed) on rank 0 only: under torchrun, N processes would say everything N times."""
+    if _rank() == 0:
+        print(*args, **kwargs, flush=True)
+
+
 def run_cli(parse: Callable, run: Callable, argv=None) -> int:
     """``run(parse(argv))`` with the course's rules: ``UsageError`` and errors in the input
     (``ValueError``, ``TypeError``, ``FileNotFoundError``) are one line on stderr and exit
     code 2; Ctrl-C while loading is exit code 130 (training itself stops cleanly and saves);
-    anything else is one line and exit code 1."""
+    anything else is one line and exit code 1. Under torchrun, every process has the same
+    input errors and only rank 0 reports them; other errors are reported by the rank that
+    had them, named ``[rank N]``."""
     argv = sys.argv[1:] if argv is None else argv
+    rank = _rank()
+    where = f"[rank {rank}] " if rank else ""
     try:
         return run(parse(argv))
-    except UsageError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except (ValueError, TypeError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (UsageError, ValueError, TypeError, FileNotFoundError) as e:
+        if rank == 0:
+            print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted before training started; nothing was saved", file=sys.stderr)
+        if rank == 0:
+            print("interrupted before training started; nothing was saved", file=sys.stderr)
         return 130
     except Exception as e:          # a bug: still no traceback, but say what it was
-        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"{where}error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
 
 
@@ -107,7 +145,9 @@ def _pretrain_parser() -> Parser:
                            "checkpoint (safetensors weights, config.json, tokenizer.json).",
                epilog="Example: python -m bertcourse.pretrain --config tiny --seconds 90 --out runs/tiny. "
                       "Ctrl-C stops after the current step and saves a checkpoint; run again with "
-                      "--resume to continue.")
+                      "--resume to continue. Data-parallel on N processes: torchrun --nproc-per-node=N "
+                      "-m bertcourse.pretrain ... (each process reads its own shard; the global batch is "
+                      "N x --batch-size).")
     p.add_argument("--config", default="tiny",
                    help=f"model size, one of {', '.join(CONFIGS)} (default: tiny); the vocabulary size "
                         "is set to the tokenizer's")
@@ -119,7 +159,8 @@ def _pretrain_parser() -> Parser:
     p.add_argument("--resume", action="store_true",
                    help="continue the run saved in --out (same budget: it trains what is left)")
     p.add_argument("--batch-size", type=positive_int("--batch-size"), default=128,
-                   help="sentence pairs per batch (default: 128)")
+                   help="sentence pairs per batch and process (default: 128; under torchrun the global "
+                        "batch is N times this)")
     p.add_argument("--max-len", type=positive_int("--max-len"), default=64,
                    help="maximal tokens per pair, at least 5 (default: 64)")
     p.add_argument("--lr", type=positive_float("--lr"), default=5e-3, help="peak learning rate (default: 5e-3)")
@@ -135,9 +176,12 @@ def _pretrain_parser() -> Parser:
     p.add_argument("--num-paragraphs", type=positive_int("--num-paragraphs"), default=None,
                    help="use only the first N training paragraphs, at least 2 (smaller, faster; default: all)")
     p.add_argument("--amp", choices=("auto", "on", "off"), default="auto",
-                   help="bf16 autocast for the matrix products (default: auto = when the CPU has fast bf16)")
+                   help="bf16 autocast for the matrix products (default: auto = when the CPU has fast bf16, or "
+                        "the GPU supports bf16)")
     p.add_argument("--threads", type=positive_int("--threads"), default=None,
-                   help="torch threads (default: torch's choice; 1 is best on a busy machine)")
+                   help="torch threads per process (default: torch's choice; torchrun sets 1; 1 is best on "
+                        "a busy machine)")
+    add_device_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -164,6 +208,19 @@ def _parse_pretrain_args(argv) -> argparse.Namespace:
 
 
 def _run_pretrain(args) -> int:
+    from .distributed import init_distributed, resolve_device, shutdown_distributed
+    device = resolve_device(args.device)
+    rank, world_size = init_distributed(device)       # (0, 1) without torchrun
+    try:
+        code = _pretrain_process(args, device, rank, world_size)
+    except BaseException:
+        shutdown_distributed(barrier=False)
+        raise
+    shutdown_distributed()
+    return code
+
+
+def _pretrain_process(args, device, rank: int, world_size: int) -> int:
     from .bert import BERTModel, get_config
     from .checkpoints import load_checkpoint, save_checkpoint
     from .data import load_pretrain_data
@@ -174,14 +231,17 @@ def _run_pretrain(args) -> int:
     set_seed(args.seed)
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"loading the corpus and the tokenizer (seed {args.seed}) ...", flush=True)
+    say(f"loading the corpus and the tokenizer (seed {args.seed}) ...")
     train_loader, tokenizer = load_pretrain_data(args.batch_size, args.max_len, "train", seed=args.seed,
                                                  num_paragraphs=args.num_paragraphs)
-    train_loader = bucketed_loader(train_loader.dataset, args.batch_size, seed=args.seed)
-    eval_loader, _ = load_pretrain_data(128, args.max_len, "held_out", seed=args.seed)
+    # every process draws the same epoch order (same seed) and takes its own share of the batches
+    train_loader = bucketed_loader(train_loader.dataset, args.batch_size, seed=args.seed,
+                                   world_size=world_size, rank=rank)
+    eval_loader = load_pretrain_data(128, args.max_len, "held_out", seed=args.seed)[0] if rank == 0 else None
     cfg = TrainConfig(steps=args.steps, seconds=args.seconds, lr=args.lr, warmup_steps=args.warmup_steps,
                       weight_decay=args.weight_decay, clip=args.clip, eval_every=args.eval_every,
-                      amp={"auto": "auto", "on": True, "off": False}[args.amp], seed=args.seed)
+                      amp={"auto": "auto", "on": True, "off": False}[args.amp], seed=args.seed,
+                      device=str(device))
     if args.resume:
         model, _, state = load_checkpoint(args.out)
     else:
@@ -189,26 +249,34 @@ def _run_pretrain(args) -> int:
         model = init_bert_weights(BERTModel(get_config(args.config, vocab_size=len(tokenizer.vocab),
                                                        max_len=args.max_len)))
     trainer = Trainer(model, train_loader, pretraining_step(), cfg, eval_loader=eval_loader,
-                      eval_fn=evaluate, desc="pretraining")
+                      eval_fn=evaluate if eval_loader is not None else None, desc="pretraining")
     if args.resume:
         trainer.load_state_dict(state)
-        print(f"resuming from step {trainer.step} ({trainer.elapsed:.1f} s trained)", flush=True)
+        say(f"resuming from step {trainer.step} ({trainer.elapsed:.1f} s trained)")
     n_params = sum(p.numel() for p in model.parameters())
     name = "the saved" if args.resume else f"a {args.config}"
-    print(f"training {name} BERT ({n_params:,} parameters) on {len(train_loader.dataset):,} pairs; "
-          f"budget: {args.steps or '-'} steps / {args.seconds or '-'} s; bf16 autocast: {trainer.amp}",
-          flush=True)
+    say(f"training {name} BERT ({n_params:,} parameters) on {len(train_loader.dataset):,} pairs; "
+        f"budget: {args.steps or '-'} steps / {args.seconds or '-'} s; device: {device}; "
+        f"bf16 autocast: {trainer.amp}")
+    if world_size > 1:
+        backend = torch.distributed.get_backend()
+        say(f"data-parallel: {world_size} processes ({backend}), each {args.batch_size} pairs per step from its "
+            f"own shard ({len(train_loader)} batches per epoch): a global batch of {world_size * args.batch_size} "
+            f"pairs per optimizer step; --lr {args.lr:g} applies to the global batch as given")
     history = trainer.fit(progress=not args.quiet, plot=True)
-    extra = {"config_name": args.config, "seed": args.seed, "max_len": args.max_len}
-    save_checkpoint(args.out, model, tokenizer, trainer, extra=extra)
+    if rank == 0:
+        extra = {"config_name": args.config, "seed": args.seed, "max_len": args.max_len,
+                 "world_size": world_size, "batch_size": args.batch_size}
+        save_checkpoint(args.out, model, tokenizer, trainer, extra=extra)
     ev = history.final_eval
     summary = f" held-out MLM accuracy {ev['mlm_acc']:.3f}, NSP accuracy {ev['nsp_acc']:.3f};" if ev else ""
     if history.interrupted:
-        print(f"interrupted at step {trainer.step};{summary} checkpoint saved to {args.out} "
-              f"(continue with --resume)", flush=True)
+        say(f"interrupted at step {trainer.step};{summary} checkpoint saved to {args.out} "
+            f"(continue with --resume)")
         return 130
-    print(f"done: {trainer.step} steps in {trainer.elapsed:.1f} s;{summary} checkpoint saved to {args.out}",
-          flush=True)
+    rate = trainer.step * world_size * args.batch_size / max(trainer.elapsed, 1e-9)
+    say(f"done: {trainer.step} steps in {trainer.elapsed:.1f} s (about {rate:,.0f} pairs/s over {world_size} "
+        f"process{'es' if world_size > 1 else ''}, evaluations included);{summary} checkpoint saved to {args.out}")
     return 0
 
 

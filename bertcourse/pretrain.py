@@ -34,7 +34,7 @@ from torch import nn
 from ._checks import check_positive_int, check_tensor, shape_str
 from .bert import BERTModel
 from .data import IS_NEXT, NOT_NEXT, check_batch
-from .speedups import fused_mlm_loss, trim_batch
+from .speedups import fast_path_supported, fused_mlm_loss, pretraining_features, trim_batch
 from .training import History, TrainConfig, Trainer, autocast, lr_factor, make_optimizer, optimizer_step
 
 __all__ = ["mlm_loss", "nsp_loss", "pretraining_losses", "init_bert_weights", "training_step",
@@ -106,21 +106,25 @@ def pretraining_losses(model: BERTModel, batch: dict, amp: bool = False,
 
     ``loss = mlm_loss + nsp_loss``: the MLM loss averages over real predictions only
     (``mlm_weights``), the NSP loss over the pairs. ``amp``: bf16 autocast for the
-    model, the losses in float32. ``fused``: compute the MLM loss with
-    :func:`~bertcourse.speedups.fused_mlm_loss` (same value) instead of materialising the
-    ``(predictions, vocab)`` logits.
+    model, the losses in float32. ``fused``: the fast path of :mod:`bertcourse.speedups`
+    (same values, up to rounding): the encoder computed only where the losses read it
+    (:func:`~bertcourse.speedups.pretraining_features`) and the MLM loss without
+    materialising the ``(predictions, vocab)`` logits
+    (:func:`~bertcourse.speedups.fused_mlm_loss`). ``fused=False``: the model's own forward.
     """
     check_batch(batch)
     _check_pretraining_model(model)
     batch = trim_batch(batch)
-    with autocast(amp):
-        if fused:
+    with autocast(amp, batch["tokens"].device.type):
+        if not fused:
+            _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"],
+                                              batch["valid_lens"], batch["pred_positions"])
+        elif fast_path_supported(model):
+            features, nsp_logits = pretraining_features(model, batch)
+        else:                       # a model the fast path does not know: the plain encoder
             encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
             features = model.mlm.features(encoded, batch["pred_positions"])
             nsp_logits = model.nsp(model.pooler(encoded))
-        else:
-            _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"],
-                                              batch["valid_lens"], batch["pred_positions"])
     if fused:
         mlm = fused_mlm_loss(features, model.mlm.decoder.weight, model.mlm.decoder.bias,
                              batch["mlm_labels"], batch["mlm_weights"])

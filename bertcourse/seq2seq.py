@@ -278,7 +278,7 @@ def sequence_loss(logits: torch.Tensor, labels: torch.Tensor, valid_lens: torch.
     check_ids("labels", labels, logits.shape[-1], expected=f"{tuple(logits.shape[:2])}", what="target ids")
     _check_target_lens(valid_lens, *labels.shape)
     per_token = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")   # (batch, tgt_len)
-    weights = (torch.arange(labels.shape[1]) < valid_lens.unsqueeze(1)).to(per_token.dtype)
+    weights = (torch.arange(labels.shape[1], device=labels.device) < valid_lens.unsqueeze(1)).to(per_token.dtype)
     return (per_token * weights).sum() / weights.sum()
 
 

@@ -17,7 +17,9 @@ warm-up then linear decay (:func:`lr_factor`), gradient clipping, a step count o
 budget, a tqdm progress bar, a live loss plot in a notebook (text lines elsewhere), periodic
 evaluation, Ctrl-C that stops cleanly after the current step, and a state that resumes exactly
 (:meth:`Trainer.state_dict`). Training never changes the global random state of the caller:
-it runs on a fork of torch's generator seeded with ``cfg.seed``.
+it runs on a fork of torch's generator seeded with ``cfg.seed``. ``cfg.device`` picks the CPU
+or a GPU; under ``torchrun`` the loop trains data-parallel by itself (chapter 10,
+:mod:`bertcourse.distributed`): rank 0 alone shows progress and evaluates.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from torch import nn
 
 from ._checks import check_finite_number, check_positive_int
 from .attention import inspect_attention
+from .distributed import agree, data_parallel, move_to, resolve_device, step_seed, world
 
 __all__ = ["TrainConfig", "History", "Trainer", "make_optimizer", "lr_factor", "optimizer_step",
            "plot_history", "cpu_has_fast_bf16", "autocast"]
@@ -58,7 +61,10 @@ class TrainConfig:
     * ``eval_every``: evaluate every that many steps (and at the end); ``eval_batches``
       limits how many evaluation batches are used (``None``: all).
     * ``amp``: bf16 autocast around the step and evaluation functions (``"auto"``: when the
-      CPU has fast bfloat16). ``seed``: seeds the forked random generator (dropout, shuffling).
+      CPU has fast bfloat16, or the GPU supports bfloat16). ``seed``: seeds the forked random
+      generator (dropout, shuffling).
+    * ``device``: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"`` (a GPU when there is one);
+      the model is moved there and every batch too (:func:`bertcourse.distributed.move_to`).
     """
     steps: int | None = 1000
     seconds: float | None = None
@@ -73,6 +79,7 @@ class TrainConfig:
     eval_batches: int | None = None
     amp: bool | str = "auto"
     seed: int = 0
+    device: str = "cpu"
 
     def __post_init__(self):
         if self.steps is None and self.seconds is None:
@@ -99,10 +106,18 @@ class TrainConfig:
         if self.amp not in (True, False, "auto"):
             raise ValueError(f"amp must be True, False or 'auto', got {self.amp!r}")
         check_positive_int("seed", self.seed, allow_zero=True)
+        if not isinstance(self.device, str):
+            raise TypeError(f"device must be a str ('cpu', 'cuda', 'cuda:N' or 'auto'), got "
+                            f"{type(self.device).__name__}")
 
-    def use_amp(self) -> bool:
-        """Whether bf16 autocast is on (``"auto"``: when the CPU has fast bfloat16)."""
-        return cpu_has_fast_bf16() if self.amp == "auto" else bool(self.amp)
+    def use_amp(self, device: torch.device | None = None) -> bool:
+        """Whether bf16 autocast is on (``"auto"``: when the CPU has fast bfloat16, or the GPU
+        computes in bfloat16; older GPUs stay in float32)."""
+        if self.amp != "auto":
+            return bool(self.amp)
+        if device is not None and device.type == "cuda":
+            return torch.cuda.is_bf16_supported()
+        return cpu_has_fast_bf16()
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -116,9 +131,9 @@ def cpu_has_fast_bf16() -> bool:
         return False
 
 
-def autocast(amp: bool):
-    """bf16 autocast on the CPU when ``amp`` is true, else nothing."""
-    return torch.autocast("cpu", dtype=torch.bfloat16) if amp else contextlib.nullcontext()
+def autocast(amp: bool, device_type: str = "cpu"):
+    """bf16 autocast on ``device_type`` (``"cpu"`` or ``"cuda"``) when ``amp`` is true, else nothing."""
+    return torch.autocast(device_type, dtype=torch.bfloat16) if amp else contextlib.nullcontext()
 
 
 def make_optimizer(model: nn.Module, lr: float = 1e-3, weight_decay: float = 0.01,
@@ -311,26 +326,31 @@ def _format_eval(step: int, ev: dict) -> str:
 class _StopFlag:
     """Ctrl-C (SIGINT) during training sets a flag; the loop stops after the current step,
     so that parameters and optimizer state are never left half-updated. A second Ctrl-C
-    interrupts at once."""
+    (more than a second later) interrupts at once. Under torchrun, SIGTERM counts too, and
+    the quick second SIGINT is expected: torchrun passes the terminal's Ctrl-C on to its
+    workers, which got it from the terminal already."""
 
-    def __init__(self):
-        self.stop = False
-        self.previous = None
+    def __init__(self, signals=(signal.SIGINT,)):
+        self.stop, self.first = False, None
+        self.signals, self.previous = signals, {}
 
     def __enter__(self):
-        try:
-            self.previous = signal.signal(signal.SIGINT, self._handler)
-        except ValueError:       # not the main thread: Ctrl-C raises KeyboardInterrupt as usual
-            self.previous = None
+        for sig in self.signals:
+            try:
+                self.previous[sig] = signal.signal(sig, self._handler)
+            except ValueError:   # not the main thread: Ctrl-C raises KeyboardInterrupt as usual
+                pass
         return self
 
     def _handler(self, signum, frame):
-        self.stop = True
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        now = time.monotonic()
+        if self.first is not None and now - self.first > 1.0:
+            raise KeyboardInterrupt
+        self.stop, self.first = True, self.first or now
 
     def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+        for sig, previous in self.previous.items():
+            signal.signal(sig, previous)
         return False
 
 
@@ -365,6 +385,14 @@ class Trainer:
     end, with the model in ``eval()`` mode and no gradients. ``state_dict()`` /
     ``load_state_dict()`` hold the optimizer, the step, the elapsed time, the history, the
     random generator and the position in the data, so that a resumed run is the same run.
+
+    ``cfg.device``: the model is moved there (``self.device``), and every batch when it is
+    used. Under torchrun (:mod:`bertcourse.distributed`; the process group already joined)
+    the trainer trains data-parallel: the step goes through ``DistributedDataParallel``, the
+    ranks agree on when to stop (budget, Ctrl-C), each step's dropout masks come from
+    :func:`~bertcourse.distributed.step_seed`, and rank 0 alone shows progress and evaluates.
+    Every rank must be given its own shard of the data (e.g. ``bucketed_loader(...,
+    world_size, rank)``).
     """
 
     def __init__(self, model: nn.Module, train_loader: Iterable, step_fn: Callable,
@@ -388,7 +416,13 @@ class Trainer:
             raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
         self.model, self.train_loader, self.step_fn, self.cfg = model, train_loader, step_fn, cfg
         self.eval_loader, self.eval_fn, self.desc = eval_loader, eval_fn, desc
-        self.amp = cfg.use_amp()
+        self.device = resolve_device(cfg.device)
+        model.to(self.device)
+        self.amp = cfg.use_amp(self.device)
+        self.rank, self.world_size = world()
+        self.is_main = self.rank == 0
+        # data-parallel: the step through DistributedDataParallel (None when training alone)
+        self.ddp = data_parallel(model, step_fn, self.device) if self.world_size > 1 else None
         self.optimizer = optimizer or make_optimizer(model, cfg.lr, cfg.weight_decay, cfg.betas, cfg.eps)
         for group in self.optimizer.param_groups:
             group.setdefault("initial_lr", group["lr"])
@@ -399,6 +433,7 @@ class Trainer:
         self.batch_in_epoch = 0       # batches of the current epoch already used
         self._epoch_rng = None        # (torch RNG, sampler RNG) at the start of the epoch
         self._rng_state = None        # the forked torch RNG, carried from one fit() to the next
+        self._cuda_rng_state = None   # the same for this GPU's generator
 
     # -- budget --------------------------------------------------------------------------
     def progress(self) -> float:
@@ -476,9 +511,10 @@ class Trainer:
             return None
         was_training = self.model.training
         self.model.eval()
+        batches = (move_to(b, self.device) for b in itertools.islice(self.eval_loader, self.cfg.eval_batches))
         try:
-            with torch.no_grad(), autocast(self.amp):
-                ev = self.eval_fn(self.model, itertools.islice(self.eval_loader, self.cfg.eval_batches))
+            with torch.no_grad(), autocast(self.amp, self.device.type):
+                ev = self.eval_fn(self.model, batches)
         finally:
             self.model.train(was_training)
         if not isinstance(ev, dict):
@@ -489,8 +525,10 @@ class Trainer:
     def train_step(self, batch) -> dict:
         """One step: ``step_fn`` (under autocast when ``amp``), backward, clip, optimizer
         step. Returns the logged metrics as floats (with ``grad_norm``)."""
-        with autocast(self.amp):
-            out = self.step_fn(self.model, batch)
+        batch = move_to(batch, self.device)
+        with autocast(self.amp, self.device.type):
+            # DistributedDataParallel averages the gradients of what goes through its forward
+            out = self.ddp(batch) if self.ddp is not None else self.step_fn(self.model, batch)
         if not isinstance(out, dict) or "loss" not in out:
             raise TypeError("step_fn must return a dict with the key 'loss' (a 0-d tensor to "
                             f"backpropagate), got {type(out).__name__}"
@@ -516,18 +554,24 @@ class Trainer:
         settings are restored afterwards. The caller's global random state is untouched:
         training runs on a fork of torch's generator, seeded with ``cfg.seed`` on the first
         call and carried over from one ``fit`` to the next (and through ``state_dict``).
+        Under torchrun, only rank 0 shows the progress bar and the plot.
         """
-        with torch.random.fork_rng(devices=[]):
+        gpu = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=gpu):
             if self._rng_state is None:
                 torch.manual_seed(self.cfg.seed)
             else:
                 torch.set_rng_state(self._rng_state)
+                if gpu and self._cuda_rng_state is not None:
+                    torch.cuda.set_rng_state(self._cuda_rng_state, self.device)
             with inspect_attention(self.model, keep_weights=False, eval_mode=False):
                 self.model.train()
                 try:
-                    return self._fit(progress, plot)
+                    return self._fit(progress and self.is_main, plot and self.is_main)
                 finally:
                     self._rng_state = torch.get_rng_state()
+                    if gpu:
+                        self._cuda_rng_state = torch.cuda.get_rng_state(self.device)
 
     def _fit(self, progress: bool, plot: bool) -> History:
         from tqdm.auto import tqdm
@@ -539,24 +583,31 @@ class Trainer:
         batches = self._batches()
         h.stopped_by = None
         start = time.perf_counter() - self.elapsed
-        with _StopFlag() as flag:
+        reasons = [None, "steps", "seconds", "interrupt"]
+        signals = (signal.SIGINT, signal.SIGTERM) if self.world_size > 1 else (signal.SIGINT,)
+        with _StopFlag(signals) as flag:
             try:
                 while True:
                     reason = self._done() or ("interrupt" if flag.stop else None)
+                    # all ranks stop after the same step: one leaving alone would hang the others
+                    reason = reasons[agree(reasons.index(reason), self.device)]
                     if reason is not None:
                         h.stopped_by = reason
                         break
                     factor = lr_factor(self.step, self.progress(), cfg.warmup_steps, cfg.final_lr_ratio)
                     for group in self.optimizer.param_groups:
                         group["lr"] = group["initial_lr"] * factor
-                    metrics = self.train_step(next(batches))
+                    batch = next(batches)
+                    if self.world_size > 1:     # each rank its own dropout masks, repeatable on resume
+                        torch.manual_seed(step_seed(cfg.seed, self.step, self.rank))
+                    metrics = self.train_step(batch)
                     self.step += 1
                     self.elapsed = time.perf_counter() - start
                     h.log(self.step, self.elapsed, self.optimizer.param_groups[0]["lr"], metrics)
                     bar.update(1)
                     bar.set_postfix({k: f"{v:.3f}" for k, v in metrics.items() if k.endswith("loss")},
                                     refresh=False)
-                    if cfg.eval_every and self.step % cfg.eval_every == 0 and self._done() is None:
+                    if cfg.eval_every and self.step % cfg.eval_every == 0 and self._done() is None and self.is_main:
                         if self.evaluate() is not None:
                             live.text(_format_eval(self.step, h.evals[-1]), bar if progress else None)
                         self.elapsed = time.perf_counter() - start
@@ -564,7 +615,7 @@ class Trainer:
             finally:
                 self.elapsed = time.perf_counter() - start
                 bar.close()
-        if self.eval_fn is not None and (not h.evals or h.evals[-1]["step"] != self.step):
+        if self.eval_fn is not None and self.is_main and (not h.evals or h.evals[-1]["step"] != self.step):
             self.evaluate()
             live.text(_format_eval(self.step, h.evals[-1]))
         live.update(h, force=True)
@@ -586,6 +637,8 @@ class Trainer:
                     state_keys[str(idx)][k] = v
         if self._rng_state is not None:
             tensors["rng.torch"] = self._rng_state
+        if self._cuda_rng_state is not None:
+            tensors["rng.cuda"] = self._cuda_rng_state
         if self._epoch_rng is not None:
             tensors["rng.epoch_torch"] = self._epoch_rng[0]
             if self._epoch_rng[1] is not None:
@@ -614,6 +667,7 @@ class Trainer:
             raise ValueError(f"state does not fit this trainer (model or optimizer differ, or the "
                              f"file is damaged): {type(e).__name__}: {e}") from None
         self._rng_state = tensors.get("rng.torch")
+        self._cuda_rng_state = tensors.get("rng.cuda")
         if "rng.epoch_torch" in tensors:
             self._epoch_rng = (tensors["rng.epoch_torch"], tensors.get("rng.epoch_sampler"))
         else:

@@ -7,15 +7,6 @@ import time
 
 import pytest
 import torch
-from tiny_bert import (  # noqa: F401
-    PARAGRAPHS,
-    dataset,
-    full_batch,
-    loader,
-    one_thread,
-    small_model,
-    tokenizer,
-)
 
 from bertcourse.checkpoints import load_checkpoint
 from bertcourse.cli import pretrain_main as main
@@ -35,6 +26,7 @@ def run_main(capsys, *argv):
     (["--batch-size", "2.5"], "--batch-size must be a whole number, got '2.5'"),
     (["--amp", "fp8"], "argument --amp: invalid choice: 'fp8'"),
     (["--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["--device", "gpu"], "--device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
 ])
 def test_bad_options_give_one_line_and_exit_code_2(capsys, tmp_path, argv, message):
     code, out, err = run_main(capsys, "--out", str(tmp_path / "run"), *argv)
@@ -60,7 +52,7 @@ def test_help_explains_every_option(capsys):
     text = capsys.readouterr().out
     for option in ("--config", "--seconds", "--steps", "--out", "--resume", "--batch-size", "--max-len",
                    "--lr", "--warmup-steps", "--weight-decay", "--clip", "--eval-every", "--seed",
-                   "--num-paragraphs", "--amp", "--threads", "--quiet"):
+                   "--num-paragraphs", "--amp", "--threads", "--quiet", "--device", "torchrun"):
         assert option in text
 
 CLI = [sys.executable, "-m", "bertcourse.pretrain"]
@@ -101,3 +93,16 @@ def test_cli_ctrl_c_saves_a_checkpoint_and_resume_continues(tmp_path):
     assert state2["info"]["step"] == step + 3
     assert len(state2["info"]["history"]["metrics"]["loss"]) == step + 3
     assert not all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), model2.state_dict().values()))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message of a machine without a GPU")
+def test_asking_for_a_gpu_without_one_is_one_line(capsys, tmp_path):
+    code, out, err = run_main(capsys, "--out", str(tmp_path / "run"), "--device", "cuda")
+    assert code == 2 and err.count("\n") == 1
+    assert "asked for a GPU, but torch.cuda.is_available() is False" in err and "use 'cpu' or 'auto'" in err
+
+
+def test_input_errors_are_reported_by_rank_0_only(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("RANK", "1")          # as torchrun's second process: the same error, said once by rank 0
+    code, out, err = run_main(capsys, "--out", str(tmp_path / "run"), "--seconds", "0")
+    assert code == 2 and err == "" and out == ""

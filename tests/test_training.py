@@ -6,17 +6,7 @@ import time
 
 import pytest
 import torch
-from tiny_bert import (  # noqa: F401
-    PARAGRAPHS,
-    dataset,
-    full_batch,
-    interrupt_at,
-    loader,
-    one_thread,
-    params_of,
-    small_model,
-    tokenizer,
-)
+from tiny_bert import loader, small_model, interrupt_at
 
 from bertcourse.checkpoints import load_checkpoint, save_checkpoint
 from bertcourse.pretrain import pretrain, pretraining_step
@@ -158,3 +148,40 @@ def test_fit_uses_the_fused_attention_and_restores_the_setting(tokenizer, datase
     trainer.fit(progress=False, plot=False)
     assert seen == [[False, False], [False, False]]           # fused path while training
     assert [m.store_weights for m in layers] == [True, True]  # the setting is back
+
+def test_device_is_checked_and_batches_of_any_shape_are_moved(tokenizer, dataset):
+    with pytest.raises(TypeError, match="device must be a str"):
+        TrainConfig(device=0)
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+        Trainer(small_model(tokenizer), loader(dataset), pretraining_step(), TrainConfig(device="gpu"))
+    seen = []
+
+    def step_fn(model, batch):                      # a tuple batch: (dict of tensors, tensor)
+        pairs, extra = batch
+        seen.append((pairs["tokens"].device, extra.device))
+        return pretraining_step()(model, pairs)
+
+    tuples = [(b, torch.ones(2)) for b in loader(dataset)]
+    trainer = Trainer(small_model(tokenizer), tuples, step_fn, TrainConfig(steps=2, eval_every=None, device="cpu"))
+    trainer.fit(progress=False, plot=False)
+    assert trainer.device == torch.device("cpu") and seen == [(torch.device("cpu"),) * 2] * 2
+    assert trainer.world_size == 1 and trainer.is_main and trainer.ddp is None
+    assert TrainConfig(amp=False).use_amp(torch.device("cpu")) is False
+
+
+def test_a_quick_second_ctrl_c_still_stops_cleanly(tokenizer, dataset):
+    # torchrun passes the terminal's Ctrl-C on to its workers, which got it already: two in a row
+    trainer = Trainer(small_model(tokenizer), loader(dataset), pretraining_step(),
+                      TrainConfig(steps=1000, eval_every=None, amp=False))
+    original = trainer.optimizer.step
+
+    def step_then_two_interrupts(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if trainer.step + 1 == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+        return out
+
+    trainer.optimizer.step = step_then_two_interrupts
+    h = trainer.fit(progress=False, plot=False)
+    assert h.interrupted and trainer.step == 3

@@ -1,0 +1,236 @@
+"""Chapter 10: devices, and data parallelism over several processes (``torchrun`` + DDP).
+
+Data parallelism: N processes ("ranks") each hold a full copy of the model. Every optimizer
+step, each rank computes the loss and the gradients on *its own* batch (its shard of the
+data), the gradients are averaged over the ranks (an *all-reduce*), and every rank takes
+the same optimizer step with the same averaged gradient, so the copies stay identical. One
+step then learns from N batches: the *global batch* is N times the per-process batch::
+
+    torchrun --nproc-per-node=2 -m bertcourse.pretrain --config tiny --seconds 60 --out runs/ddp
+
+``torchrun`` starts the N copies of the program and tells each who it is through
+environment variables: ``RANK`` (0..N-1 over all machines), ``LOCAL_RANK`` (on this
+machine), ``WORLD_SIZE`` (N), and ``MASTER_ADDR``/``MASTER_PORT`` (where they meet). This
+module holds what the course's training loop needs for that:
+
+* :func:`resolve_device` and :func:`move_to` — which device this process uses (``"auto"``:
+  a GPU when there is one), and batches moved there;
+* :func:`init_distributed`, :func:`world`, :func:`shutdown_distributed` — joining the group
+  (the *gloo* backend on CPUs, *NCCL* on GPUs), who am I, leaving;
+* :class:`StepModule` and :func:`data_parallel` — the task's step function as a module,
+  wrapped in ``DistributedDataParallel``, which averages the gradients during the backward
+  pass (bucket by bucket, while the backward pass is still running);
+* :func:`agree` — one decision for all ranks (stop now?), so that no rank waits forever for
+  a partner that has already left the loop;
+* :func:`data_parallel_plan` and :func:`allreduce_seconds` — the arithmetic: global batch,
+  steps per epoch, and what the all-reduce costs on a given link.
+
+The :class:`~bertcourse.training.Trainer` uses them by itself when it runs under torchrun.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+
+import torch
+from torch import nn
+
+from ._checks import check_positive_int
+
+__all__ = ["resolve_device", "move_to", "launched_by_torchrun", "init_distributed", "world",
+           "is_main_process", "shutdown_distributed", "StepModule", "data_parallel", "agree", "step_seed",
+           "data_parallel_plan", "allreduce_seconds"]
+
+
+# ---------------------------------------------------------------------------------------
+# Devices
+# ---------------------------------------------------------------------------------------
+
+def resolve_device(device="auto") -> torch.device:
+    """The ``torch.device`` to train on.
+
+    ``"auto"``: ``"cuda"`` when ``torch.cuda.is_available()``, else ``"cpu"``. ``"cuda"``
+    without an index is this process' GPU: ``cuda:LOCAL_RANK`` under torchrun (one GPU per
+    process), ``cuda:0`` otherwise. Asking for a GPU that is not there is a ValueError that
+    says so, not a crash later on.
+    """
+    if isinstance(device, torch.device):
+        device = str(device)
+    if not isinstance(device, str):
+        raise TypeError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N' (a str or torch.device), "
+                        f"got {type(device).__name__}")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        d = torch.device(device)
+    except (RuntimeError, ValueError):
+        d = None
+    if d is None or d.type not in ("cpu", "cuda") or (d.type == "cpu" and d.index not in (None, 0)):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    if d.type == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for a GPU, but torch.cuda.is_available() is False "
+                         "(no GPU, or a CPU-only PyTorch): use 'cpu' or 'auto'")
+    index = d.index if d.index is not None else int(os.environ.get("LOCAL_RANK", 0))
+    if index >= torch.cuda.device_count():
+        raise ValueError(f"device {device!r}: there is no GPU {index}, this machine has "
+                         f"{torch.cuda.device_count()} (cuda:0..cuda:{torch.cuda.device_count() - 1})")
+    return torch.device("cuda", index)
+
+
+def move_to(obj, device):
+    """``obj`` with every tensor in it on ``device``: a tensor, or dicts, lists, tuples
+    (named ones too) and dataclasses of them, nested; anything else is returned as it is.
+    Tensors already there are not copied."""
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, non_blocking=True)
+    if isinstance(obj, dict):
+        return type(obj)((k, move_to(v, device)) for k, v in obj.items())
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.replace(obj, **{f.name: move_to(getattr(obj, f.name), device)
+                                           for f in dataclasses.fields(obj) if f.init})
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):              # a namedtuple
+        return type(obj)(*(move_to(v, device) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(move_to(v, device) for v in obj)
+    return obj
+
+
+# ---------------------------------------------------------------------------------------
+# The process group
+# ---------------------------------------------------------------------------------------
+
+def launched_by_torchrun() -> bool:
+    """Whether this process was started by ``torchrun`` (it sets ``RANK`` and ``WORLD_SIZE``)."""
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def world() -> tuple[int, int]:
+    """``(rank, world_size)`` of this process: ``(0, 1)`` when it trains alone."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def is_main_process() -> bool:
+    """Rank 0 alone prints, evaluates and writes checkpoints (the others would only repeat it,
+    or overwrite each other's files)."""
+    return world()[0] == 0
+
+
+def init_distributed(device: torch.device, timeout_s: int = 600) -> tuple[int, int]:
+    """Join the group that torchrun started, if it did: the NCCL backend for GPUs (fast
+    GPU-to-GPU transfers), gloo for CPUs. Returns ``(rank, world_size)``; ``(0, 1)`` without
+    torchrun (nothing to join). ``timeout_s``: how long a collective waits for a missing rank
+    before failing."""
+    if not isinstance(device, torch.device):
+        raise TypeError(f"device must be a torch.device (see resolve_device), got {type(device).__name__}")
+    check_positive_int("timeout_s", timeout_s)
+    if not launched_by_torchrun() or int(os.environ["WORLD_SIZE"]) == 1:
+        return world()
+    if not torch.distributed.is_available():
+        raise RuntimeError("this PyTorch was built without torch.distributed: train with one process")
+    if not torch.distributed.is_initialized():
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        torch.distributed.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    return world()
+
+
+def shutdown_distributed(barrier: bool = True) -> None:
+    """Leave the group, after a last barrier (no rank leaves while another still needs it)
+    unless ``barrier=False`` (after an error: the others may never get there); nothing to do
+    when training alone."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        if barrier:
+            torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+
+
+# ---------------------------------------------------------------------------------------
+# What the training loop needs
+# ---------------------------------------------------------------------------------------
+
+class StepModule(nn.Module):
+    """A step function ``step_fn(model, batch) -> {"loss": ...}`` as a module:
+    ``StepModule(model, step_fn)(batch)`` calls it.
+
+    Why: ``DistributedDataParallel`` averages the gradients only for computations that go
+    through *its* ``forward``. The pretraining step calls the encoder and the heads one by
+    one (``model.encoder(...)``, ``model.mlm.features(...)``), which would skip it; as the
+    forward of one wrapped module, all of it is seen."""
+
+    def __init__(self, model: nn.Module, step_fn):
+        super().__init__()
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        if not callable(step_fn):
+            raise TypeError(f"step_fn must be a function (model, batch) -> dict, got {type(step_fn).__name__}")
+        self.model, self.step_fn = model, step_fn
+
+    def forward(self, batch):
+        return self.step_fn(self.model, batch)
+
+
+def data_parallel(model: nn.Module, step_fn, device: torch.device) -> nn.Module:
+    """``DistributedDataParallel(StepModule(model, step_fn))``: calling it with a batch runs
+    the step, and its backward pass averages the gradients over all ranks. Creating it copies
+    rank 0's weights to every rank, so all start from the same model."""
+    from torch.nn.parallel import DistributedDataParallel
+    module = StepModule(model, step_fn)
+    return DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+def agree(flag: int, device: torch.device) -> int:
+    """The largest ``flag`` over all ranks (an all-reduce with MAX): every rank calls it at the
+    same point and gets the same answer, e.g. "stop" if any rank was interrupted or is out of
+    time. Training alone: ``flag`` itself."""
+    if world()[1] == 1:
+        return flag
+    t = torch.tensor([flag], dtype=torch.int64, device=device)
+    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+    return int(t.item())
+
+
+def step_seed(seed: int, step: int, rank: int) -> int:
+    """The random seed of optimizer step ``step`` on rank ``rank``: every rank draws its own
+    dropout masks, and a resumed run draws the same ones as an uninterrupted run (no random
+    state to save per rank)."""
+    for name, value in (("seed", seed), ("step", step), ("rank", rank)):
+        check_positive_int(name, value, allow_zero=True)
+    return ((seed * 1_000_003 + step) * 65_537 + rank) % 2 ** 63
+
+
+def data_parallel_plan(num_examples: int, batch_size: int, world_size: int) -> dict:
+    """What a data-parallel epoch looks like, for ``world_size`` processes of ``batch_size``
+    examples per step over ``num_examples`` examples (as :func:`bertcourse.speedups.shard_batches`
+    deals them out):
+
+    * ``global_batch``: examples per optimizer step, ``world_size * batch_size``;
+    * ``batches``: batches in the epoch, ``ceil(num_examples / batch_size)`` (the last may be short);
+    * ``steps_per_epoch``: optimizer steps, the same on every rank: ``batches // world_size``;
+    * ``left_out_batches``: ``batches % world_size``, not used this epoch (other ones next epoch).
+    """
+    check_positive_int("num_examples", num_examples)
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("world_size", world_size)
+    batches = -(-num_examples // batch_size)
+    return {"global_batch": world_size * batch_size, "batches": batches,
+            "steps_per_epoch": batches // world_size, "left_out_batches": batches % world_size}
+
+
+def allreduce_seconds(num_params: int, world_size: int, gbytes_per_s: float, bytes_per_value: int = 4) -> float:
+    """Seconds one all-reduce of ``num_params`` gradients takes with the *ring* algorithm that
+    NCCL and gloo use for large tensors: each of the ``world_size`` processes sends (and
+    receives) ``2 * (world_size - 1) / world_size`` times the gradients' bytes over a link of
+    ``gbytes_per_s`` GB/s. A lower bound: latency and the time to add the numbers are left out.
+    The amount per process hardly grows with ``world_size``: that is why the ring is used."""
+    check_positive_int("num_params", num_params)
+    check_positive_int("world_size", world_size)
+    check_positive_int("bytes_per_value", bytes_per_value)
+    if isinstance(gbytes_per_s, bool) or not isinstance(gbytes_per_s, (int, float)) or not gbytes_per_s > 0:
+        raise ValueError(f"gbytes_per_s must be a number > 0 (the link's bandwidth in GB/s), got {gbytes_per_s!r}")
+    return 2 * (world_size - 1) / world_size * num_params * bytes_per_value / (gbytes_per_s * 1e9)

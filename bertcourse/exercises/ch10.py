@@ -1,0 +1,265 @@
+"""Chapter 10 exercises: data parallelism — the global batch, the shards, the all-reduce, and
+the learning rate.
+
+In the notebook::
+
+    from bertcourse.exercises.ch10 import q1, q2, q3, q4
+
+* ``q1`` — ``global_batch_and_steps(num_pairs, world_size, batch_size)``: predict, before the
+  experiment, the global batch and the optimizer steps of one epoch, as ``(global_batch,
+  steps)``.
+* ``q2`` — ``my_shard(batches, world_size, rank)``: the batches process ``rank`` trains on
+  (any rule passes that gives every process the same number of batches, as many as
+  possible, and no batch to two processes).
+* ``q3`` — ``average_gradients(grads)``: what the all-reduce leaves on every process, from
+  the gradients ``grads[rank][i]`` of each process.
+* ``q4`` — ``lr_choice``: a letter; the learning rate when the global batch grows.
+
+The references are the package's own functions where it has them
+(:func:`bertcourse.distributed.data_parallel_plan`, :func:`bertcourse.speedups.shard_batches`).
+"""
+from __future__ import annotations
+
+import math
+
+from ..distributed import data_parallel_plan
+from ..speedups import shard_batches
+from .core import (CheckFailed, Exercise, as_number, call_answer, compare_tensors, equal_values, randn, run_cases,
+                   seeded)
+
+__all__ = ["q1", "q2", "q3", "q4"]
+
+
+# ---------------------------------------------------------------------------------------
+# Q1: the global batch and the steps of an epoch (a prediction)
+# ---------------------------------------------------------------------------------------
+
+def _ref_plan(num_pairs, world_size, batch_size):
+    plan = data_parallel_plan(num_pairs, batch_size, world_size)
+    return plan["global_batch"], plan["steps_per_epoch"]
+
+
+Q1_CASES = [
+    ("28,606 pairs, 2 processes of 128 pairs", (28606, 2, 128)),
+    ("1,000 pairs, 4 processes of 32 pairs (32 batches, 8 each)", (1000, 4, 32)),
+    ("100 pairs, 2 processes of 32 pairs (batches of 32, 32, 32 and 4)", (100, 2, 32)),
+    ("1,000 pairs, 3 processes of 32 pairs (32 batches: 2 left out)", (1000, 3, 32)),
+    ("one process: the usual training", (500, 1, 64)),
+]
+
+Q1_DIAGNOSES = [
+    (lambda n, N, b: (b, math.ceil(n / b) // N),
+     "the global batch is the pairs of *one* optimizer step over all processes: N x batch_size."),
+    (lambda n, N, b: (N * b, math.ceil(n / b)),
+     "each optimizer step uses N batches (one per process), so an epoch has N times fewer steps."),
+    (lambda n, N, b: (N * b, math.ceil(math.ceil(n / b) / N)),
+     "you rounded the steps up: when the batches do not divide evenly, some process would have one "
+     "batch fewer and the others would wait for it forever; the last batches % N are left out."),
+    (lambda n, N, b: (N * b, n // (N * b)),
+     "the last, shorter batch of the epoch is still a batch: count ceil(num_pairs / batch_size) "
+     "batches, then divide by N (rounding down)."),
+]
+
+
+def _as_pair(got, where, *args):
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise CheckFailed(f"on {where}: return a pair (global_batch, steps), got {got!r:.60}")
+    return tuple(int(as_number(x, where, whole=True)) for x in got)
+
+
+def _check_q1(answer) -> str:
+    run_cases(answer, _ref_plan, Q1_CASES, Q1_DIAGNOSES, prepare=_as_pair,
+              compare=equal_values("on {where}: expected (global_batch, steps) = {expected}, got {got}"))
+    return (f"correct on all {len(Q1_CASES)} cases: N processes of b pairs learn from N x b pairs per "
+            f"step, and an epoch has N times fewer steps")
+
+
+q1 = Exercise(
+    name="Q1 (global batch and steps per epoch)",
+    var="global_batch_and_steps",
+    checker=_check_q1,
+    hints=[
+        "One optimizer step: every process computes the gradients of its own batch, then they are "
+        "averaged. How many pairs is that?",
+        "An epoch is cut into ceil(num_pairs / batch_size) batches (the last one may be shorter). Each "
+        "step uses one batch per process.",
+        "Every process must do the same number of steps: batches // world_size (the rest is left out "
+        "this epoch).",
+    ],
+    solution='''
+def global_batch_and_steps(num_pairs, world_size, batch_size):
+    batches = math.ceil(num_pairs / batch_size)      # the last batch may be shorter
+    return world_size * batch_size, batches // world_size
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: this process' shard of the epoch
+# ---------------------------------------------------------------------------------------
+
+Q2_CASES = [(10, 2), (10, 3), (7, 4), (3, 3), (5, 1), (2, 4)]
+
+
+def _check_q2(answer) -> str:
+    for n, world_size in Q2_CASES:
+        batches = [f"batch {i}" for i in range(n)]
+        where = f"{n} batches, world_size={world_size}"
+        shares = []
+        for rank in range(world_size):
+            got = call_answer(answer, (batches, world_size, rank), f"{where}, rank={rank}")
+            if not isinstance(got, (list, tuple)):
+                raise CheckFailed(f"on {where}, rank={rank}: return a list of batches, got {type(got).__name__}")
+            if any(b not in batches for b in got):
+                raise CheckFailed(f"on {where}, rank={rank}: {got!r} holds something that is not one of the batches")
+            shares.append(list(got))
+        sizes = [len(s) for s in shares]
+        if len(set(sizes)) > 1:
+            raise CheckFailed(f"on {where}: the processes get {sizes} batches; they must all get the same "
+                              f"number, or the ones with more wait forever in an all-reduce that the others "
+                              f"never join (leave out the last len(batches) % world_size)")
+        used = [b for s in shares for b in s]
+        if len(used) != len(set(used)):
+            twice = next(b for b in used if used.count(b) > 1)
+            raise CheckFailed(f"on {where}: {twice!r} goes to two processes; each batch must go to one")
+        if sizes[0] != n // world_size:
+            raise CheckFailed(f"on {where}: each process gets {sizes[0]} batches, but {n // world_size} "
+                              f"each are possible: only len(batches) % world_size = {n % world_size} "
+                              f"should be left out")
+    return ("correct: equal shares, no batch twice, as many as possible (the package deals them out "
+            "like cards: rank, rank + N, ... — shard_batches)")
+
+
+q2 = Exercise(
+    name="Q2 (this process' shard)",
+    var="my_shard",
+    checker=_check_q2,
+    hints=[
+        "Every process receives the same list `batches` (the same seed gives the same epoch order) and "
+        "must pick its own part of it.",
+        "Leave out the last len(batches) % world_size batches, so that the rest divides evenly.",
+        "Then deal them out like cards: batches[rank::world_size] of what is left.",
+    ],
+    solution='''
+def my_shard(batches, world_size, rank):
+    usable = len(batches) // world_size * world_size    # the same number for every process
+    return batches[:usable][rank::world_size]
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q3: what the all-reduce computes
+# ---------------------------------------------------------------------------------------
+
+def _ref_average(grads):
+    world_size = len(grads)
+    return [sum(g[i] for g in grads) / world_size for i in range(len(grads[0]))]
+
+
+def _grad_case(world_size: int, shapes: list, seed: int):
+    g = seeded(seed)
+    return [[randn(*shape, seed=g) for shape in shapes] for _ in range(world_size)]
+
+
+Q3_CASES = [
+    ("2 processes, a weight (3, 4) and a bias (3,)", (_grad_case(2, [(3, 4), (3,)], seed=1),)),
+    ("4 processes, three parameters", (_grad_case(4, [(2, 2), (5,), (1,)], seed=2),)),
+    ("3 processes, one parameter", (_grad_case(3, [(6,)], seed=3),)),
+    ("1 process: nothing to average", (_grad_case(1, [(2, 3)], seed=4),)),
+]
+
+
+def _as_tensor_list(got, where, grads):
+    if not isinstance(got, (list, tuple)) or len(got) != len(grads[0]):
+        raise CheckFailed(f"on {where}: return a list with one averaged tensor per parameter "
+                          f"({len(grads[0])}), got {type(got).__name__}"
+                          + (f" of length {len(got)}" if isinstance(got, (list, tuple)) else ""))
+    return list(got)
+
+
+def _compare_lists(got, expected, where):
+    for i, (a, e) in enumerate(zip(got, expected)):
+        compare_tensors(a, e, f"on {where}, parameter {i}")
+
+
+Q3_DIAGNOSES = [
+    (lambda grads: [sum(g[i] for g in grads) for i in range(len(grads[0]))],
+     "you returned the sum over the processes: an all-reduce with SUM gives that, and DDP then divides "
+     "by the number of processes, so that the step is the one for the mean loss of the global batch."),
+    (lambda grads: list(grads[0]), "you returned rank 0's gradients: the others' batches are lost."),
+]
+
+
+def _check_q3(answer) -> str:
+    return run_cases(answer, _ref_average, Q3_CASES, Q3_DIAGNOSES, prepare=_as_tensor_list,
+                     compare=_compare_lists)
+
+
+q3 = Exercise(
+    name="Q3 (what the all-reduce computes)",
+    var="average_gradients",
+    checker=_check_q3,
+    hints=[
+        "grads[r][i] is the gradient of parameter i on process r. Every process ends up with the same "
+        "result, one tensor per parameter.",
+        "For parameter i, combine grads[0][i], grads[1][i], ...: which combination gives the gradient of "
+        "the mean loss over all N batches?",
+        "The mean over the processes: sum(g[i] for g in grads) / len(grads), for every i.",
+    ],
+    solution='''
+def average_gradients(grads):
+    world_size = len(grads)
+    return [sum(g[i] for g in grads) / world_size for i in range(len(grads[0]))]
+''',
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q4: the learning rate of a bigger global batch
+# ---------------------------------------------------------------------------------------
+
+Q4_CHOICES = {
+    "A": "Keep the learning rate: each process still sees a batch of the same size.",
+    "B": "Start from 4 times the learning rate (the global batch is 4 times larger), with a warm-up, "
+         "and check the loss curve: a larger batch averages away noise, so each step can go further.",
+    "C": "Divide it by 4: four processes each take a step, so the model moves four times as far.",
+    "D": "Multiply it by 16: four processes and four times the data per step.",
+}
+
+Q4_WHY_NOT = {
+    "A": "the optimizer takes one step per global batch, whose gradient is the average over 4 x 128 "
+         "pairs: less noisy than one batch of 128. Kept as it is, the run makes 4 times fewer steps at "
+         "the same step size and learns slower per pair seen.",
+    "C": "the processes do not take separate steps: after the all-reduce they all take the *same* step, "
+         "with the averaged gradient. There is one step per global batch.",
+    "D": "the gradient is averaged, not summed, over the 4 x 128 pairs: the global batch is 4 times "
+         "larger, not 16.",
+}
+
+
+def _check_q4(answer) -> str:
+    if not isinstance(answer, str):
+        raise CheckFailed(f"lr_choice must be one letter as a string, e.g. 'A', got {type(answer).__name__}")
+    letter = answer.strip().upper().rstrip(")").strip()
+    if letter not in Q4_CHOICES:
+        raise CheckFailed(f"lr_choice must be one of {', '.join(Q4_CHOICES)}, got {answer!r}")
+    if letter != "B":
+        raise CheckFailed(f"{letter} is not the best choice: {Q4_WHY_NOT[letter]}")
+    return ("B: the linear scaling rule (Goyal et al., 2017) as a starting point, with a warm-up; it holds "
+            "up to some batch size and then breaks down, and for Adam a smaller factor (such as sqrt(4) = 2) "
+            "is often used: a rule to try, then check the curve.")
+
+
+q4 = Exercise(
+    name="Q4 (learning rate and global batch)",
+    var="lr_choice",
+    checker=_check_q4,
+    hints=[
+        "How many optimizer steps does one epoch take with 4 processes, compared with 1?",
+        "The averaged gradient of 512 pairs is less noisy than that of 128: how far can one step go?",
+    ],
+    solution='''
+lr_choice = "B"   # about 4x (the linear scaling rule), with a warm-up; then check the loss curve
+''',
+)

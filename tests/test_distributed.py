@@ -1,0 +1,236 @@
+"""bertcourse.distributed and data-parallel training: devices, shards, and two processes that
+compute exactly what one process computes on the same global batch."""
+import dataclasses
+import os
+import socket
+import subprocess
+import sys
+from collections import namedtuple
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from tiny_bert import small_model
+
+from bertcourse.data import PretrainDataset
+from bertcourse.distributed import (
+    StepModule,
+    agree,
+    init_distributed,
+    move_to,
+    resolve_device,
+    step_seed,
+    world,
+)
+from bertcourse.pretrain import pretraining_losses, pretraining_step
+from bertcourse.speedups import LengthBucketSampler, bucketed_loader
+from bertcourse.training import TrainConfig, Trainer
+
+WORLD, PER_RANK = 2, 4
+
+
+# ---------------------------------------------------------------------------------------
+# Devices and batches
+# ---------------------------------------------------------------------------------------
+
+def test_resolve_device_names_what_is_wrong():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(torch.device("cpu")) == torch.device("cpu")
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match="device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+        resolve_device("gpu")
+    with pytest.raises(TypeError, match="device must be 'auto', 'cpu', 'cuda' or 'cuda:N'.*got int"):
+        resolve_device(0)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match=r"asked for a GPU, but torch.cuda.is_available\(\) is False"):
+            resolve_device("cuda")
+
+
+@dataclasses.dataclass
+class Pair:
+    tokens: torch.Tensor
+    label: int
+
+
+def test_move_to_handles_tensors_dicts_dataclasses_and_tuples():
+    Point = namedtuple("Point", "x y")
+    batch = {"a": torch.ones(2), "b": [torch.zeros(1), (torch.ones(1), "text")], "c": Pair(torch.ones(3), 1),
+             "d": Point(torch.ones(1), 2), "e": None}
+    moved = move_to(batch, torch.device("cpu"))
+    assert moved["a"] is batch["a"]                       # already there: not copied
+    assert isinstance(moved["b"], list) and moved["b"][1][1] == "text"
+    assert isinstance(moved["c"], Pair) and moved["c"].label == 1
+    assert isinstance(moved["d"], Point) and moved["d"].y == 2 and moved["e"] is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (torch.cuda.is_available() is False)")
+def test_training_on_the_gpu_keeps_every_tensor_there(tokenizer):
+    dataset = PretrainDataset([["a b c d.", "e f g."], ["h i j.", "k l m n."]] * 4, tokenizer, max_len=32, seed=0)
+    model = small_model(tokenizer, dropout=0.1)
+    cfg = TrainConfig(steps=3, eval_every=None, warmup_steps=0, amp="auto", device="cuda")
+    trainer = Trainer(model, bucketed_loader(dataset, 4), pretraining_step(), cfg)
+    history = trainer.fit(progress=False, plot=False)
+    assert next(model.parameters()).device.type == "cuda" and len(history["loss"]) == 3
+    assert "rng.cuda" in trainer.state_dict()["tensors"]
+    batch = move_to(next(iter(bucketed_loader(dataset, 4))), trainer.device)
+    model.train()
+    assert torch.isfinite(pretraining_losses(model, batch)["loss"])    # dropout masks made on the GPU
+
+
+# ---------------------------------------------------------------------------------------
+# Shards
+# ---------------------------------------------------------------------------------------
+
+def test_each_rank_takes_its_own_equal_share_of_the_same_epoch_order():
+    lengths = torch.randint(5, 60, (1000,), generator=torch.Generator().manual_seed(0))
+    one = LengthBucketSampler(lengths, 32, 8, torch.Generator().manual_seed(3))
+    ranks = [LengthBucketSampler(lengths, 32, 8, torch.Generator().manual_seed(3), world_size=3, rank=r)
+             for r in range(3)]
+    for epoch in range(2):
+        everything = list(one)
+        shares = [list(s) for s in ranks]
+        assert [len(s) for s in shares] == [len(s) for s in ranks] == [10, 10, 10]   # 32 batches: 2 left out
+        assert all(b in everything for share in shares for b in share)   # the same epoch order ...
+        seen = [i for share in shares for b in share for i in b]
+        assert len(seen) == len(set(seen))                               # ... and no pair twice
+        assert shares[1][0] == everything[1] and shares[2][0] == everything[2]
+    with pytest.raises(ValueError, match=r"rank must be in 0..world_size-1 = 0..1, got 2"):
+        LengthBucketSampler(lengths, 32, world_size=2, rank=2)
+    with pytest.raises(ValueError, match="too few for world_size=4 processes"):
+        LengthBucketSampler(torch.ones(3), 1, world_size=4)
+
+
+def test_helpers_when_training_alone():
+    assert world() == (0, 1)
+    assert init_distributed(torch.device("cpu")) == (0, 1)        # no torchrun: nothing to join
+    assert agree(3, torch.device("cpu")) == 3
+    assert step_seed(0, 5, 1) != step_seed(0, 5, 0) != step_seed(0, 6, 0)
+    assert 0 <= step_seed(2 ** 62, 2 ** 40, 7) < 2 ** 63
+    with pytest.raises(TypeError, match="step_fn must be a function"):
+        StepModule(torch.nn.Linear(2, 2), "loss")
+    with pytest.raises(ValueError, match="step must be >= 0"):
+        step_seed(0, -1, 0)
+
+
+# ---------------------------------------------------------------------------------------
+# Two processes = one process on the global batch
+# ---------------------------------------------------------------------------------------
+
+class FixedPairs(torch.utils.data.Dataset):
+    """Pairs of one length with the same number of real predictions each: then the mean of
+    the ranks' losses is the loss of the global batch, and so are the gradients."""
+
+    def __init__(self, vocab_size: int, n: int = 24, length: int = 12, preds: int = 3):
+        g = torch.Generator().manual_seed(0)
+        self.items = [{"tokens": torch.randint(5, vocab_size, (length,), generator=g),
+                       "segments": (torch.arange(length) >= length // 2).long(),
+                       "valid_lens": torch.tensor(length),
+                       "pred_positions": torch.randperm(length - 2, generator=g)[:preds] + 1,
+                       "mlm_labels": torch.randint(5, vocab_size, (preds,), generator=g),
+                       "mlm_weights": torch.ones(preds),
+                       "nsp_labels": torch.tensor(i % 2)} for i in range(n)]
+        self.lengths = [length] * n
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ddp_worker(rank: int, port: int, out: str) -> None:
+    """One rank, as torchrun would start it: the environment says who it is."""
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    from tiny_bert import PARAGRAPHS
+    from bertcourse.data import train_wordpiece
+    tok = train_wordpiece([s for p in PARAGRAPHS for s in p] * 3, vocab_size=150)
+    assert init_distributed(torch.device("cpu"), timeout_s=60) == (rank, WORLD)
+    model = small_model(tok, dropout=0.0)
+    data = bucketed_loader(FixedPairs(len(tok.vocab)), PER_RANK, seed=7, world_size=WORLD, rank=rank)
+    cfg = TrainConfig(steps=1, eval_every=None, warmup_steps=0, clip=None, lr=1e-2, amp=False)
+    trainer = Trainer(model, data, pretraining_step(), cfg)
+    trainer.fit(progress=False, plot=False)
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    torch.save({"grads": grads, "params": {n: p.detach().clone() for n, p in model.named_parameters()},
+                "loss": trainer.history["loss"][0]}, os.path.join(out, f"rank{rank}.pt"))
+    torch.distributed.destroy_process_group()
+
+
+def test_two_processes_compute_the_gradients_of_one_process_on_the_global_batch(tokenizer, tmp_path):
+    mp.spawn(ddp_worker, args=(free_port(), str(tmp_path)), nprocs=WORLD, join=True)
+    r0, r1 = (torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD))
+    # the copies stay identical: same averaged gradients, same step
+    for name in r0["params"]:
+        assert torch.equal(r0["params"][name], r1["params"][name]), name
+        assert torch.equal(r0["grads"][name], r1["grads"][name]), name
+    # one process on the same 2 x 4 pairs: the batches the two ranks read in their first step
+    dataset = FixedPairs(len(tokenizer.vocab))
+    first = [next(iter(bucketed_loader(dataset, PER_RANK, seed=7, world_size=WORLD, rank=r))) for r in range(WORLD)]
+    global_batch = {k: torch.cat([b[k] for b in first]) for k in first[0]}
+    model = small_model(tokenizer, dropout=0.0)
+    losses = pretraining_losses(model.train(), global_batch)
+    losses["loss"].backward()
+    for name, p in model.named_parameters():
+        assert torch.allclose(r0["grads"][name], p.grad, atol=1e-5, rtol=1e-5), name
+    assert abs((r0["loss"] + r1["loss"]) / 2 - losses["loss"].item()) < 1e-5
+
+
+# ---------------------------------------------------------------------------------------
+# torchrun and the command line: Ctrl-C stops every rank, rank 0 saves, --resume continues
+# ---------------------------------------------------------------------------------------
+
+def test_torchrun_ctrl_c_stops_all_ranks_and_resume_continues(tmp_path):
+    import json
+    import signal
+    import time
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", f"--master-port={free_port()}",
+           "-m", "bertcourse.pretrain", "--config", "tiny", "--out", str(out), "--num-paragraphs", "60",
+           "--batch-size", "8", "--eval-every", "100000", "--quiet", "--amp", "off", "--device", "cpu"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    p = subprocess.Popen(cmd + ["--steps", "100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env)
+    lines = []
+    for line in p.stdout:                       # wait until training has started
+        lines.append(line)
+        if line.startswith("data-parallel: 2 processes"):
+            break
+    time.sleep(2)
+    p.send_signal(signal.SIGINT)                # torchrun passes it on to both ranks
+    rest, err = p.communicate(timeout=120)
+    text = "".join(lines) + rest
+    assert "a global batch of 16 pairs per optimizer step" in text, text
+    assert text.count("interrupted at step") == 1 and "--resume" in text, (text, err)   # rank 0 alone prints
+    assert "Traceback" not in text
+    with open(out / "trainer_state.json") as f:
+        info = json.load(f)
+    step = info["step"]
+    assert step > 0 and info["history"]["stopped_by"] == "interrupt"
+    r = subprocess.run(cmd + ["--steps", str(step + 2), "--resume"], capture_output=True, text=True, timeout=300,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    assert f"resuming from step {step}" in r.stdout and f"done: {step + 2} steps" in r.stdout
+    assert r.stdout.count("done:") == 1
+
+
+def test_the_arithmetic_of_data_parallelism():
+    from bertcourse.distributed import allreduce_seconds, data_parallel_plan
+    assert data_parallel_plan(100, 32, 2) == {"global_batch": 64, "batches": 4, "steps_per_epoch": 2,
+                                              "left_out_batches": 0}
+    assert data_parallel_plan(1000, 32, 3)["left_out_batches"] == 2
+    # ring all-reduce: 2 (N - 1) / N of the bytes, whatever N
+    assert allreduce_seconds(1_000_000, 2, 1.0) == pytest.approx(0.004)
+    assert allreduce_seconds(1_000_000, 1000, 1.0) < 0.008
+    assert allreduce_seconds(1_000_000, 1, 1.0) == 0.0
+    with pytest.raises(ValueError, match="gbytes_per_s must be a number > 0"):
+        allreduce_seconds(10, 2, 0)
+    with pytest.raises(ValueError, match="batch_size must be > 0"):
+        data_parallel_plan(10, 0, 2)
