@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 from torch import nn
+from twins import copy_mha
 
 from bertcourse.attention import (DotProductAttention, MultiHeadAttention, causal_mask,
                                   dot_product_attention, key_mask, masked_softmax,
@@ -34,12 +35,7 @@ def torch_twin(ours: MultiHeadAttention, bias: bool) -> nn.MultiheadAttention:
     """An nn.MultiheadAttention holding exactly our weights."""
     d, h = ours.num_hiddens, ours.num_heads
     twin = nn.MultiheadAttention(d, h, bias=bias, batch_first=True).to(DTYPE).eval()
-    with torch.no_grad():
-        twin.in_proj_weight.copy_(torch.cat([ours.W_q.weight, ours.W_k.weight, ours.W_v.weight]))
-        twin.out_proj.weight.copy_(ours.W_o.weight)
-        if bias:
-            twin.in_proj_bias.copy_(torch.cat([ours.W_q.bias, ours.W_k.bias, ours.W_v.bias]))
-            twin.out_proj.bias.copy_(ours.W_o.bias)
+    copy_mha(ours, twin)
     return twin
 
 

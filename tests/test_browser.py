@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import nbformat
 import pytest
+from ci import skip_or_fail
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -60,16 +61,6 @@ CHROMIUM_ARGS = [
     "--disable-sync", "--disable-extensions", "--disable-default-apps", "--mute-audio",
 ]
 
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _unavailable(reason: str):
-    """Fail in CI (the browser test must run there), skip with the reason elsewhere."""
-    if _in_ci():
-        pytest.fail(f"{reason} (CI is set, so this is a failure, not a skip)", pytrace=False)
-    pytest.skip(reason)
 
 
 # --------------------------------------------------------------------------- JupyterLab
@@ -221,12 +212,12 @@ def browser_context():
     # $CHROMIUM may name another Chromium-based browser (e.g. Google Chrome on a laptop).
     chromium = shutil.which(os.environ.get("CHROMIUM") or "chromium")
     if chromium is None:
-        _unavailable("Debian's chromium is not installed (apt-get install -y chromium), "
+        skip_or_fail("Debian's chromium is not installed (apt-get install -y chromium), "
                      "and $CHROMIUM names no browser")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _unavailable("the playwright Python package is not installed (pip install -r requirements.txt)")
+        skip_or_fail("the playwright Python package is not installed (pip install -r requirements.txt)")
     pw = sync_playwright().start()
     try:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)

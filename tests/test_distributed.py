@@ -10,7 +10,7 @@ from collections import namedtuple
 import pytest
 import torch
 import torch.multiprocessing as mp
-from tiny_bert import small_model
+from tiny_bert import interrupt_cli, small_model
 
 from bertcourse.data import PretrainDataset
 from bertcourse.distributed import (
@@ -189,24 +189,13 @@ def test_two_processes_compute_the_gradients_of_one_process_on_the_global_batch(
 
 def test_torchrun_ctrl_c_stops_all_ranks_and_resume_continues(tmp_path):
     import json
-    import signal
-    import time
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", f"--master-port={free_port()}",
            "-m", "bertcourse.pretrain", "--config", "tiny", "--out", str(out), "--num-paragraphs", "60",
            "--batch-size", "8", "--eval-every", "100000", "--quiet", "--amp", "off", "--device", "cpu"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    p = subprocess.Popen(cmd + ["--steps", "100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env)
-    lines = []
-    for line in p.stdout:                       # wait until training has started
-        lines.append(line)
-        if line.startswith("data-parallel: 2 processes"):
-            break
-    time.sleep(2)
-    p.send_signal(signal.SIGINT)                # torchrun passes it on to both ranks
-    rest, err = p.communicate(timeout=120)
-    text = "".join(lines) + rest
+    # torchrun passes the Ctrl-C on to both ranks
+    _, text, err = interrupt_cli(cmd + ["--steps", "100000"], "data-parallel: 2 processes", 2, env=env)
     assert "a global batch of 16 pairs per optimizer step" in text, text
     assert text.count("interrupted at step") == 1 and "--resume" in text, (text, err)   # rank 0 alone prints
     assert "Traceback" not in text

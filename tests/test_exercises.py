@@ -7,9 +7,11 @@ import copy
 import dataclasses
 import functools
 import importlib
+import inspect
 import io
 import json
 import math
+import pathlib
 import pkgutil
 import re
 import sys
@@ -21,7 +23,7 @@ import bertcourse.exercises
 from bertcourse.exercises import (CheckFailed, CheckResult, Exercise, NotAttempted, Symptom, as_number,
                                   call_answer, compare_tensors, equal_values, expect_raises, randn,
                                   run_cases, seeded)
-from bertcourse.exercises.core import predicted_choice, predicted_dict, predicted_number
+from bertcourse.exercises.core import message_of, predicted_choice, predicted_dict, predicted_number
 
 
 def assert_checks_as(status, ex, answer, *fragments):
@@ -110,6 +112,26 @@ def test_diagnosis_names_the_mistake():
     result = make_exercise().check(lambda x: 3 * x)
     assert result.status == "fail"
     assert "on a vector" in result.message and "you multiplied by 3 instead of 2." in result.message
+
+
+def _tripled(x):
+    """you multiplied by 3
+       instead of 2."""
+    return 3 * x
+
+
+def test_a_mistake_function_carries_its_message_as_its_docstring():
+    # the docstring's line break and indent become one space
+    assert message_of(_tripled) == "you multiplied by 3 instead of 2."
+    with pytest.raises(CheckFailed, match=r"on a vector: .* — you multiplied by 3 instead of 2\.$"):
+        run_cases(lambda x: 3 * x, reference, CASES, [_tripled])
+
+
+def test_a_mistake_function_without_a_docstring_is_refused():
+    def tripled(x):
+        return 3 * x
+    with pytest.raises(TypeError, match=r"diagnoses\[0\] must be a function with a docstring"):
+        run_cases(lambda x: 2 * x, reference, CASES, [tripled])
 
 
 def test_no_diagnosis_when_no_known_mistake_matches():
@@ -590,11 +612,39 @@ ALL_QUESTIONS = _all_questions()
 FUNCTION_QUESTIONS = [q for q in ALL_QUESTIONS if callable(q.values[1])]
 
 
+def _learner_mistakes() -> list:
+    """Every function ``qN_...`` in ``tests/test_exercises_chNN.py`` whose docstring reads
+    ``fails: <words>``: a wrong answer written as a learner would write it, which ``chNN.qN``
+    must fail with a message that holds <words>. The mistake and the words stand together
+    there; this file runs them all."""
+    mistakes = []
+    for module in CHAPTERS:
+        chapter = module.__name__.rsplit(".", 1)[1]
+        if not pathlib.Path(__file__).with_name(f"test_exercises_{chapter}.py").exists():
+            continue
+        tests = importlib.import_module(f"test_exercises_{chapter}")
+        for name, wrong in vars(tests).items():
+            question = re.fullmatch(r"(q\d+)_\w+", name)
+            if question and inspect.isfunction(wrong) and (wrong.__doc__ or "").startswith("fails: "):
+                mistakes.append(pytest.param(getattr(module, question[1]), wrong,
+                                             wrong.__doc__.removeprefix("fails: "), id=f"{chapter}-{name}"))
+    return mistakes
+
+
+LEARNER_MISTAKES = _learner_mistakes()
+
+
+@pytest.mark.parametrize("ex, wrong, words", LEARNER_MISTAKES)
+def test_a_learner_mistake_fails_with_its_diagnosis(ex, wrong, words):
+    assert_fails_with(ex, wrong, words)
+
+
 def test_chapters_and_questions_are_discovered():
     names = [m.__name__.rsplit(".", 1)[1] for m in CHAPTERS]
     assert len(names) >= 8 and names == sorted(names)
     assert all(_exercises_of(m) for m in CHAPTERS), "every chapter module defines exercises"
     assert len(ALL_QUESTIONS) >= 32 and len(FUNCTION_QUESTIONS) >= 30
+    assert len(LEARNER_MISTAKES) >= 52, [p.id for p in LEARNER_MISTAKES]
 
 
 @pytest.mark.parametrize("ex, solution", ALL_QUESTIONS)

@@ -42,29 +42,23 @@ def test_cases_include_edge_cases():
 # --- typical wrong answers name the mistake ---------------------------------------------
 
 def q1_no_scale(Q, K):
+    """fails: you forgot the scale"""
     return torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
 
 
 def q1_divided_by_d(Q, K):
+    """fails: you divided the scores by d"""
     return torch.softmax(Q @ K.transpose(-2, -1) / Q.shape[-1], dim=-1)
 
 
 def q1_wrong_axis(Q, K):
+    """fails: wrong axis"""
     return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=1)
 
 
 def q1_scores(Q, K):
+    """fails: you returned the scaled scores"""
     return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-
-
-@pytest.mark.parametrize("wrong, phrase", [
-    (q1_no_scale, "you forgot the scale"),
-    (q1_divided_by_d, "you divided the scores by d"),
-    (q1_wrong_axis, "wrong axis"),
-    (q1_scores, "you returned the scaled scores"),
-])
-def test_q1_mistakes(wrong, phrase):
-    assert_fails_with(q1, wrong, phrase)
 
 
 def _visible(scores, valid_lens):
@@ -72,30 +66,36 @@ def _visible(scores, valid_lens):
 
 
 def q2_d2l_style(scores, valid_lens):
+    """fails: valid_len 0 came out uniform"""
     # the classic: fill with -1e6 and stop there
     return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), -1e6), dim=-1)
 
 
 def q2_mask_after_softmax(scores, valid_lens):
+    """fails: you masked after the softmax"""
     weights = torch.softmax(scores, dim=-1)
     return weights.masked_fill(~_visible(scores, valid_lens), 0.0)
 
 
 def q2_wrong_axis(scores, valid_lens):
+    """fails: wrong axis"""
     return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), -1e6), dim=1)
 
 
 def q2_minus_inf(scores, valid_lens):
+    """fails: came out as NaN"""
     return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), float("-inf")), dim=-1)
 
 
 def q2_off_by_one(scores, valid_lens):
+    """fails: off by one"""
     visible = torch.arange(scores.shape[-1])[None, None, :] <= valid_lens[:, None, None]
     w = torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1)
     return w * visible
 
 
 def q2_no_mask(scores, valid_lens):
+    """fails: you ignored valid_lens"""
     return torch.softmax(scores, dim=-1)
 
 
@@ -105,47 +105,29 @@ def q2_minus_1e6_then_zero(scores, valid_lens):
     return torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1) * visible
 
 
-@pytest.mark.parametrize("wrong, phrase", [
-    (q2_d2l_style, "valid_len 0 came out uniform"),
-    (q2_mask_after_softmax, "you masked after the softmax"),
-    (q2_wrong_axis, "wrong axis"),
-    (q2_minus_inf, "came out as NaN"),
-    (q2_off_by_one, "off by one"),
-    (q2_no_mask, "you ignored valid_lens"),
-])
-def test_q2_mistakes(wrong, phrase):
-    assert_fails_with(q2, wrong, phrase)
-
-
 def test_q2_minus_1e6_is_accepted():
     assert q2.check(q2_minus_1e6_then_zero).status == "pass"
 
 
 def q3_no_scale(Q, K, V, valid_lens):
+    """fails: you forgot the 1 / sqrt(d) scale"""
     return masked_softmax(Q @ K.transpose(-2, -1), valid_lens) @ V
 
 
 def q3_no_mask(Q, K, V, valid_lens):
+    """fails: you ignored valid_lens"""
     return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), -1) @ V
 
 
 def q3_weights(Q, K, V, valid_lens):
+    """fails: you returned the attention weights"""
     return masked_softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), valid_lens)
 
 
 def q3_d2l_style(Q, K, V, valid_lens):
+    """fails: must output the zero vector"""
     scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
     return q2_d2l_style(scores, valid_lens) @ V
-
-
-@pytest.mark.parametrize("wrong, phrase", [
-    (q3_no_scale, "you forgot the 1 / sqrt(d) scale"),
-    (q3_no_mask, "you ignored valid_lens"),
-    (q3_weights, "you returned the attention weights"),
-    (q3_d2l_style, "must output the zero vector"),
-])
-def test_q3_mistakes(wrong, phrase):
-    assert_fails_with(q3, wrong, phrase)
 
 
 @pytest.mark.parametrize("wrong, phrase", [

@@ -50,62 +50,50 @@ def _row(i, d, angle, even=math.sin, odd=math.cos):
 
 
 def q1_swapped(i, d):
+    """fails: sine and cosine are swapped"""
     return _row(i, d, lambda c: i / 10000 ** ((c - c % 2) / d), even=math.cos, odd=math.sin)
 
 
 def q1_column_exponent(i, d):
+    """fails: share the exponent 2j/d"""
     return _row(i, d, lambda c: i / 10000 ** (c / d))
 
 
 def q1_j_over_d(i, d):
+    """fails: the exponent is j/d"""
     return _row(i, d, lambda c: i / 10000 ** ((c // 2) / d))
 
 
 def q1_multiplied(i, d):
+    """fails: *divided* by it"""
     return _row(i, d, lambda c: i * 10000 ** ((c - c % 2) / d))
 
 
 def q1_all_sin(i, d):
+    """fails: every column is a sine"""
     return _row(i, d, lambda c: i / 10000 ** ((c - c % 2) / d), odd=math.sin)
 
 
-@pytest.mark.parametrize("wrong, phrase", [
-    (q1_swapped, "sine and cosine are swapped"),
-    (q1_column_exponent, "share the exponent 2j/d"),
-    (q1_j_over_d, "the exponent is j/d"),
-    (q1_multiplied, "*divided* by it"),
-    (q1_all_sin, "every column is a sine"),
-])
-def test_q1_mistakes(wrong, phrase):
-    assert_fails_with(q1, wrong, phrase)
-
-
 def q2_transposed(k, j, d):
+    """fails: this is the transpose"""
     b = k / 10000 ** (2 * j / d)
     return torch.tensor([[math.cos(b), math.sin(b)], [-math.sin(b), math.cos(b)]])
 
 
 def q2_angle_k(k, j, d):
+    """fails: the angle is k * w_j, not k"""
     return torch.tensor([[math.cos(k), -math.sin(k)], [math.sin(k), math.cos(k)]])
 
 
 def q2_one_step(k, j, d):
+    """fails: rotates by one position only"""
     b = 1 / 10000 ** (2 * j / d)
     return torch.tensor([[math.cos(b), -math.sin(b)], [math.sin(b), math.cos(b)]])
 
 
 def q2_identity(k, j, d):
+    """fails: the identity keeps P[i]"""
     return torch.eye(2)
-
-
-@pytest.mark.parametrize("wrong, phrase", [
-    (q2_transposed, "this is the transpose"),
-    (q2_angle_k, "the angle is k * w_j, not k"),
-    (q2_one_step, "rotates by one position only"),
-    (q2_identity, "the identity keeps P[i]"),
-])
-def test_q2_mistakes(wrong, phrase):
-    assert_fails_with(q2, wrong, phrase)
 
 
 def test_q2_float32_answer_is_accepted():
@@ -115,29 +103,23 @@ def test_q2_float32_answer_is_accepted():
 
 
 def q3_no_two_pi(d):
+    """fails: a full turn is 2 pi"""
     return 10000 ** (torch.arange(0, d, 2) / d)
 
 
 def q3_frequencies(d):
+    """fails: you returned the frequencies"""
     return 1 / 10000 ** (torch.arange(0, d, 2) / d)
 
 
 def q3_j_over_d(d):
+    """fails: not j/d"""
     return 2 * math.pi * 10000 ** (torch.arange((d + 1) // 2) / d)
 
 
 def q3_per_column(d):
+    """fails: per column *pair*"""
     return 2 * math.pi * 10000 ** (torch.arange(d) / d)
-
-
-@pytest.mark.parametrize("wrong, phrase", [
-    (q3_no_two_pi, "a full turn is 2 pi"),
-    (q3_frequencies, "you returned the frequencies"),
-    (q3_j_over_d, "not j/d"),
-    (q3_per_column, "per column *pair*"),
-])
-def test_q3_mistakes(wrong, phrase):
-    assert_fails_with(q3, wrong, phrase)
 
 
 def _guarded(f):

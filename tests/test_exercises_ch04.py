@@ -170,31 +170,37 @@ def test_q2_accepts_a_tensor_and_rejects_floats():
 
 
 def q3_no_norm(encoder, tokens, segments):
+    """fails: you returned the sum"""
     return (encoder.token_embedding(tokens) + encoder.segment_embedding(segments)
             + encoder.pos_embedding.weight[:tokens.shape[1]])
 
 
 def q3_plain_layer_norm(encoder, tokens, segments):
+    """fails: no learned scale and shift"""
     X = q3_no_norm(encoder, tokens, segments)
     return torch.nn.functional.layer_norm(X, X.shape[-1:])
 
 
 def q3_no_segments(encoder, tokens, segments):
+    """fails: you left out the segment embedding"""
     X = encoder.token_embedding(tokens) + encoder.pos_embedding.weight[:tokens.shape[1]]
     return encoder.embedding_norm(X)
 
 
 def q3_no_positions(encoder, tokens, segments):
+    """fails: you left out the position embedding"""
     return encoder.embedding_norm(encoder.token_embedding(tokens) + encoder.segment_embedding(segments))
 
 
 def q3_positions_by_token(encoder, tokens, segments):
+    """fails: looked the position table up with the token ids"""
     X = (encoder.token_embedding(tokens) + encoder.segment_embedding(segments)
          + encoder.pos_embedding.weight[tokens.clamp(max=encoder.config.max_len - 1)])
     return encoder.embedding_norm(X)
 
 
 def q3_positions_from_1(encoder, tokens, segments):
+    """fails: positions start at 0"""
     n = tokens.shape[1]
     idx = torch.arange(1, n + 1).clamp(max=encoder.config.max_len - 1)
     X = (encoder.token_embedding(tokens) + encoder.segment_embedding(segments)
@@ -203,20 +209,8 @@ def q3_positions_from_1(encoder, tokens, segments):
 
 
 def q3_all_segment_a(encoder, tokens, segments):
+    """fails: you added segment 0's row everywhere"""
     return encoder.embed(tokens)            # segments=None means all sentence A
-
-
-@pytest.mark.parametrize("wrong, phrase", [
-    (q3_no_norm, "you returned the sum"),
-    (q3_plain_layer_norm, "no learned scale and shift"),
-    (q3_no_segments, "you left out the segment embedding"),
-    (q3_no_positions, "you left out the position embedding"),
-    (q3_positions_by_token, "looked the position table up with the token ids"),
-    (q3_positions_from_1, "positions start at 0"),
-    (q3_all_segment_a, "you added segment 0's row everywhere"),
-])
-def test_q3_mistakes(wrong, phrase):
-    assert_fails_with(q3, wrong, phrase)
 
 
 def test_q3_accepts_calling_the_modules_directly():

@@ -44,26 +44,31 @@ def flat(mlm_logits, mlm_labels):
 
 
 def q1_plain_mean(mlm_logits, mlm_labels, mlm_weights):
+    """fails: the padding slots count in your loss"""
     return F.cross_entropy(*flat(mlm_logits, mlm_labels))
 
 
 def q1_mean_then_weights(mlm_logits, mlm_labels, mlm_weights):
+    """fails: the padding slots count in your loss"""
     # the classic: reduction='mean', then "apply" the weights
     loss = F.cross_entropy(*flat(mlm_logits, mlm_labels))
     return (loss * mlm_weights.reshape(-1)).sum() / mlm_weights.sum()
 
 
 def q1_sum(mlm_logits, mlm_labels, mlm_weights):
+    """fails: you returned the weighted sum"""
     per = F.cross_entropy(*flat(mlm_logits, mlm_labels), reduction="none")
     return (per * mlm_weights.reshape(-1)).sum()
 
 
 def q1_over_slots(mlm_logits, mlm_labels, mlm_weights):
+    """fails: you divided by the number of slots"""
     per = F.cross_entropy(*flat(mlm_logits, mlm_labels), reduction="none")
     return (per * mlm_weights.reshape(-1)).mean()
 
 
 def q1_over_batch(mlm_logits, mlm_labels, mlm_weights):
+    """fails: you divided by the batch size"""
     per = F.cross_entropy(*flat(mlm_logits, mlm_labels), reduction="none")
     return (per * mlm_weights.reshape(-1)).sum() / mlm_logits.shape[0]
 
@@ -73,17 +78,6 @@ def q1_log_of_softmax(mlm_logits, mlm_labels, mlm_weights):
     probs = torch.softmax(mlm_logits, dim=-1)
     picked = probs.gather(-1, mlm_labels.unsqueeze(-1)).squeeze(-1)
     return (-torch.log(picked) * mlm_weights).sum() / mlm_weights.sum()
-
-
-@pytest.mark.parametrize("wrong, phrase", [
-    (q1_plain_mean, "the padding slots count in your loss"),
-    (q1_mean_then_weights, "the padding slots count in your loss"),
-    (q1_sum, "you returned the weighted sum"),
-    (q1_over_slots, "you divided by the number of slots"),
-    (q1_over_batch, "you divided by the batch size"),
-])
-def test_q1_mistakes(wrong, phrase):
-    assert_fails_with(q1, wrong, phrase)
 
 
 def test_q1_log_of_softmax_fails_on_large_logits_only():
@@ -96,62 +90,50 @@ def test_q1_no_predictions_row_is_handled_by_the_solution_and_the_reference():
 
 
 def q2_all_slots(mlm_logits, mlm_labels, mlm_weights):
+    """fails: padding included"""
     return (mlm_logits.argmax(-1) == mlm_labels).float().mean()
 
 
 def q2_count(mlm_logits, mlm_labels, mlm_weights):
+    """fails: you returned the number of right answers"""
     return ((mlm_logits.argmax(-1) == mlm_labels) & (mlm_weights > 0)).sum().float()
 
 
 def q2_over_slots(mlm_logits, mlm_labels, mlm_weights):
+    """fails: you divided by the number of slots"""
     return (((mlm_logits.argmax(-1) == mlm_labels) & (mlm_weights > 0)).sum() / mlm_weights.numel()).float()
 
 
 def q2_argmax_over_slots(mlm_logits, mlm_labels, mlm_weights):
+    """fails: first difference"""
     real = mlm_weights > 0
     guess = mlm_logits.argmax(1)[:, :mlm_labels.shape[1]]     # argmax over the wrong axis
     return ((guess == mlm_labels) & real).sum().float() / real.sum()
 
 
-@pytest.mark.parametrize("wrong, phrase", [
-    (q2_all_slots, "padding included"),
-    (q2_count, "you returned the number of right answers"),
-    (q2_over_slots, "you divided by the number of slots"),
-    (q2_argmax_over_slots, "first difference"),
-])
-def test_q2_mistakes(wrong, phrase):
-    assert_fails_with(q2, wrong, phrase)
-
-
 def q3_floor(num_tokens, mask_prob):
+    """fails: you rounded down"""
     return max(1, int(num_tokens * mask_prob))
 
 
 def q3_python_round(num_tokens, mask_prob):
+    """fails: Python's round() rounds halves to the even number"""
     return max(1, round(num_tokens * mask_prob))
 
 
 def q3_no_minimum(num_tokens, mask_prob):
+    """fails: every sequence gets at least one prediction"""
     return math.floor(num_tokens * mask_prob + 0.5 + 1e-9)
 
 
 def q3_ceil(num_tokens, mask_prob):
+    """fails: you rounded up"""
     return math.ceil(num_tokens * mask_prob)
 
 
 def q3_no_epsilon(num_tokens, mask_prob):
+    """fails: floating point: 90 * 0.35 is 31.499999999999996"""
     return max(1, math.floor(num_tokens * mask_prob + 0.5))
-
-
-@pytest.mark.parametrize("wrong, phrase", [
-    (q3_floor, "you rounded down"),
-    (q3_python_round, "Python's round() rounds halves to the even number"),
-    (q3_no_minimum, "every sequence gets at least one prediction"),
-    (q3_ceil, "you rounded up"),
-    (q3_no_epsilon, "floating point: 90 * 0.35 is 31.499999999999996"),
-])
-def test_q3_mistakes(wrong, phrase):
-    assert_fails_with(q3, wrong, phrase)
 
 
 def test_q3_accepts_tensors_and_floats_that_are_whole_numbers():

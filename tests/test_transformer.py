@@ -5,29 +5,13 @@ import math
 import pytest
 import torch
 from torch import nn
+from twins import copy_mha
 
-from bertcourse.attention import MultiHeadAttention, store_attention_weights
+from bertcourse.attention import store_attention_weights
 from bertcourse.positional import sinusoidal_encoding
 from bertcourse.transformer import (AddNorm, DecoderBlock, DecoderCache, EncoderBlock,
                                     EncoderDecoder, PositionWiseFFN, TransformerDecoder,
                                     TransformerEncoder, greedy_decode)
-
-
-def copy_mha(ours: MultiHeadAttention, theirs: nn.MultiheadAttention, bias: bool) -> None:
-    """Our four projections -> torch's packed in_proj (q, k, v stacked) and out_proj.
-
-    torch's ``bias=False`` would also drop the FFN's and layer norms' biases, which our
-    blocks always have; so our bias-free attention is compared with torch's attention
-    with its biases set to zero."""
-    with torch.no_grad():
-        theirs.in_proj_weight.copy_(torch.cat([ours.W_q.weight, ours.W_k.weight, ours.W_v.weight]))
-        theirs.out_proj.weight.copy_(ours.W_o.weight)
-        if bias:
-            theirs.in_proj_bias.copy_(torch.cat([ours.W_q.bias, ours.W_k.bias, ours.W_v.bias]))
-            theirs.out_proj.bias.copy_(ours.W_o.bias)
-        else:
-            theirs.in_proj_bias.zero_()
-            theirs.out_proj.bias.zero_()
 
 
 def copy_ffn_norms(ffn, norms, theirs, their_norms):
@@ -103,7 +87,7 @@ def test_encoder_block_matches_torch(d, ffn, heads, bias, act, eps):
     randomise(ours, 1)
     theirs = nn.TransformerEncoderLayer(d, heads, ffn, dropout=0.0, activation=act, layer_norm_eps=eps,
                                         batch_first=True, norm_first=False).eval()
-    copy_mha(ours.attention, theirs.self_attn, bias)
+    copy_mha(ours.attention, theirs.self_attn)
     copy_ffn_norms(ours.ffn, [ours.addnorm1, ours.addnorm2], theirs, [theirs.norm1, theirs.norm2])
     X = torch.randn(3, 7, d)
     valid_lens = torch.tensor([7, 4, 1])
@@ -120,14 +104,15 @@ def test_encoder_block_matches_torch(d, ffn, heads, bias, act, eps):
 
 # --- decoder block vs nn.TransformerDecoderLayer -------------------------------------------------
 
-def make_decoder_pair(d, ffn, heads, bias, act, eps, seed=0):
+def make_decoder_pair(d, ffn, heads, bias, act, eps, seed=0, norm_first=False):
     torch.manual_seed(seed)
-    ours = DecoderBlock(d, ffn, heads, dropout=0.0, bias=bias, activation=act, norm_eps=eps).eval()
+    ours = DecoderBlock(d, ffn, heads, dropout=0.0, bias=bias, activation=act, norm_eps=eps,
+                        norm_first=norm_first).eval()
     randomise(ours, seed + 1)
     theirs = nn.TransformerDecoderLayer(d, heads, ffn, dropout=0.0, activation=act, layer_norm_eps=eps,
-                                        batch_first=True, norm_first=False).eval()
-    copy_mha(ours.attention1, theirs.self_attn, bias)
-    copy_mha(ours.attention2, theirs.multihead_attn, bias)
+                                        batch_first=True, norm_first=norm_first).eval()
+    copy_mha(ours.attention1, theirs.self_attn)
+    copy_mha(ours.attention2, theirs.multihead_attn)
     copy_ffn_norms(ours.ffn, [ours.addnorm1, ours.addnorm2, ours.addnorm3], theirs,
                    [theirs.norm1, theirs.norm2, theirs.norm3])
     return ours, theirs
@@ -358,7 +343,7 @@ def test_pre_norm_blocks_match_torch_norm_first(d, ffn, heads, bias, act, eps):
     randomise(enc, 1)
     theirs = nn.TransformerEncoderLayer(d, heads, ffn, dropout=0.0, activation=act, layer_norm_eps=eps,
                                         batch_first=True, norm_first=True).eval()
-    copy_mha(enc.attention, theirs.self_attn, bias)
+    copy_mha(enc.attention, theirs.self_attn)
     copy_ffn_norms(enc.ffn, [enc.addnorm1, enc.addnorm2], theirs, [theirs.norm1, theirs.norm2])
     X, valid_lens = torch.randn(3, 7, d), torch.tensor([7, 2, 5])
     with torch.no_grad():
@@ -367,14 +352,7 @@ def test_pre_norm_blocks_match_torch_norm_first(d, ffn, heads, bias, act, eps):
     for b, n in enumerate(valid_lens.tolist()):
         torch.testing.assert_close(got[b, :n], expected[b, :n], atol=1e-5, rtol=1e-5)
 
-    dec = DecoderBlock(d, ffn, heads, bias=bias, activation=act, norm_eps=eps, norm_first=True).eval()
-    randomise(dec, 2)
-    theirs = nn.TransformerDecoderLayer(d, heads, ffn, dropout=0.0, activation=act, layer_norm_eps=eps,
-                                        batch_first=True, norm_first=True).eval()
-    copy_mha(dec.attention1, theirs.self_attn, bias)
-    copy_mha(dec.attention2, theirs.multihead_attn, bias)
-    copy_ffn_norms(dec.ffn, [dec.addnorm1, dec.addnorm2, dec.addnorm3], theirs,
-                   [theirs.norm1, theirs.norm2, theirs.norm3])
+    dec, theirs = make_decoder_pair(d, ffn, heads, bias, act, eps, seed=1, norm_first=True)
     Y, memory, enc_lens = torch.randn(3, 6, d), torch.randn(3, 5, d), torch.tensor([5, 2, 3])
     with torch.no_grad():
         expected = theirs(Y, memory, tgt_mask=~torch.tril(torch.ones(6, 6, dtype=torch.bool)),

@@ -196,6 +196,16 @@ def test_sentence_dropdown_sets_text_and_queries(explorer):
     np.testing.assert_allclose(heatmap(explorer.figure), attention_for_sentence(tokens, 2).numpy())
 
 
+def test_linked_controls_redraw_once(explorer, monkeypatch):
+    # choosing a sentence sets the text box and the query list too (FigureWidget.link):
+    # one redraw for the three changes, not one each
+    calls = []
+    update = explorer.update
+    monkeypatch.setattr(explorer, "update", lambda: (calls.append(1), update()))
+    explorer.sentence.value = SENTENCES[2]
+    assert len(calls) == 1 and explorer.text.value == SENTENCES[2]
+
+
 def test_free_text_updates_the_token_dropdown(explorer):
     explorer.query.value = 2
     explorer.text.value = "Dogs chase happy cats"

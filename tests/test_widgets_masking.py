@@ -5,6 +5,7 @@ import math
 import matplotlib
 import numpy as np
 import pytest
+from figures import bar_heights, plain_texts, token_boxes
 import torch
 from matplotlib.colors import to_rgba
 
@@ -27,19 +28,6 @@ def tok():
 def toy_vocab(size=20):
     return Vocab(list(SPECIAL_TOKENS) + [f"w{i}" for i in range(5, size)])
 
-
-def bar_heights(fig):
-    return np.array([p.get_height() for p in fig.axes[1].patches])
-
-
-def boxes(fig):
-    """(text, facecolour) of every token box of the token panel, in order."""
-    return [(t.get_text(), t.get_bbox_patch().get_facecolor()) for t in fig.axes[0].texts
-            if t.get_bbox_patch() is not None]
-
-
-def originals(fig):
-    return [t.get_text() for t in fig.axes[0].texts if t.get_bbox_patch() is None]
 
 
 # --- pure functions --------------------------------------------------------------------
@@ -165,9 +153,9 @@ def test_draw_masking_figure_data():
     outcomes = ["special", "[MASK]", "not chosen", "random", "kept", "not chosen", "not chosen", "special"]
     running = {"[MASK]": 8, "random": 1, "kept": 1, "not chosen": 30, "special": 20}
     fig = draw_masking(tokens, masked, outcomes, running, title="hello")
-    assert [t for t, _ in boxes(fig)] == masked
-    assert [c for _, c in boxes(fig)] == [to_rgba(COLOURS[o]) for o in outcomes]
-    assert originals(fig) == tokens
+    assert [t for t, _ in token_boxes(fig)] == masked
+    assert [c for _, c in token_boxes(fig)] == [to_rgba(COLOURS[o]) for o in outcomes]
+    assert plain_texts(fig) == tokens
     np.testing.assert_allclose(bar_heights(fig), [0.8, 0.1, 0.1])
     assert fig.axes[0].get_title(loc="left") == "hello"
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
@@ -223,7 +211,7 @@ def check_consistent(w, tok):
     assert s["running"] == running_counts(ids, tok.vocab, s["mask_prob"], s["seed"], s["num_draws"])
     assert s["shares"] == chosen_shares(s["running"])
     np.testing.assert_allclose(bar_heights(w.figure), [s["shares"][o] for o in CHOSEN])
-    assert [t for t, _ in boxes(w.figure)] == s["masked_tokens"]
+    assert [t for t, _ in token_boxes(w.figure)] == s["masked_tokens"]
     assert w.info.value == f"<b>{s['message']}</b>"
 
 

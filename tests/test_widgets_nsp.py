@@ -5,6 +5,7 @@ import math
 import matplotlib
 import numpy as np
 import pytest
+from figures import bar_heights, plain_texts, token_boxes
 from matplotlib.colors import to_rgba
 
 matplotlib.use("Agg")
@@ -26,18 +27,6 @@ def tok():
 def paragraphs():
     return generate_corpus(0).train
 
-
-def bar_heights(fig):
-    return np.array([p.get_height() for p in fig.axes[1].patches])
-
-
-def token_boxes(fig):
-    return [(t.get_text(), t.get_bbox_patch().get_facecolor()) for t in fig.axes[0].texts
-            if t.get_bbox_patch() is not None]
-
-
-def segment_labels(fig):
-    return [t.get_text() for t in fig.axes[0].texts if t.get_bbox_patch() is None]
 
 
 # --- pure functions --------------------------------------------------------------------
@@ -120,7 +109,7 @@ def test_draw_pair_figure_data():
     fig = draw_pair(tokens, segments, NOT_NEXT, {"IsNext": 3, "NotNext": 1}, title="t")
     assert [t for t, _ in token_boxes(fig)] == tokens
     assert [c for _, c in token_boxes(fig)] == [to_rgba(SEGMENT_COLOURS[s]) for s in segments]
-    assert segment_labels(fig) == [str(s) for s in segments]
+    assert plain_texts(fig) == [str(s) for s in segments]
     np.testing.assert_allclose(bar_heights(fig), [0.75, 0.25])
     assert "NotNext (label 1)" in fig.axes[0].get_title(loc="left")
     fig = draw_pair(tokens, segments, IS_NEXT)

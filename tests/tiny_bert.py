@@ -5,6 +5,8 @@ A pytest plugin (``pytest_plugins`` in conftest.py): the fixtures ``tokenizer`` 
 ``dataset`` reach every test file by name; the plain helpers are imported."""
 import os
 import signal
+import subprocess
+import time
 
 import pytest
 import torch
@@ -67,3 +69,19 @@ def interrupt_at(trainer, step):
         return out
 
     trainer.optimizer.step = step_then_interrupt
+
+
+def interrupt_cli(cmd: list, started: str, seconds: float, env: dict | None = None):
+    """Start ``cmd``, wait for a line of its output that starts with ``started``, let it run
+    ``seconds`` more and press Ctrl-C (SIGINT). Returns ``(returncode, stdout, stderr)``,
+    stdout with the lines read before the interrupt."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    for line in p.stdout:
+        lines.append(line)
+        if line.startswith(started):
+            break
+    time.sleep(seconds)
+    p.send_signal(signal.SIGINT)
+    rest, err = p.communicate(timeout=120)
+    return p.returncode, "".join(lines) + rest, err

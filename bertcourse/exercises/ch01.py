@@ -41,18 +41,23 @@ def _ref_weights(Q, K):
 
 
 def _weights_no_scale(Q, K):
+    """you forgot the scale: divide the scores by sqrt(d), where d = Q.shape[-1]."""
     return torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
 
 
 def _weights_div_d(Q, K):
+    """you divided the scores by d; the scale is 1 / sqrt(d) (use math.sqrt(d))."""
     return torch.softmax(Q @ K.transpose(-2, -1) / Q.shape[-1], dim=-1)
 
 
 def _weights_wrong_axis(Q, K):
+    """the softmax runs over the wrong axis: each query's weights over the keys must sum to
+    1, so use dim=-1 (the keys axis)."""
     return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-2)
 
 
 def _weights_scores_only(Q, K):
+    """you returned the scaled scores; the weights are their softmax over the keys."""
     return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
 
 
@@ -67,13 +72,7 @@ Q1_CASES = [
      (randn(2, 3, 64, seed=7, scale=2.0), randn(2, 4, 64, seed=8, scale=2.0))),
 ]
 
-Q1_DIAGNOSES = [
-    (_weights_no_scale, "you forgot the scale: divide the scores by sqrt(d), where d = Q.shape[-1]."),
-    (_weights_div_d, "you divided the scores by d; the scale is 1 / sqrt(d) (use math.sqrt(d))."),
-    (_weights_wrong_axis, "the softmax runs over the wrong axis: each query's weights over the keys "
-                          "must sum to 1, so use dim=-1 (the keys axis)."),
-    (_weights_scores_only, "you returned the scaled scores; the weights are their softmax over the keys."),
-]
+Q1_DIAGNOSES = [_weights_no_scale, _weights_div_d, _weights_wrong_axis, _weights_scores_only]
 
 
 def _check_q1(answer) -> str:
@@ -115,27 +114,39 @@ def _ref_masked_softmax(scores, valid_lens):
 
 
 def _ms_no_mask(scores, valid_lens):
+    """you ignored valid_lens: keys at positions >= valid_len must get weight 0."""
     return torch.softmax(scores, dim=-1)
 
 
 def _ms_wrong_axis(scores, valid_lens):
+    """the softmax runs over the wrong axis: it must run over the keys (dim=-1)."""
     return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), -1e6), dim=-2)
 
 
 def _ms_after_softmax(scores, valid_lens):
+    """you masked after the softmax: zeroing the padded weights afterwards leaves rows that
+    no longer sum to 1. Fill the masked scores with a very negative number before the
+    softmax."""
     return torch.softmax(scores, dim=-1) * _visible(scores, valid_lens)
 
 
 def _ms_uniform_empty_rows(scores, valid_lens):
+    """a row with valid_len 0 came out uniform: when every score is the same very negative
+    number, softmax spreads the weight evenly over the padding. The course's convention is
+    all-zero weights for such a row (zero the masked weights after the softmax as well)."""
     # d2l's version: a very negative fill, so a row with no visible key becomes uniform
     return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), -1e6), dim=-1)
 
 
 def _ms_minus_inf(scores, valid_lens):
+    """a row with valid_len 0 came out as NaN: softmax of all -inf is 0/0. Use a very
+    negative finite number instead of -inf and zero the masked weights after the softmax."""
     return torch.softmax(scores.masked_fill(~_visible(scores, valid_lens), float("-inf")), dim=-1)
 
 
 def _ms_off_by_one(scores, valid_lens):
+    """off by one: key j is visible when j < valid_len (positions start at 0), not j <=
+    valid_len."""
     visible = torch.arange(scores.shape[-1]) <= valid_lens.reshape(-1, 1, 1)
     return masked_softmax(scores, visible.expand_as(scores))
 
@@ -153,22 +164,8 @@ Q2_CASES = [
      (randn(2, 3, 6, seed=15, scale=10.0), torch.tensor([3, 6]))),
 ]
 
-Q2_DIAGNOSES = [
-    (_ms_no_mask, "you ignored valid_lens: keys at positions >= valid_len must get weight 0."),
-    (_ms_after_softmax, "you masked after the softmax: zeroing the padded weights afterwards leaves "
-                        "rows that no longer sum to 1. Fill the masked scores with a very negative "
-                        "number before the softmax."),
-    (_ms_wrong_axis, "the softmax runs over the wrong axis: it must run over the keys (dim=-1)."),
-    (_ms_uniform_empty_rows, "a row with valid_len 0 came out uniform: when every score is the same "
-                             "very negative number, softmax spreads the weight evenly over the padding. "
-                             "The course's convention is all-zero weights for such a row (zero the "
-                             "masked weights after the softmax as well)."),
-    (_ms_minus_inf, "a row with valid_len 0 came out as NaN: softmax of all -inf is 0/0. Use a very "
-                    "negative finite number instead of -inf and zero the masked weights after the "
-                    "softmax."),
-    (_ms_off_by_one, "off by one: key j is visible when j < valid_len (positions start at 0), "
-                     "not j <= valid_len."),
-]
+Q2_DIAGNOSES = [_ms_no_mask, _ms_after_softmax, _ms_wrong_axis, _ms_uniform_empty_rows,
+                _ms_minus_inf, _ms_off_by_one]
 
 
 def _check_q2(answer) -> str:
@@ -206,23 +203,30 @@ def _ref_output(Q, K, V, valid_lens):
 
 
 def _out_no_scale(Q, K, V, valid_lens):
+    """you forgot the 1 / sqrt(d) scale on the scores."""
     return dot_product_attention(Q, K, V, valid_lens, scale=1.0)[0]
 
 
 def _out_no_mask(Q, K, V, valid_lens):
+    """you ignored valid_lens: padded keys must get weight 0 (use your masked softmax)."""
     return dot_product_attention(Q, K, V)[0]
 
 
 def _out_weights_only(Q, K, V, valid_lens):
+    """you returned the attention weights; the output is weights @ V."""
     return dot_product_attention(Q, K, V, valid_lens)[1]
 
 
 def _out_uniform_empty_rows(Q, K, V, valid_lens):
+    """a query whose keys are all padding (valid_len 0) must output the zero vector; yours
+    averaged the padded values uniformly. Zero its weights."""
     scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
     return _ms_uniform_empty_rows(scores, valid_lens) @ V
 
 
 def _out_k_times_v(Q, K, V, valid_lens):
+    """there is no softmax in your computation: the weights are softmax(Q K^T / sqrt(d)),
+    then multiply by V."""
     # "attention = Q times (K^T V)": skips the softmax entirely
     return Q @ (K.transpose(-2, -1) @ V) / math.sqrt(Q.shape[-1])
 
@@ -242,15 +246,8 @@ Q3_CASES = [
       torch.tensor([1]))),
 ]
 
-Q3_DIAGNOSES = [
-    (_out_no_scale, "you forgot the 1 / sqrt(d) scale on the scores."),
-    (_out_no_mask, "you ignored valid_lens: padded keys must get weight 0 (use your masked softmax)."),
-    (_out_uniform_empty_rows, "a query whose keys are all padding (valid_len 0) must output the zero "
-                              "vector; yours averaged the padded values uniformly. Zero its weights."),
-    (_out_weights_only, "you returned the attention weights; the output is weights @ V."),
-    (_out_k_times_v, "there is no softmax in your computation: the weights are "
-                     "softmax(Q K^T / sqrt(d)), then multiply by V."),
-]
+Q3_DIAGNOSES = [_out_no_scale, _out_no_mask, _out_uniform_empty_rows, _out_weights_only,
+                _out_k_times_v]
 
 
 def _check_q3(answer) -> str:

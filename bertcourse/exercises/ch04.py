@@ -261,30 +261,39 @@ def _ln(encoder, X):
 
 
 def _q3_no_norm(encoder, tokens, segments):
+    """you returned the sum; BERT then applies its layer norm, encoder.embedding_norm."""
     return _sum3(encoder, tokens, segments)
 
 
 def _q3_norm_without_affine(encoder, tokens, segments):
+    """your layer norm has no learned scale and shift: use encoder.embedding_norm (its weight
+    and bias), not a bare normalisation."""
     X = _sum3(encoder, tokens, segments)
     return torch.nn.functional.layer_norm(X, X.shape[-1:], eps=encoder.config.norm_eps)
 
 
 def _q3_no_segment(encoder, tokens, segments):
+    """you left out the segment embedding: add encoder.segment_embedding(segments)."""
     n = tokens.shape[1]
     return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.pos_embedding.weight[:n])
 
 
 def _q3_no_position(encoder, tokens, segments):
+    """you left out the position embedding: add the first seq rows of
+    encoder.pos_embedding.weight."""
     return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[segments])
 
 
 def _q3_position_by_id(encoder, tokens, segments):
+    """you looked the position table up with the token ids; it is indexed by position 0, 1,
+    ..., seq-1."""
     pos = encoder.pos_embedding.weight[tokens.clamp(max=encoder.config.max_len - 1)]
     return _ln(encoder, encoder.token_embedding.weight[tokens]
                + encoder.segment_embedding.weight[segments] + pos)
 
 
 def _q3_positions_from_1(encoder, tokens, segments):
+    """off by one: positions start at 0 ([CLS] is position 0)."""
     n = tokens.shape[1]
     idx = torch.arange(1, n + 1).clamp(max=encoder.config.max_len - 1)
     return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[segments]
@@ -292,24 +301,15 @@ def _q3_positions_from_1(encoder, tokens, segments):
 
 
 def _q3_segment_zero_only(encoder, tokens, segments):
+    """you added segment 0's row everywhere: look the segment table up with the segments
+    tensor."""
     n = tokens.shape[1]
     return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[0]
                + encoder.pos_embedding.weight[:n])
 
 
-Q3_DIAGNOSES = [
-    (_q3_no_norm, "you returned the sum; BERT then applies its layer norm, encoder.embedding_norm."),
-    (_q3_norm_without_affine, "your layer norm has no learned scale and shift: use encoder.embedding_norm "
-                              "(its weight and bias), not a bare normalisation."),
-    (_q3_no_segment, "you left out the segment embedding: add encoder.segment_embedding(segments)."),
-    (_q3_no_position, "you left out the position embedding: add the first seq rows of "
-                      "encoder.pos_embedding.weight."),
-    (_q3_position_by_id, "you looked the position table up with the token ids; it is indexed by "
-                         "position 0, 1, ..., seq-1."),
-    (_q3_positions_from_1, "off by one: positions start at 0 ([CLS] is position 0)."),
-    (_q3_segment_zero_only, "you added segment 0's row everywhere: look the segment table up with "
-                            "the segments tensor."),
-]
+Q3_DIAGNOSES = [_q3_no_norm, _q3_norm_without_affine, _q3_no_segment, _q3_no_position,
+                _q3_position_by_id, _q3_positions_from_1, _q3_segment_zero_only]
 
 
 def _check_q3(answer) -> str:

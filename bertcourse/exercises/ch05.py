@@ -102,23 +102,32 @@ def _ref_apply(labels, u, random_ids, mask_id):
 
 
 def _apply_pitfall(labels, u, random_ids, mask_id):
+    """no token ever becomes a random one: once u < 0.8 is false, u is at least 0.8, so a
+    test like u < 0.1 is never true. The bands are [0, 0.8) [MASK], [0.8, 0.9) random,
+    [0.9, 1) unchanged."""
     # "random with probability 0.1" tested on the same u: never true once u >= 0.8
     return torch.where(u < 0.8, torch.full_like(labels, mask_id), torch.where(u < 0.1, random_ids, labels))
 
 
 def _apply_swapped(labels, u, random_ids, mask_id):
+    """you swapped the last two bands: here [0.8, 0.9) is the random token and [0.9, 1) keeps
+    the original (the shares would be the same, but the check compares token by token)."""
     return torch.where(u < 0.8, torch.full_like(labels, mask_id), torch.where(u < 0.9, labels, random_ids))
 
 
 def _apply_inclusive(labels, u, random_ids, mask_id):
+    """check the boundaries: u = 0.8 exactly is a random token and u = 0.9 exactly keeps the
+    original (use u < 0.8 and u < 0.9)."""
     return torch.where(u <= 0.8, torch.full_like(labels, mask_id), torch.where(u <= 0.9, random_ids, labels))
 
 
 def _apply_always_mask(labels, u, random_ids, mask_id):
+    """every chosen token became [MASK]; only u < 0.8 does (80 %)."""
     return torch.full_like(labels, mask_id)
 
 
 def _apply_10_80_10(labels, u, random_ids, mask_id):
+    """only u < 0.8 becomes [MASK] (80 %), then [0.8, 0.9) random, [0.9, 1) unchanged."""
     return torch.where(u < 0.1, torch.full_like(labels, mask_id), torch.where(u < 0.9, random_ids, labels))
 
 
@@ -141,18 +150,8 @@ Q2_CASES = [
      (torch.tensor([2000, 2001, 2002]), torch.tensor([0.1, 0.82, 0.93]), torch.tensor([999, 998, 997]), 103)),
 ]
 
-Q2_DIAGNOSES = [
-    (_apply_pitfall, "no token ever becomes a random one: once u < 0.8 is false, u is at least 0.8, "
-                     "so a test like u < 0.1 is never true. The bands are [0, 0.8) [MASK], "
-                     "[0.8, 0.9) random, [0.9, 1) unchanged."),
-    (_apply_swapped, "you swapped the last two bands: here [0.8, 0.9) is the random token and "
-                     "[0.9, 1) keeps the original (the shares would be the same, but the check "
-                     "compares token by token)."),
-    (_apply_inclusive, "check the boundaries: u = 0.8 exactly is a random token and u = 0.9 exactly "
-                       "keeps the original (use u < 0.8 and u < 0.9)."),
-    (_apply_always_mask, "every chosen token became [MASK]; only u < 0.8 does (80 %)."),
-    (_apply_10_80_10, "only u < 0.8 becomes [MASK] (80 %), then [0.8, 0.9) random, [0.9, 1) unchanged."),
-]
+Q2_DIAGNOSES = [_apply_pitfall, _apply_swapped, _apply_inclusive, _apply_always_mask,
+                _apply_10_80_10]
 
 
 def _check_q2(answer) -> str:
@@ -195,24 +194,35 @@ def _per_slot(logits, labels):
 
 
 def _loss_pitfall(logits, labels, weights):
+    """your loss is the plain mean over every slot, padding included. Multiplying a
+    reduction='mean' loss by the weights does not help: the mean already contains the
+    padded slots, and (mean · w).sum() / w.sum() is that same mean. Use reduction='none'
+    (one loss per slot), then weight, sum and divide."""
     mean = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
     return (mean * weights).sum() / weights.sum().clamp(min=1e-8)
 
 
 def _loss_sum(logits, labels, weights):
+    """you summed the weighted losses but did not divide by the sum of the weights."""
     return (_per_slot(logits, labels) * weights).sum()
 
 
 def _loss_per_slot_count(logits, labels, weights):
+    """divide by the sum of the weights (the number of real predictions), not by the number
+    of slots."""
     return (_per_slot(logits, labels) * weights).sum() / weights.numel()
 
 
 def _loss_mean_of_sequences(logits, labels, weights):
+    """you averaged each sequence first, then the sequences: every real prediction must count
+    equally, so sum over the whole batch and divide once by the total weight."""
     per_seq = (_per_slot(logits, labels) * weights).sum(1) / weights.sum(1).clamp(min=1e-8)
     return per_seq.mean()
 
 
 def _loss_nan_when_empty(logits, labels, weights):
+    """with every weight 0 the sum of the weights is 0 and you divided by it (NaN); divide by
+    weights.sum().clamp(min=1e-8) so the loss is 0."""
     return (_per_slot(logits, labels) * weights).sum() / weights.sum()
 
 
@@ -233,20 +243,8 @@ Q3_CASES = [
      _q3_case(2, 2, 4, [[0, 0], [0, 0]], 5)),
 ]
 
-Q3_DIAGNOSES = [
-    (_loss_pitfall, "your loss is the plain mean over every slot, padding included. Multiplying a "
-                    "reduction='mean' loss by the weights does not help: the mean already contains the "
-                    "padded slots, and (mean · w).sum() / w.sum() is that same mean. Use "
-                    "reduction='none' (one loss per slot), then weight, sum and divide."),
-    (_loss_sum, "you summed the weighted losses but did not divide by the sum of the weights."),
-    (_loss_per_slot_count, "divide by the sum of the weights (the number of real predictions), not by "
-                           "the number of slots."),
-    (_loss_mean_of_sequences, "you averaged each sequence first, then the sequences: every real "
-                              "prediction must count equally, so sum over the whole batch and divide "
-                              "once by the total weight."),
-    (_loss_nan_when_empty, "with every weight 0 the sum of the weights is 0 and you divided by it "
-                           "(NaN); divide by weights.sum().clamp(min=1e-8) so the loss is 0."),
-]
+Q3_DIAGNOSES = [_loss_pitfall, _loss_sum, _loss_per_slot_count, _loss_mean_of_sequences,
+                _loss_nan_when_empty]
 
 
 def _check_q3(answer) -> str:
@@ -283,10 +281,15 @@ def _ref_gather(X, pred_positions):
 
 
 def _gather_cross(X, pred_positions):
+    """X[:, pred_positions] gives every sequence the positions of every sequence (shape
+    (batch, batch, num_preds, hidden)). Sequence b must use its own row pred_positions[b]:
+    X[torch.arange(batch)[:, None], pred_positions]."""
     return X[:, pred_positions]
 
 
 def _gather_first_row(X, pred_positions):
+    """you used the first sequence's positions for the whole batch; sequence b has its own
+    row pred_positions[b]."""
     return X[:, pred_positions[0]]
 
 
@@ -301,13 +304,7 @@ Q4_CASES = [
     ("one prediction per sequence", _q4_case(4, 3, 5, [[1], [2], [0], [1]], 4)),
 ]
 
-Q4_DIAGNOSES = [
-    (_gather_cross, "X[:, pred_positions] gives every sequence the positions of every sequence "
-                    "(shape (batch, batch, num_preds, hidden)). Sequence b must use its own row "
-                    "pred_positions[b]: X[torch.arange(batch)[:, None], pred_positions]."),
-    (_gather_first_row, "you used the first sequence's positions for the whole batch; sequence b has "
-                        "its own row pred_positions[b]."),
-]
+Q4_DIAGNOSES = [_gather_cross, _gather_first_row]
 
 
 def _check_q4(answer) -> str:

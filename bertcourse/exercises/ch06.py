@@ -117,6 +117,7 @@ def _ref_truncate(tokens_a, tokens_b, max_len):
 
 
 def _trunc_front(a, b, max_len):
+    """you removed tokens from the front; remove the LAST token of the longer sentence."""
     a, b = list(a), list(b)
     while len(a) + len(b) + 3 > max_len:
         (a if len(a) > len(b) else b).pop(0)
@@ -124,6 +125,8 @@ def _trunc_front(a, b, max_len):
 
 
 def _trunc_a_first(a, b, max_len):
+    """cut the longer sentence, one token at a time, not always A first: a short sentence is
+    only touched once the long one is as short."""
     a, b = list(a), list(b)
     while len(a) + len(b) + 3 > max_len:
         (a if a else b).pop()
@@ -131,6 +134,7 @@ def _trunc_a_first(a, b, max_len):
 
 
 def _trunc_no_specials(a, b, max_len):
+    """the limit counts [CLS] and the two [SEP] as well: len(A) + len(B) + 3 <= max_len."""
     a, b = list(a), list(b)
     while len(a) + len(b) > max_len:
         (a if len(a) > len(b) else b).pop()
@@ -138,6 +142,8 @@ def _trunc_no_specials(a, b, max_len):
 
 
 def _trunc_ties_a(a, b, max_len):
+    """when A and B are equally long, B loses its last token (cut A only when it is strictly
+    longer)."""
     a, b = list(a), list(b)
     while len(a) + len(b) + 3 > max_len:
         (a if len(a) >= len(b) else b).pop()
@@ -145,6 +151,8 @@ def _trunc_ties_a(a, b, max_len):
 
 
 def _trunc_two_specials(a, b, max_len):
+    """a pair has three special tokens, [CLS] A [SEP] B [SEP]: len(A) + len(B) + 3 <=
+    max_len."""
     a, b = list(a), list(b)
     while len(a) + len(b) + 2 > max_len:
         (a if len(a) > len(b) else b).pop()
@@ -165,15 +173,8 @@ Q2_CASES = [
     ("B is empty", (_words("a", 7), [], 6)),
 ]
 
-Q2_DIAGNOSES = [
-    (_trunc_front, "you removed tokens from the front; remove the LAST token of the longer sentence."),
-    (_trunc_no_specials, "the limit counts [CLS] and the two [SEP] as well: len(A) + len(B) + 3 <= max_len."),
-    (_trunc_two_specials, "a pair has three special tokens, [CLS] A [SEP] B [SEP]: len(A) + len(B) + 3 <= max_len."),
-    (_trunc_ties_a, "when A and B are equally long, B loses its last token (cut A only when it is "
-                    "strictly longer)."),
-    (_trunc_a_first, "cut the longer sentence, one token at a time, not always A first: a short "
-                     "sentence is only touched once the long one is as short."),
-]
+Q2_DIAGNOSES = [_trunc_front, _trunc_no_specials, _trunc_two_specials, _trunc_ties_a,
+                _trunc_a_first]
 
 
 def _q2_result(got, where, *args) -> tuple:
@@ -229,22 +230,29 @@ def _ref_head(encoded, pool_w, pool_b, cls_w, cls_b):
 
 
 def _head_mean(encoded, pool_w, pool_b, cls_w, cls_b):
+    """you averaged over the sequence; BERT's head reads only the [CLS] state, encoded[:, 0]."""
     return torch.tanh(encoded.mean(1) @ pool_w.T + pool_b) @ cls_w.T + cls_b
 
 
 def _head_last(encoded, pool_w, pool_b, cls_w, cls_b):
+    """you read the last position; [CLS] is the FIRST token: encoded[:, 0]."""
     return torch.tanh(encoded[:, -1] @ pool_w.T + pool_b) @ cls_w.T + cls_b
 
 
 def _head_no_tanh(encoded, pool_w, pool_b, cls_w, cls_b):
+    """the pooler is dense + tanh: torch.tanh(cls @ pool_w.T + pool_b)."""
     return (encoded[:, 0] @ pool_w.T + pool_b) @ cls_w.T + cls_b
 
 
 def _head_no_transpose(encoded, pool_w, pool_b, cls_w, cls_b):
+    """nn.Linear stores its weight as (out_features, in_features) and computes x @ weight.T +
+    bias; you multiplied by the weight without .T (same shape here, so no error — but the
+    wrong numbers)."""
     return torch.tanh(encoded[:, 0] @ pool_w + pool_b) @ cls_w.T + cls_b
 
 
 def _head_no_pooler(encoded, pool_w, pool_b, cls_w, cls_b):
+    """you skipped the pooler: the classifier reads tanh(dense(cls)), not cls itself."""
     return encoded[:, 0] @ cls_w.T + cls_b
 
 
@@ -261,15 +269,7 @@ Q3_CASES = [
     ("hidden=16, seq=12", _q3_case(2, 12, 16, 4)),
 ]
 
-Q3_DIAGNOSES = [
-    (_head_mean, "you averaged over the sequence; BERT's head reads only the [CLS] state, encoded[:, 0]."),
-    (_head_last, "you read the last position; [CLS] is the FIRST token: encoded[:, 0]."),
-    (_head_no_tanh, "the pooler is dense + tanh: torch.tanh(cls @ pool_w.T + pool_b)."),
-    (_head_no_transpose, "nn.Linear stores its weight as (out_features, in_features) and computes "
-                         "x @ weight.T + bias; you multiplied by the weight without .T (same shape here, "
-                         "so no error — but the wrong numbers)."),
-    (_head_no_pooler, "you skipped the pooler: the classifier reads tanh(dense(cls)), not cls itself."),
-]
+Q3_DIAGNOSES = [_head_mean, _head_last, _head_no_tanh, _head_no_transpose, _head_no_pooler]
 
 
 def _check_q3(answer) -> str:
@@ -304,19 +304,24 @@ def _ref_nsp(logits, labels):
 
 
 def _nsp_flipped(logits, labels):
+    """your labels are flipped: column 0 is IsNext and label 0 means IsNext, so the loss is
+    -log softmax(logits)[label] with the label as given."""
     return F.cross_entropy(logits, 1 - labels)
 
 
 def _nsp_sum(logits, labels):
+    """you summed over the batch; take the mean."""
     return F.cross_entropy(logits, labels, reduction="sum")
 
 
 def _nsp_no_log(logits, labels):
+    """cross-entropy is -log p(label), not 1 - p(label)."""
     p = torch.softmax(logits, -1).gather(1, labels[:, None]).squeeze(1)
     return (1 - p).mean()
 
 
 def _nsp_no_softmax(logits, labels):
+    """a loss needs log-probabilities: log_softmax(logits), not the raw logits."""
     return -logits.gather(1, labels[:, None]).squeeze(1).mean()
 
 
@@ -332,13 +337,7 @@ Q4_CASES = [
                                               torch.tensor([0, 0, 1]))),
 ]
 
-Q4_DIAGNOSES = [
-    (_nsp_flipped, "your labels are flipped: column 0 is IsNext and label 0 means IsNext, so the loss "
-                   "is -log softmax(logits)[label] with the label as given."),
-    (_nsp_sum, "you summed over the batch; take the mean."),
-    (_nsp_no_softmax, "a loss needs log-probabilities: log_softmax(logits), not the raw logits."),
-    (_nsp_no_log, "cross-entropy is -log p(label), not 1 - p(label)."),
-]
+Q4_DIAGNOSES = [_nsp_flipped, _nsp_sum, _nsp_no_softmax, _nsp_no_log]
 
 
 def _q4_result(got, where, *args):

@@ -65,27 +65,41 @@ def _per_slot(logits, labels):
 
 
 def _loss_mean_all_slots(logits, labels, weights):
+    """the padding slots count in your loss: a plain mean over all slots (which is also what
+    reduction='mean' followed by multiplying by the weights gives) averages the padding
+    in. Use reduction='none', multiply each slot by its weight, then divide by the sum of
+    the weights."""
     # also what "reduction='mean', then multiply by the weights" boils down to
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
 
 
 def _loss_mean_times_weights(logits, labels, weights):
+    """reduction='mean' already averaged over every slot, padding included; multiplying by
+    the weights afterwards cannot take the padding out. Use reduction='none' and weight
+    each slot."""
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)) * weights.mean()
 
 
 def _loss_sum(logits, labels, weights):
+    """you returned the weighted sum; divide it by the number of real predictions
+    (mlm_weights.sum())."""
     return (_per_slot(logits, labels) * weights.reshape(-1)).sum()
 
 
 def _loss_over_slots(logits, labels, weights):
+    """you divided by the number of slots (padding included); divide by the number of real
+    predictions, mlm_weights.sum()."""
     return (_per_slot(logits, labels) * weights.reshape(-1)).sum() / weights.numel()
 
 
 def _loss_over_rows(logits, labels, weights):
+    """you divided by the batch size; the loss is a mean per real prediction: divide by
+    mlm_weights.sum()."""
     return (_per_slot(logits, labels) * weights.reshape(-1)).sum() / weights.shape[0]
 
 
 def _loss_wrong_sign(logits, labels, weights):
+    """the sign is wrong: the cross-entropy is -log p(label), a positive number."""
     return -_ref_loss(logits, labels, weights)
 
 
@@ -98,22 +112,8 @@ Q1_CASES = [
      _mlm_case(2, 3, 6, seed=4, real=[3, 1], scale=100.0)),
 ]
 
-Q1_DIAGNOSES = [
-    (_loss_mean_all_slots, "the padding slots count in your loss: a plain mean over all slots (which is "
-                           "also what reduction='mean' followed by multiplying by the weights gives) "
-                           "averages the padding in. Use reduction='none', multiply each slot by its "
-                           "weight, then divide by the sum of the weights."),
-    (_loss_mean_times_weights, "reduction='mean' already averaged over every slot, padding included; "
-                               "multiplying by the weights afterwards cannot take the padding out. "
-                               "Use reduction='none' and weight each slot."),
-    (_loss_sum, "you returned the weighted sum; divide it by the number of real predictions "
-                "(mlm_weights.sum())."),
-    (_loss_over_slots, "you divided by the number of slots (padding included); divide by the number of "
-                       "real predictions, mlm_weights.sum()."),
-    (_loss_over_rows, "you divided by the batch size; the loss is a mean per real prediction: divide by "
-                      "mlm_weights.sum()."),
-    (_loss_wrong_sign, "the sign is wrong: the cross-entropy is -log p(label), a positive number."),
-]
+Q1_DIAGNOSES = [_loss_mean_all_slots, _loss_mean_times_weights, _loss_sum, _loss_over_slots,
+                _loss_over_rows, _loss_wrong_sign]
 
 
 def _check_q1(answer) -> str:
@@ -152,14 +152,18 @@ def _ref_acc(logits, labels, weights):
 
 
 def _acc_all_slots(logits, labels, weights):
+    """the padding slots count in your accuracy: keep only the slots with mlm_weights > 0."""
     return (logits.argmax(-1) == labels).float().mean()
 
 
 def _acc_count(logits, labels, weights):
+    """you returned the number of right answers; divide by the number of real predictions."""
     return ((logits.argmax(-1) == labels) & (weights > 0)).sum().float()
 
 
 def _acc_over_slots(logits, labels, weights):
+    """you divided by the number of slots (padding included); divide by the number of real
+    predictions, (mlm_weights > 0).sum()."""
     return ((logits.argmax(-1) == labels) & (weights > 0)).float().mean()
 
 
@@ -184,12 +188,7 @@ def _acc_cases():
 
 Q2_CASES = _acc_cases()
 
-Q2_DIAGNOSES = [
-    (_acc_over_slots, "you divided by the number of slots (padding included); divide by the number of "
-                      "real predictions, (mlm_weights > 0).sum()."),
-    (_acc_all_slots, "the padding slots count in your accuracy: keep only the slots with mlm_weights > 0."),
-    (_acc_count, "you returned the number of right answers; divide by the number of real predictions."),
-]
+Q2_DIAGNOSES = [_acc_over_slots, _acc_all_slots, _acc_count]
 
 
 def _check_q2(answer) -> str:

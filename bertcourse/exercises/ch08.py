@@ -129,18 +129,25 @@ def _ref_mean_pooling(hidden, mask):
 
 
 def _mp_plain_mean(hidden, mask):
+    """you averaged over every position, padding included: a padded sentence then gets a
+    different embedding than the same sentence alone. Use the mask."""
     return hidden.mean(1)
 
 
 def _mp_divide_by_seq(hidden, mask):
+    """you summed the real tokens but divided by the padded length; divide by the number of
+    real tokens, mask.sum(1)."""
     return (hidden * mask.unsqueeze(-1).to(hidden.dtype)).sum(1) / hidden.shape[1]
 
 
 def _mp_masked_sum(hidden, mask):
+    """you returned the masked sum; divide it by the number of real tokens."""
     return (hidden * mask.unsqueeze(-1).to(hidden.dtype)).sum(1)
 
 
 def _mp_cls(hidden, mask):
+    """you returned the [CLS] vector; all-MiniLM-L6-v2 was trained with the mean over the
+    real tokens."""
     return hidden[:, 0]
 
 
@@ -159,15 +166,7 @@ Q2_CASES = [
     ("real hidden-state size d=384, lengths [7, 12]", _q2_case(5, 2, 12, 384, [7, 12])),
 ]
 
-Q2_DIAGNOSES = [
-    (_mp_plain_mean, "you averaged over every position, padding included: a padded sentence then "
-                     "gets a different embedding than the same sentence alone. Use the mask."),
-    (_mp_divide_by_seq, "you summed the real tokens but divided by the padded length; divide by the "
-                        "number of real tokens, mask.sum(1)."),
-    (_mp_masked_sum, "you returned the masked sum; divide it by the number of real tokens."),
-    (_mp_cls, "you returned the [CLS] vector; all-MiniLM-L6-v2 was trained with the mean over the "
-              "real tokens."),
-]
+Q2_DIAGNOSES = [_mp_plain_mean, _mp_divide_by_seq, _mp_masked_sum, _mp_cls]
 
 
 def _check_q2(answer) -> str:
@@ -202,18 +201,24 @@ def _ref_entropy(weights):
 
 
 def _ent_nan(weights):
+    """your entropy is NaN where a weight is exactly 0 (a padded key): 0 * log(0) = 0 * -inf
+    = NaN in floating point. By the limit, 0 log 0 = 0: clamp the weights before the log,
+    e.g. w.clamp_min(1e-30).log()."""
     return -(weights * weights.log()).sum(-1)
 
 
 def _ent_bits(weights):
+    """you used log base 2 (bits); the course measures entropy in nats (natural log)."""
     return entropy(weights) / math.log(2)
 
 
 def _ent_no_minus(weights):
+    """you forgot the minus sign: entropy = -sum(w log w) is >= 0."""
     return -entropy(weights)
 
 
 def _ent_wrong_axis(weights):
+    """you summed over the wrong axis: each query's row runs over the keys (dim=-1)."""
     w = weights.clamp_min(1e-30)
     return -(weights * w.log()).sum(-2)
 
@@ -234,14 +239,7 @@ Q3_CASES = [
     ("(6 layers, 12 heads, 6, 6) like MiniLM", _rows(3, 6, 12, 6, 6)),
 ]
 
-Q3_DIAGNOSES = [
-    (_ent_nan, "your entropy is NaN where a weight is exactly 0 (a padded key): 0 * log(0) = 0 * -inf "
-               "= NaN in floating point. By the limit, 0 log 0 = 0: clamp the weights before the log, "
-               "e.g. w.clamp_min(1e-30).log()."),
-    (_ent_bits, "you used log base 2 (bits); the course measures entropy in nats (natural log)."),
-    (_ent_no_minus, "you forgot the minus sign: entropy = -sum(w log w) is >= 0."),
-    (_ent_wrong_axis, "you summed over the wrong axis: each query's row runs over the keys (dim=-1)."),
-]
+Q3_DIAGNOSES = [_ent_nan, _ent_bits, _ent_no_minus, _ent_wrong_axis]
 
 
 def _check_q3(answer) -> str:
@@ -278,18 +276,25 @@ def _ref_prev_share(weights):
 
 
 def _prev_next(weights):
+    """you took the next token (key i+1); the previous token of query i is key i-1:
+    weights[..., i, i-1], the diagonal just *below* the main one (offset=-1)."""
     return weights.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1)
 
 
 def _prev_self(weights):
+    """you took the main diagonal (each token's attention to itself)."""
     return weights.diagonal(dim1=-2, dim2=-1).mean(-1)
 
 
 def _prev_divide_by_n(weights):
+    """you divided by the number of tokens n; only n-1 queries have a previous token (the
+    first one has none), so average over those n-1."""
     return weights.diagonal(offset=-1, dim1=-2, dim2=-1).sum(-1) / weights.shape[-1]
 
 
 def _prev_roll(weights):
+    """your 'previous token' of the first query wraps around to the last token; the first
+    token has no previous token: leave it out."""
     # "previous" with wrap-around: query 0 looks at the last key
     n = weights.shape[-1]
     idx = (torch.arange(n) - 1) % n
@@ -317,15 +322,7 @@ Q4_CASES = [
     ("(6 layers, 12 heads, 9 tokens) like MiniLM", _q4_case(3, 6, 12, 9)),
 ]
 
-Q4_DIAGNOSES = [
-    (_prev_next, "you took the next token (key i+1); the previous token of query i is key i-1: "
-                 "weights[..., i, i-1], the diagonal just *below* the main one (offset=-1)."),
-    (_prev_self, "you took the main diagonal (each token's attention to itself)."),
-    (_prev_divide_by_n, "you divided by the number of tokens n; only n-1 queries have a previous "
-                        "token (the first one has none), so average over those n-1."),
-    (_prev_roll, "your 'previous token' of the first query wraps around to the last token; the "
-                 "first token has no previous token: leave it out."),
-]
+Q4_DIAGNOSES = [_prev_next, _prev_self, _prev_divide_by_n, _prev_roll]
 
 
 def _check_q4(answer) -> str:

@@ -23,7 +23,7 @@ from torch import nn
 from ..probing import bag_of_words as _ref_bag_of_words
 from ..probing import few_shot_accuracies, words
 from ..training import lr_factor
-from .core import CheckFailed, Exercise, as_number, call_answer, predicted_dict, run_cases
+from .core import CheckFailed, Exercise, as_number, call_answer, message_of, predicted_dict, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4", "Q4_SIZE"]
 
@@ -37,19 +37,27 @@ def _ref_lr(step, steps, warmup_steps, peak):
 
 
 def _lr_no_plus_one(step, steps, warmup_steps, peak):
+    """your warm-up starts at 0: with step counted from 0, the first step must already use (0
+    + 1) / warmup_steps of the peak, otherwise step 0 does nothing."""
     warm = 1.0 if warmup_steps == 0 else min(1.0, step / warmup_steps)
     return peak * warm * (1 - step / steps)
 
 
 def _lr_no_warmup(step, steps, warmup_steps, peak):
+    """you left out the warm-up factor min(1, (step + 1) / warmup_steps)."""
     return peak * (1 - step / steps)
 
 
 def _lr_no_decay(step, steps, warmup_steps, peak):
+    """you left out the decay factor (1 - step / steps): the learning rate must fall to 0 at
+    the end."""
     return peak * (1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps))
 
 
 def _lr_hf(step, steps, warmup_steps, peak):
+    """that is Hugging Face's get_linear_schedule_with_warmup (decay starts after the
+    warm-up); the course's schedule multiplies the warm-up ramp by a decay over the whole
+    run, 1 - step/steps."""
     if step < warmup_steps:
         return peak * step / max(1, warmup_steps)
     return peak * max(0.0, (steps - step) / max(1, steps - warmup_steps))
@@ -59,14 +67,7 @@ Q1_CASES = [(s, 75, 8, 5e-5) for s in (0, 1, 3, 7, 8, 20, 40, 74)] + \
            [(0, 10, 0, 1e-3), (5, 10, 0, 1e-3), (0, 300, 30, 3e-5), (29, 300, 30, 3e-5), (150, 300, 30, 3e-5),
             (299, 300, 30, 3e-5)]
 
-Q1_DIAGNOSES = [
-    (_lr_no_plus_one, "your warm-up starts at 0: with step counted from 0, the first step must already use "
-                      "(0 + 1) / warmup_steps of the peak, otherwise step 0 does nothing."),
-    (_lr_hf, "that is Hugging Face's get_linear_schedule_with_warmup (decay starts after the warm-up); the "
-             "course's schedule multiplies the warm-up ramp by a decay over the whole run, 1 - step/steps."),
-    (_lr_no_warmup, "you left out the warm-up factor min(1, (step + 1) / warmup_steps)."),
-    (_lr_no_decay, "you left out the decay factor (1 - step / steps): the learning rate must fall to 0 at the end."),
-]
+Q1_DIAGNOSES = [_lr_no_plus_one, _lr_hf, _lr_no_warmup, _lr_no_decay]
 
 
 def _close(a: float, b: float) -> bool:
@@ -85,10 +86,10 @@ def _check_q1(answer) -> str:
     failure = f"on {where[k]}: expected {_ref_lr(*Q1_CASES[k]):.4g}, got {got[k]:.4g}"
     # the mistake that explains every case first, else one that explains this case
     for everywhere in (True, False):
-        for mistake, message in Q1_DIAGNOSES:
+        for mistake in Q1_DIAGNOSES:
             cases = range(len(Q1_CASES)) if everywhere else [k]
             if all(_close(got[j], mistake(*Q1_CASES[j])) for j in cases):
-                raise CheckFailed(f"{failure} — {message}")
+                raise CheckFailed(f"{failure} — {message_of(mistake)}")
     raise CheckFailed(failure)
 
 
@@ -116,6 +117,7 @@ def learning_rate(step, steps, warmup_steps, peak):
 # ---------------------------------------------------------------------------------------
 
 def _bow_counts(texts, vocab):
+    """you counted how often each word occurs; the features here are 0/1 (present or not)."""
     X = torch.zeros(len(texts), len(vocab))
     for r, t in enumerate(texts):
         for w in words(t):
@@ -125,6 +127,8 @@ def _bow_counts(texts, vocab):
 
 
 def _bow_split(texts, vocab):
+    """you split on spaces; use words(text) from bertcourse.probing, which lower-cases and
+    separates punctuation ('phone!' is the word 'phone')."""
     X = torch.zeros(len(texts), len(vocab))
     for r, t in enumerate(texts):
         for w in t.split():
@@ -142,11 +146,7 @@ Q2_CASES = [
     ("a larger vocabulary", ([f"word{i} word{(i * 7) % 30}" for i in range(12)],
                              {f"word{i}": (i * 11) % 30 for i in range(30)})),
 ]
-Q2_DIAGNOSES = [
-    (_bow_counts, "you counted how often each word occurs; the features here are 0/1 (present or not)."),
-    (_bow_split, "you split on spaces; use words(text) from bertcourse.probing, which lower-cases and "
-                 "separates punctuation ('phone!' is the word 'phone')."),
-]
+Q2_DIAGNOSES = [_bow_counts, _bow_split]
 
 
 def _check_q2(answer) -> str:

@@ -4,39 +4,38 @@ A chapter module (``chNN.py``) is data: for each question a reference, the cases
 typical mistakes (diagnoses), the hints and the solution text, tied together by an
 :class:`Exercise` whose checker is usually one call of :func:`run_cases`::
 
-    Q1_CASES = [("batch=2, d=8", (randn(2, 3, 8, seed=1), randn(2, 5, 8, seed=2))), ...]
-    Q1_DIAGNOSES = [(_weights_no_scale, "you forgot the scale: ..."), ...]
+    def _weights_no_scale(Q, K):
+        \"\"\"you forgot the scale: ...\"\"\"        # the mistake's docstring: what the learner reads
+        return torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
 
+    Q1_CASES = [("batch=2, d=8", (randn(2, 3, 8, seed=1), randn(2, 5, 8, seed=2))), ...]
+    Q1_DIAGNOSES = [_weights_no_scale, ...]
     def _check_q1(answer) -> str:
         return run_cases(answer, _ref_weights, Q1_CASES, Q1_DIAGNOSES)
-
     q1 = Exercise(name="Q1 (...)", var="attention_weights", checker=_check_q1,
                   hints=[...], solution='''def attention_weights(Q, K): ...''')
 
 The public API used by the chapter modules:
 
-* :class:`Exercise` ``(name, var, checker, hints, solution)``: one question; ``check()``,
-  ``hint()``, ``solution()``. ``checker(answer) -> str`` returns a success message or raises
-  :class:`CheckFailed`.
+* :class:`Exercise` ``(name, var, checker, hints, solution)``: one question; ``check()``, ``hint()``,
+  ``solution()``. ``checker(answer) -> str`` returns a success message or raises :class:`CheckFailed`.
 * :func:`run_cases` ``(answer, reference, cases, diagnoses=(), atol=1e-5, *, rtol, compare,
   prepare, all_diagnoses, in_place, no_grad)``: call the answer and the reference on every
   ``(description, args)`` case and compare; when they differ, name the first matching
   diagnosis. Tensors are compared with :func:`compare_tensors` (the default); plain values
   (numbers, lists, tuples, strings) with ``compare=equal_values(message)``. ``prepare(got,
   where, *args)`` normalises or type-checks the learner's result first (e.g. :func:`as_number`).
-  A diagnosis is ``(wrong, message)``: ``wrong(*args)`` gives the wrong result of a typical
-  mistake, or is a :class:`Symptom` (a predicate on the learner's result); ``message`` is text
-  or ``message(*args) -> str``.
-* :func:`call_answer` ``(answer, args, where)``: one guarded call of the learner's function,
-  for checkers that do their own comparing.
+  A diagnosis is a function ``wrong(*args)`` that makes a typical mistake, its docstring the
+  message; or a pair ``(wrong, message)``, where ``wrong`` may be a :class:`Symptom` (a
+  predicate on the learner's result) and ``message`` text or ``message(*args) -> str``.
+* :func:`call_answer` ``(answer, args, where)``: one guarded call, for checkers that compare themselves.
 * :func:`expect_raises` ``(answer, args, where, error, *, returned, other)``: the answer must
   raise ``error`` (e.g. a ``ValueError`` for bad input).
-* :func:`compare_tensors`, :func:`equal_values`, :func:`as_number`, :class:`Symptom`.
+* :func:`compare_tensors`, :func:`equal_values`, :func:`as_number`, :class:`Symptom`, :func:`message_of`.
 * :func:`predicted_number`, :func:`predicted_dict`, :func:`predicted_choice`: "predict, then run" answers.
 * :func:`seeded` ``(seed)`` (a seeded ``torch.Generator``) and :func:`randn` ``(*shape, seed,
   scale=1.0)`` (a seeded normal tensor): the cases' reproducible inputs.
-* :class:`CheckFailed` (a failed check, with the learner-facing message) and
-  :class:`NotAttempted` (the answer is still the starter).
+* :class:`CheckFailed` (a failed check, its message for the learner), :class:`NotAttempted` (the starter).
 
 Every call of the learner's function (through :func:`run_cases`, :func:`call_answer` or
 :func:`expect_raises`) is guarded the same way:
@@ -45,17 +44,15 @@ Every call of the learner's function (through :func:`run_cases`, :func:`call_ans
   copied), and so do the reference and every diagnosis, so no answer can change the cases
   that the next check uses; after the call its copies are compared with the pristine case,
   and an answer that changed an argument in place fails with a message naming it;
-* an exception it raises (``SystemExit`` included; only ``KeyboardInterrupt`` still stops)
-  is a failed check, never a crash of the notebook;
+* an exception it raises (``SystemExit`` too; not ``KeyboardInterrupt``) is a failed check;
 * only the untouched starter stub is "not attempted": a function whose whole body is
   ``...``, ``pass``, ``return None`` or ``raise NotImplementedError(...)``, when it returns
   ``None``/``...`` or raises ``NotImplementedError`` from its own frame. A
   ``NotImplementedError`` from real code (or from something it calls) and ``None`` returned
   by real code are failed checks that say so.
 
-A checker should call the learner's function only through these three: a direct call
-skips the copies and the in-place check (``Exercise`` still turns its exceptions into
-failed checks, and still recognises the stub).
+A checker calls the learner's function only through these three: a direct call skips the
+copies and the in-place check (``Exercise`` still turns its exceptions into failed checks).
 """
 from __future__ import annotations
 
@@ -76,8 +73,8 @@ import torch
 from .mutation import changed_arguments, in_place_detail
 
 __all__ = ["CheckFailed", "CheckResult", "Exercise", "NotAttempted", "Symptom", "as_number",
-           "call_answer", "compare_tensors", "equal_values", "expect_raises", "predicted_choice",
-           "predicted_dict", "predicted_number", "randn", "run_cases", "seeded"]
+           "call_answer", "compare_tensors", "equal_values", "expect_raises", "message_of",
+           "predicted_choice", "predicted_dict", "predicted_number", "randn", "run_cases", "seeded"]
 
 _MISSING = object()
 
@@ -127,17 +124,11 @@ class CheckResult:
         pass
 
 
-# ---------------------------------------------------------------------------------------
-# Argument checks (for the course's authors: a wrong call names what was expected)
-# ---------------------------------------------------------------------------------------
-
-def _type_name(x) -> str:
-    return type(x).__name__
-
+# --- Argument checks (for the course's authors: a wrong call names what was expected) ---
 
 def _need(ok: bool, function: str, argument: str, expected: str, got) -> None:
     if not ok:
-        raise TypeError(f"{function}: {argument} must be {expected}, got {_type_name(got)} {got!r:.80}")
+        raise TypeError(f"{function}: {argument} must be {expected}, got {type(got).__name__} {got!r:.80}")
 
 
 def _need_where(function: str, where) -> None:
@@ -150,15 +141,12 @@ def _need_args(function: str, args) -> tuple:
 
 
 def _need_tolerance(function: str, name: str, value) -> None:
-    _need(isinstance(value, numbers.Real) and not isinstance(value, bool), function, name,
-          "a number", value)
+    _need(isinstance(value, numbers.Real) and not isinstance(value, bool), function, name, "a number", value)
     if not value >= 0:
         raise ValueError(f"{function}: {name} must be >= 0, got {value!r}")
 
 
-# ---------------------------------------------------------------------------------------
-# Seeded inputs
-# ---------------------------------------------------------------------------------------
+# --- Seeded inputs ---
 
 def seeded(seed: int) -> torch.Generator:
     """A CPU ``torch.Generator`` seeded with ``seed``: the cases' draws do not depend on,
@@ -181,9 +169,7 @@ def randn(*shape: int, seed: int | torch.Generator, scale: float = 1.0) -> torch
     return torch.randn(*shape, generator=generator) * scale
 
 
-# ---------------------------------------------------------------------------------------
-# Comparing
-# ---------------------------------------------------------------------------------------
+# --- Comparing ---
 
 def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
                     rtol: float = 1e-4) -> None:
@@ -284,7 +270,7 @@ def predicted_number(value, where: str, low, high, must: str, in_range: str = ""
         raise CheckFailed(f"{where} is still {'...' if value is Ellipsis else 'None'}: write {blank}")
     if isinstance(value, (str, bool)) or not (blank or isinstance(value, (int, float, torch.Tensor))):
         raise CheckFailed(f"{where} must be {must}, got " + (repr(value) if blank else
-                                                             f"{_type_name(value)} {value!r:.40}"))
+                                                             f"{type(value).__name__} {value!r:.40}"))
     number = as_number(value, where, whole=whole)
     if not low <= number <= high:
         raise CheckFailed(f"{where} must be {in_range}, got {number:g}")
@@ -302,7 +288,7 @@ def predicted_choice(answer, choices: dict, where: str, described: bool = False)
     """A "predict, then run" answer naming one of ``choices`` (case and outer spaces ignored)."""
     if not isinstance(answer, str):
         raise CheckFailed(f"{where} must be one of {', '.join(map(repr, choices))} (a string), got "
-                          f"{_type_name(answer)} {answer!r:.40}")
+                          f"{type(answer).__name__} {answer!r:.40}")
     if (choice := str.lower(str.strip(answer))) not in choices:      # a plain str, whatever subclass
         listed = ", ".join(f"{c!r} ({d})" if described else repr(c) for c, d in choices.items())
         raise CheckFailed(f"{where} must be one of {listed}, got {answer!r}")
@@ -322,9 +308,7 @@ class Symptom:
         return f"Symptom({getattr(self.predicate, '__name__', self.predicate)!r})"
 
 
-# ---------------------------------------------------------------------------------------
-# Calling the learner's function
-# ---------------------------------------------------------------------------------------
+# --- Calling the learner's function ---
 
 # A starter stub's whole body: `...`, `pass`, `return None`, a docstring, or
 # `raise NotImplementedError(<text>)`; nothing that reads an argument or computes.
@@ -499,9 +483,7 @@ def expect_raises(answer: Callable, args: tuple, where: str, error: type,
     raise CheckFailed(returned(got) if callable(returned) else returned)
 
 
-# ---------------------------------------------------------------------------------------
-# Running the cases
-# ---------------------------------------------------------------------------------------
+# --- Running the cases ---
 
 def _matches(wrong, got, args: tuple, compare, where: str, no_grad: bool) -> bool:
     try:
@@ -517,6 +499,11 @@ def _matches(wrong, got, args: tuple, compare, where: str, no_grad: bool) -> boo
     return True
 
 
+def message_of(mistake: Callable) -> str:
+    """A diagnosis function's message for the learner: its docstring, on one line."""
+    return " ".join(mistake.__doc__.split())
+
+
 def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, tuple]],
               diagnoses: Sequence[tuple[Any, Any]] = (), atol: float = 1e-5, *,
               rtol: float = 1e-4, compare: Callable[[Any, Any, str], None] | None = None,
@@ -530,9 +517,10 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
     expected, description)`` raises CheckFailed on a difference (default: tensors with
     :func:`compare_tensors` and ``atol`` / ``rtol``; :func:`equal_values` for plain values).
 
-    ``diagnoses`` are ``(wrong, message)`` pairs: typical mistakes. ``wrong(*args)`` is the
-    mistake's result (it matches when ``compare`` finds no difference from it) or a
-    :class:`Symptom`; ``message`` is text or ``message(*args) -> str``. When the learner's
+    ``diagnoses`` are typical mistakes: functions whose docstring is the message, or
+    ``(wrong, message)`` pairs. ``wrong(*args)`` is the mistake's result (it matches when
+    ``compare`` finds no difference from it) or a :class:`Symptom`; ``message`` is text or
+    ``message(*args) -> str`` (a docstring's line breaks and indents become single spaces). When the learner's
     result matches one, the failure names the mistake (with ``all_diagnoses``, every
     matching one, joined by " Or: ").
 
@@ -554,12 +542,14 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
         _need(ok, fn, f"cases[{i}]", "a (description: str, args: tuple) pair", case)
     cases = [(description, tuple(args)) for description, args in cases]
     _need(isinstance(diagnoses, Sequence) and not isinstance(diagnoses, str), fn, "diagnoses",
-          "a list of (wrong, message) pairs", diagnoses)
+          "a list of mistakes (functions with a docstring, or (wrong, message) pairs)", diagnoses)
+    diagnoses = [(d, message_of(d)) if inspect.isfunction(d) and d.__doc__ else d for d in diagnoses]
     for i, diagnosis in enumerate(diagnoses):
         ok = (isinstance(diagnosis, tuple) and len(diagnosis) == 2
               and (callable(diagnosis[0]) or isinstance(diagnosis[0], Symptom))
               and (isinstance(diagnosis[1], str) or callable(diagnosis[1])))
-        _need(ok, fn, f"diagnoses[{i}]", "a (wrong function or Symptom, message str or function) pair", diagnosis)
+        _need(ok, fn, f"diagnoses[{i}]", "a function with a docstring (the message), or a (wrong "
+              "function or Symptom, message str or function) pair", diagnosis)
     _need_tolerance(fn, "atol", atol)
     _need_tolerance(fn, "rtol", rtol)
     _need(compare is None or callable(compare), fn, "compare", "a function or None", compare)
@@ -596,9 +586,7 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
     return f"correct on all {len(cases)} cases ({', '.join(d for d, _ in cases)})"
 
 
-# ---------------------------------------------------------------------------------------
-# The exercise
-# ---------------------------------------------------------------------------------------
+# --- The exercise ---
 
 def _find_in_notebook(name: str):
     """Look ``name`` up where the learner defined it: the notebook's (``__main__``'s)

@@ -34,7 +34,8 @@ class FigureWidget:
 
     Subclasses create their controls in ``__init__`` (then call ``super().__init__(controls)``)
     and implement ``compute() -> dict`` (pure, uses the controls' values) and
-    ``draw(state) -> Figure``.
+    ``draw(state) -> Figure``; controls that depend on each other are kept consistent in
+    ``link(change)``.
     """
 
     def __init__(self, controls: list):
@@ -49,6 +50,7 @@ class FigureWidget:
         self.widget = W.VBox([*controls, self.output])
         self.state: dict = {}
         self.figure = None
+        self._linking = False
         for c in controls:
             if hasattr(c, "value"):
                 c.observe(self._on_change, names="value")
@@ -60,7 +62,19 @@ class FigureWidget:
     def draw(self, state: dict):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def link(self, change) -> None:
+        """Keep the controls consistent after ``change`` (a traitlets change dict), e.g. a
+        sentence chosen from a menu fills the text box. What this sets does not redraw by
+        itself: the figure is redrawn once, after it."""
+
     def _on_change(self, change) -> None:
+        if self._linking:            # a control that link() is setting: redraw once, at the end
+            return
+        self._linking = True
+        try:
+            self.link(change)
+        finally:
+            self._linking = False
         self.update()
 
     def update(self) -> None:

@@ -303,7 +303,6 @@ class AttentionExplorer(FigureWidget):
         self.temperature = W.FloatSlider(value=temperature, min=0.1, max=5.0, step=0.1,
                                          description="temperature", style=style)
         self.info = W.HTML()
-        self._busy = False
         self._refresh_queries(reset=True)
         super().__init__([self.sentence, self.text, self.query, self.head, self.temperature])
         self.widget = W.VBox([self.sentence, self.text,
@@ -325,19 +324,12 @@ class AttentionExplorer(FigureWidget):
         else:
             self.query.value = old
 
-    def _on_change(self, change) -> None:
-        if self._busy:          # our own updates of text / query below: redraw once, at the end
-            return
-        self._busy = True
-        try:
-            if change["owner"] is self.sentence:
-                self.text.value = change["new"]
-                self._refresh_queries(reset=True)
-            elif change["owner"] is self.text:
-                self._refresh_queries(reset=False)
-        finally:
-            self._busy = False
-        self.update()
+    def link(self, change) -> None:
+        if change["owner"] is self.sentence:
+            self.text.value = change["new"]
+            self._refresh_queries(reset=True)
+        elif change["owner"] is self.text:
+            self._refresh_queries(reset=False)
 
     def compute(self) -> dict:
         all_tokens = tokenize(self.text.value)

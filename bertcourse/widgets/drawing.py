@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-__all__ = ["ROW_WIDTH", "draw_message", "token_layout"]
+__all__ = ["ROW_WIDTH", "draw_message", "draw_tally", "token_layout"]
 
 ROW_WIDTH = 96            # width of a row of token boxes, in characters
 
@@ -16,6 +16,20 @@ def draw_message(message: str, width: float = 11) -> Figure:
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=12)
     return fig
+
+
+def draw_tally(ax, labels: list, shares: list, counts: list, expected: list, colours: list,
+               ylabel: str, title: str, top: float = 1.1) -> None:
+    """A running tally on ``ax``: one bar per outcome (its share of the draws, its count on
+    top) and a dashed line at the share the rule promises, so the bars can be seen closing in."""
+    ax.bar(range(len(labels)), shares, color=colours, edgecolor="#333333")
+    for x, (share, count, promised) in enumerate(zip(shares, counts, expected)):
+        ax.plot([x - 0.4, x + 0.4], [promised] * 2, "k--", lw=1)
+        ax.text(x, share + 0.03, str(count), ha="center", fontsize=8)
+    ax.set_xticks(range(len(labels)), labels, fontsize=8)
+    ax.set_ylim(0, top)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.set_title(title, fontsize=9)
 
 
 def token_layout(widths, row_width: int = ROW_WIDTH) -> list:

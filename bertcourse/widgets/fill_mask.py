@@ -113,7 +113,6 @@ class FillMaskPlayground(FigureWidget):
         self.word = W.Dropdown(options=[("(use the [MASK]s in the sentence)", -1)], value=-1,
                                description="mask a word", style=style, layout=W.Layout(width="420px"))
         self.top_k = W.IntSlider(value=top_k, min=1, max=10, description="top k", style=style)
-        self._busy = False
         self._refresh_words()
         super().__init__([self.text, self.word, self.top_k])
         self.widget = W.VBox([self.text, W.HBox([self.word, self.top_k]), self.output])
@@ -124,16 +123,9 @@ class FillMaskPlayground(FigureWidget):
             (f"{i}: {w}", i) for i, (w, _, _) in enumerate(words) if w != MASK]
         self.word.value = -1
 
-    def _on_change(self, change) -> None:
-        if self._busy:
-            return
-        self._busy = True
-        try:
-            if change["owner"] is self.text:
-                self._refresh_words()
-        finally:
-            self._busy = False
-        self.update()
+    def link(self, change) -> None:
+        if change["owner"] is self.text:
+            self._refresh_words()
 
     def compute(self) -> dict:
         tokens, words = encode_words(self.tokenizer, self.text.value)

@@ -119,23 +119,15 @@ class WhyDidItSayThat(FigureWidget):
                                   description=f"mistakes ({len(self.mistakes)})",
                                   layout=W.Layout(width="640px"))
         self.info = W.HTML()
-        self._busy = False
         super().__init__([self.example, self.text])
         self.widget = W.VBox([self.example, self.text, self.info, self.output])
 
-    def _on_change(self, change) -> None:
-        if self._busy:
-            return
-        self._busy = True
-        try:
-            if change["owner"] is self.example and self.example.value != TYPE_YOUR_OWN:
-                self.text.value = self.mistakes[self.example.value][0].text
-            elif change["owner"] is self.text and self.example.value != TYPE_YOUR_OWN \
-                    and self.text.value != self.mistakes[self.example.value][0].text:
-                self.example.value = TYPE_YOUR_OWN      # the box no longer holds the chosen example
-        finally:
-            self._busy = False
-        self.update()
+    def link(self, change) -> None:
+        if change["owner"] is self.example and self.example.value != TYPE_YOUR_OWN:
+            self.text.value = self.mistakes[self.example.value][0].text
+        elif change["owner"] is self.text and self.example.value != TYPE_YOUR_OWN \
+                and self.text.value != self.mistakes[self.example.value][0].text:
+            self.example.value = TYPE_YOUR_OWN      # the box no longer holds the chosen example
 
     def compute(self) -> dict:
         i = self.example.value

@@ -178,7 +178,6 @@ class HeadView(FigureWidget):
         self.token = W.Dropdown(options=[], description="token", style=style)
         self.pair = W.ToggleButtons(options=list(PAIR_FILTERS), value=pair, description="pairs", style=style)
         self.info = W.HTML()
-        self._busy = False
         self._encode()
         self._refresh_tokens(token)
         super().__init__([self.text_a, self.text_b, self.layer, self.head, self.token, self.pair])
@@ -195,17 +194,10 @@ class HeadView(FigureWidget):
         self.token.options = [("(all tokens)", ALL_TOKENS)] + [(f"{i}: {p}", i) for i, p in enumerate(self._pieces)]
         self.token.value = token if token == ALL_TOKENS or token < len(self._pieces) else ALL_TOKENS
 
-    def _on_change(self, change) -> None:
-        if self._busy:          # our own update of the token list: redraw once, at the end
-            return
-        self._busy = True
-        try:
-            if change["owner"] in (self.text_a, self.text_b):
-                self._encode()
-                self._refresh_tokens(self.token.value)
-        finally:
-            self._busy = False
-        self.update()
+    def link(self, change) -> None:
+        if change["owner"] in (self.text_a, self.text_b):
+            self._encode()
+            self._refresh_tokens(self.token.value)
 
     def compute(self) -> dict:
         layer, head, token, pair = self.layer.value, self.head.value, self.token.value, self.pair.value

@@ -32,7 +32,7 @@ from .._checks import check_int_list, check_keys, check_positive_int
 from ..bert import get_tokens_and_segments
 from ..data import Vocab, WordPieceTokenizer, draw_generator, generate_corpus, get_tokenizer, mask_tokens
 from . import FigureWidget
-from .drawing import ROW_WIDTH, draw_message, token_layout
+from .drawing import ROW_WIDTH, draw_message, draw_tally, token_layout
 
 __all__ = ["OUTCOMES", "CHOSEN", "COLOURS", "MAX_TOKENS", "corpus_sentences", "encode_text",
            "classify_masking", "mask_once", "count_outcomes", "running_counts",
@@ -186,15 +186,9 @@ def draw_masking(tokens: list[str], masked_tokens: list[str], outcomes: list[str
     running = running if running is not None else counts
     shares = chosen_shares(running)
     n_chosen = sum(running[o] for o in CHOSEN)
-    ax_bar.bar(range(3), [shares[o] for o in CHOSEN], color=[COLOURS[o] for o in CHOSEN],
-               edgecolor="#333333")
-    for x, o in enumerate(CHOSEN):
-        ax_bar.plot([x - 0.4, x + 0.4], [EXPECTED_SHARES[o]] * 2, "k--", lw=1)
-        ax_bar.text(x, shares[o] + 0.03, f"{running[o]}", ha="center", fontsize=8)
-    ax_bar.set_xticks(range(3), list(CHOSEN), fontsize=8)
-    ax_bar.set_ylim(0, 1.18)
-    ax_bar.set_ylabel("share of chosen tokens", fontsize=8)
-    ax_bar.set_title(f"running: {n_chosen} chosen\n(dashed: 80 / 10 / 10 %)", fontsize=9)
+    draw_tally(ax_bar, list(CHOSEN), [shares[o] for o in CHOSEN], [running[o] for o in CHOSEN],
+               [EXPECTED_SHARES[o] for o in CHOSEN], [COLOURS[o] for o in CHOSEN],
+               "share of chosen tokens", f"running: {n_chosen} chosen\n(dashed: 80 / 10 / 10 %)", top=1.18)
     fig.tight_layout()
     return fig
 
@@ -229,7 +223,6 @@ class MaskingExplorer(FigureWidget):
         self.resample_many = W.Button(description="re-sample × 100",
                                       tooltip="draw 100 more times (the counts grow)")
         self.info = W.HTML()
-        self._busy = False
         self._draws = 1                  # how many draws the running counts include
         self._key = None                 # (ids, mask_prob, seed) the counts belong to
         self._running = dict.fromkeys(OUTCOMES, 0)
@@ -248,17 +241,10 @@ class MaskingExplorer(FigureWidget):
         self._draws += n
         self.update()
 
-    def _on_change(self, change) -> None:
-        if self._busy:
-            return
-        self._busy = True
-        try:
-            if change["owner"] is self.sentence:
-                self.text.value = change["new"]
-        finally:
-            self._busy = False
+    def link(self, change) -> None:
+        if change["owner"] is self.sentence:
+            self.text.value = change["new"]
         self._draws = 1                  # a new setting: start counting again
-        self.update()
 
     def compute(self) -> dict:
         tokens, ids, n_text = encode_text(self.text.value, self.tokenizer)

@@ -28,7 +28,7 @@ from ..bert import get_tokens_and_segments
 from ..data import (IS_NEXT, NOT_NEXT, WordPieceTokenizer, generate_corpus, get_tokenizer, sample_pair,
                     truncate_pair)
 from . import FigureWidget
-from .drawing import ROW_WIDTH, token_layout
+from .drawing import ROW_WIDTH, draw_tally, token_layout
 
 __all__ = ["SEGMENT_COLOURS", "LABEL_NAMES", "pair_tokens", "label_name",
            "tally", "draw_pair", "PairSampler"]
@@ -107,14 +107,9 @@ def draw_pair(tokens: list[str], segments: list[int], label: int, counts: dict |
     counts = counts if counts is not None else tally([label])
     total = counts["IsNext"] + counts["NotNext"]
     shares = [counts[k] / total if total else 0.0 for k in ("IsNext", "NotNext")]
-    ax_bar.bar([0, 1], shares, color=["#74c476", "#fd8d3c"], edgecolor="#333333")
-    ax_bar.axhline(0.5, color="k", ls="--", lw=1)
-    for x, k in enumerate(("IsNext", "NotNext")):
-        ax_bar.text(x, shares[x] + 0.03, str(counts[k]), ha="center", fontsize=8)
-    ax_bar.set_xticks([0, 1], ["IsNext (0)", "NotNext (1)"], fontsize=8)
-    ax_bar.set_ylim(0, 1.1)
-    ax_bar.set_ylabel("share of pairs drawn", fontsize=8)
-    ax_bar.set_title(f"tally over {total} pair{'s' if total != 1 else ''}\n(dashed: 50 %)", fontsize=9)
+    draw_tally(ax_bar, ["IsNext (0)", "NotNext (1)"], shares, [counts["IsNext"], counts["NotNext"]],
+               [0.5, 0.5], ["#74c476", "#fd8d3c"], "share of pairs drawn",
+               f"tally over {total} pair{'s' if total != 1 else ''}\n(dashed: 50 %)")
     fig.tight_layout()
     return fig
 
@@ -155,10 +150,9 @@ class PairSampler(FigureWidget):
         self._draws += n
         self.update()
 
-    def _on_change(self, change) -> None:
+    def link(self, change) -> None:
         if change["owner"] is self.seed:
             self._draws = 1                  # a new series of draws
-        self.update()
 
     def compute(self) -> dict:
         seed, max_len = int(self.seed.value), int(self.max_len.value)

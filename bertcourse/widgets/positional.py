@@ -179,28 +179,20 @@ class PositionalEncodingExplorer(FigureWidget):
                                     style=style, continuous_update=False)
         self.dims = W.IntRangeSlider(value=(0, num_hiddens - 1), min=0, max=num_hiddens - 1,
                                      description="dimensions", style=style, continuous_update=False)
-        self._busy = False
         super().__init__([self.width, self.position, self.dims])
 
-    def _on_change(self, change) -> None:
-        if self._busy:
-            return
+    def link(self, change) -> None:
         if change["owner"] is self.width:
             # keep the range inside the new width: shrink the value before the bound
-            self._busy = True
-            try:
-                last = change["new"] - 1
-                lo, hi = self.dims.value
-                if change["new"] < change["old"]:
-                    self.dims.value = (min(lo, last), min(hi, last))
-                    self.dims.max = last
-                else:
-                    self.dims.max = last
-                    if hi == change["old"] - 1:       # showed everything: keep showing everything
-                        self.dims.value = (lo, last)
-            finally:
-                self._busy = False
-        self.update()
+            last = change["new"] - 1
+            lo, hi = self.dims.value
+            if change["new"] < change["old"]:
+                self.dims.value = (min(lo, last), min(hi, last))
+                self.dims.max = last
+            else:
+                self.dims.max = last
+                if hi == change["old"] - 1:       # showed everything: keep showing everything
+                    self.dims.value = (lo, last)
 
     def compute(self) -> dict:
         d = self.width.value
