@@ -325,20 +325,6 @@ def _nullcontext():
     return contextlib.nullcontext()
 
 
-def _fused_adamw(model: nn.Module, cfg) -> torch.optim.Optimizer:
-    """The Trainer's AdamW (same parameter groups: weight decay on weight matrices only, from
-    :func:`~bertcourse.training.make_optimizer`), as PyTorch's fused kernel where it exists:
-    on a CPU, one fused pass over MiniLM's 22.6M parameters instead of a loop of tensor
-    operations (about 7 times faster per step here; same update up to rounding)."""
-    from .training import make_optimizer
-    base = make_optimizer(model, cfg.lr, cfg.weight_decay, cfg.betas, cfg.eps)
-    groups = [{"params": g["params"], "weight_decay": g["weight_decay"]} for g in base.param_groups]
-    try:
-        return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, fused=True)
-    except (RuntimeError, TypeError, ValueError):     # an older torch without fused AdamW on this device
-        return base
-
-
 def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs: int = RECIPE["epochs"],
              lr: float = RECIPE["lr"], batch_size: int = RECIPE["batch_size"],
              warmup_ratio: float = RECIPE["warmup_ratio"], weight_decay: float = RECIPE["weight_decay"],
@@ -373,7 +359,7 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     table.requires_grad_(train_word_embeddings)
     trainer = Trainer(model, train_loader, classification_step, cfg, eval_loader=eval_loader,
                       eval_fn=None if eval_loader is None else evaluate_classifier,
-                      optimizer=_fused_adamw(model, cfg), desc=desc)
+                      desc=desc)
     try:
         trainer.fit(progress=progress, plot=plot)
     finally:

@@ -28,6 +28,25 @@ def test_optimizer_decays_matrices_only(tokenizer):
     n = sum(p.numel() for g in (decay, no_decay) for p in g["params"])
     assert n == sum(p.numel() for p in model.parameters())    # every parameter once (tied decoder)
 
+
+def test_optimizer_is_the_fused_adamw_and_steps_like_the_plain_one(tokenizer):
+    # the fused kernel (faster, no temporary copies) must be the same algorithm
+    models = [small_model(tokenizer, seed=0), small_model(tokenizer, seed=0)]
+    fused = make_optimizer(models[0], lr=1e-2, weight_decay=0.1)
+    assert fused.defaults["fused"] is True
+    plain = torch.optim.AdamW([{"params": [p for p in models[1].parameters() if p.dim() >= 2], "weight_decay": 0.1},
+                               {"params": [p for p in models[1].parameters() if p.dim() < 2], "weight_decay": 0.0}],
+                              lr=1e-2, eps=1e-6, foreach=False)
+    for step in range(3):
+        for model, opt in zip(models, (fused, plain)):
+            g = torch.Generator().manual_seed(step)
+            for p in model.parameters():
+                p.grad = torch.randn(p.shape, generator=g)
+            opt.step()
+    for a, b in zip(models[0].parameters(), models[1].parameters()):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
 def test_lr_factor_warms_up_then_decays_linearly():
     assert lr_factor(0, 0.0, 10) == pytest.approx(0.1)
     assert lr_factor(4, 0.0, 10) == pytest.approx(0.5)
@@ -114,6 +133,8 @@ def test_resume_continues_exactly_like_an_uninterrupted_run(tokenizer, dataset, 
     assert len(t.history["loss"]) == 9 and t.history.step == list(range(1, 10))
 
 def test_ctrl_c_stops_after_the_current_step(tokenizer, dataset):
+    # what SIGINT did before (Python's KeyboardInterrupt; SIG_IGN in a shell's background job)
+    before = signal.getsignal(signal.SIGINT)
     model = small_model(tokenizer)
     cfg = TrainConfig(steps=1000, eval_every=None, amp=False)
     trainer = Trainer(model, loader(dataset), pretraining_step(), cfg)
@@ -130,7 +151,7 @@ def test_ctrl_c_stops_after_the_current_step(tokenizer, dataset):
     trainer.optimizer.step = step_then_interrupt
     h = trainer.fit(progress=False, plot=False)
     assert h.interrupted and trainer.step == 4 and len(h["loss"]) == 4
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before
 
 def test_fit_uses_the_fused_attention_and_restores_the_setting(tokenizer, dataset):
     from bertcourse.attention import DotProductAttention, store_attention_weights
