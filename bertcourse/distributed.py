@@ -38,7 +38,7 @@ from torch import nn
 
 from ._checks import check_positive_int
 
-__all__ = ["resolve_device", "move_to", "launched_by_torchrun", "init_distributed", "world",
+__all__ = ["resolve_device", "device_of", "move_to", "launched_by_torchrun", "init_distributed", "world",
            "is_main_process", "shutdown_distributed", "StepModule", "data_parallel", "agree", "step_seed",
            "data_parallel_plan", "allreduce_seconds"]
 
@@ -78,6 +78,12 @@ def resolve_device(device="auto") -> torch.device:
         raise ValueError(f"device {device!r}: there is no GPU {index}, this machine has "
                          f"{torch.cuda.device_count()} (cuda:0..cuda:{torch.cuda.device_count() - 1})")
     return torch.device("cuda", index)
+
+
+def device_of(module: nn.Module) -> torch.device:
+    """Where ``module``'s parameters are (the CPU for a module without any): the device its
+    inputs must be on."""
+    return next(module.parameters(), torch.empty(0)).device
 
 
 def move_to(obj, device):

@@ -35,6 +35,7 @@ from torch.utils.data import DataLoader
 
 from ._checks import check_choice, check_positive_int, check_tensor, shape_str
 from .bert import BERTConfig, BERTEncoder, Pooler
+from .distributed import device_of, move_to
 from .probing import (WEIGHT_DECAYS, LogisticRegression, select_weight_decay, sentence_features)
 from .reviews import (SPLIT_SIZES, Review, SentimentDataset, collate_reviews, encode_texts,
                       load_sentiment, review_loader, special_ids, stratified_subset)
@@ -301,13 +302,15 @@ def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = N
     from .training import autocast
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    device = device_of(model)
     was_training = model.training
     model.eval()
     correct, total, loss_sum = 0, 0, 0.0
     try:
-        with torch.no_grad(), (autocast(amp) if amp is not None else _nullcontext()):
+        with torch.no_grad(), (autocast(amp, device.type) if amp is not None else _nullcontext()):
             for batch in loader:
                 _check_batch(batch)
+                batch = move_to(batch, device)
                 logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
                 loss_sum += float(nn.functional.cross_entropy(logits, batch["labels"], reduction="sum"))
                 correct += int((logits.argmax(-1) == batch["labels"]).sum())
@@ -330,7 +333,7 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
              warmup_ratio: float = RECIPE["warmup_ratio"], weight_decay: float = RECIPE["weight_decay"],
              clip: float | None = RECIPE["clip"], evals_per_epoch: int = 1, seed: int = 0, amp="auto",
              train_word_embeddings: bool = True, progress: bool = True, plot: bool = True,
-             desc: str = "fine-tuning"):
+             desc: str = "fine-tuning", device: str = "cpu"):
     """Train ``model`` on the reviews ``train`` with the shared loop; returns the
     :class:`~bertcourse.training.Trainer` (its ``history`` has the losses and the validation
     accuracies, ``elapsed`` the seconds).
@@ -341,7 +344,10 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
 
     ``train_word_embeddings=False`` keeps the ``(vocab_size, num_hiddens)`` word-embedding
     table as it is (for MiniLM half of the parameters; our sentences use a few thousand of its
-    30,522 rows): no gradient and no AdamW moments for it, about 190 MB less memory."""
+    30,522 rows): no gradient and no AdamW moments for it, about 190 MB less memory.
+
+    ``device``: where to train (``"auto"``: a GPU when there is one); the model comes back to
+    where it was, so the cells and functions that use it afterwards need not know."""
     from .training import TrainConfig, Trainer
     if not isinstance(model, BERTClassifier):
         raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
@@ -354,7 +360,9 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     eval_loader = None if validation is None else review_loader(validation, tokenizer, 64)
     cfg = TrainConfig(steps=steps, lr=lr, warmup_steps=round(warmup_ratio * steps), final_lr_ratio=0.0,
                       weight_decay=weight_decay, clip=clip,
-                      eval_every=max(1, len(train_loader) // evals_per_epoch), seed=seed, amp=amp)
+                      eval_every=max(1, len(train_loader) // evals_per_epoch), seed=seed, amp=amp,
+                      device=device)
+    home = device_of(model)
     table = model.encoder.token_embedding.weight
     table.requires_grad_(train_word_embeddings)
     trainer = Trainer(model, train_loader, classification_step, cfg, eval_loader=eval_loader,
@@ -364,6 +372,7 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
         trainer.fit(progress=progress, plot=plot)
     finally:
         table.requires_grad_(True)
+        model.to(home)
     model.eval()
     model.zero_grad(set_to_none=True)        # the last step's gradients: as large as the model
     release_memory()
@@ -406,22 +415,24 @@ def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str], batch_
     dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
     loader = DataLoader(dataset, batch_size=batch_size,
                         collate_fn=functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16))
+    device = device_of(model)
     was_training = model.training
     model.eval()
     try:
         out = []
-        with _autocast(amp):
+        with _autocast(amp, device):
             for batch in loader:
-                out.append(model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1))
+                batch = move_to(batch, device)
+                out.append(model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1).cpu())
     finally:
         model.train(was_training)
         release_memory()
     return torch.cat(out)
 
 
-def _autocast(amp):
+def _autocast(amp, device: torch.device):
     from .training import autocast
-    return autocast(bool(amp))
+    return autocast(bool(amp), device.type)
 
 
 @torch.no_grad()
@@ -447,11 +458,11 @@ def token_contributions(model: BERTClassifier, tokenizer, text: str, target: int
     body = list(range(1, len(ids) - 1))
     variants = [ids] + [ids[:i] + ids[i + 1:] for i in body]
     pad = special_ids(tokenizer)["[PAD]"]
-    batch = collate_reviews([(torch.tensor(v), 0) for v in variants], pad)
+    batch = move_to(collate_reviews([(torch.tensor(v), 0) for v in variants], pad), device_of(model))
     was_training = model.training
     model.eval()
     try:
-        probs = model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1)[:, target]
+        probs = model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1)[:, target].cpu()
     finally:
         model.train(was_training)
     p, p_without = float(probs[0]), probs[1:]
@@ -546,7 +557,7 @@ def encoder_parameters(vocab_size: int, hidden: int, layers: int, ffn: int | Non
 # ----------------------------------------------------------------------------------------
 
 def _parser():
-    from .cli import Parser, nonnegative_float, nonnegative_int, positive_float, positive_int
+    from .cli import Parser, add_device_option, nonnegative_float, nonnegative_int, positive_float, positive_int
     p = Parser(prog="python -m bertcourse.finetune",
                description="Fine-tune a BERT sentence classifier on the 2,400 training sentences of the UCI "
                            "Sentiment Labelled Sentences data (shipped with the package; offline), report "
@@ -585,6 +596,7 @@ def _parser():
     p.add_argument("--threads", type=positive_int("--threads"), default=None,
                    help="torch threads (default: torch's choice)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_device_option(p)
     return p
 
 
@@ -635,7 +647,7 @@ def _run(args) -> int:
     trainer = finetune(model, tokenizer, train, splits.validation, epochs=args.epochs, lr=args.lr,
                        batch_size=args.batch_size, warmup_ratio=args.warmup_ratio,
                        weight_decay=args.weight_decay, seed=args.seed, amp=amp, progress=not args.quiet,
-                       plot=False)
+                       plot=False, device=args.device)
     history = trainer.history
     per_epoch = max(1, math.ceil(len(train) / args.batch_size))
     for ev in history.evals:

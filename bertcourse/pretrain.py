@@ -34,6 +34,7 @@ from torch import nn
 from ._checks import check_positive_int, check_tensor, shape_str
 from .bert import BERTModel
 from .data import IS_NEXT, NOT_NEXT, check_batch
+from .distributed import device_of, move_to
 from .speedups import fast_path_supported, fused_mlm_loss, pretraining_features, trim_batch
 from .training import History, TrainConfig, Trainer, autocast, lr_factor, make_optimizer, optimizer_step
 
@@ -216,6 +217,7 @@ def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
     _check_pretraining_model(model)
     if max_batches is not None:
         check_positive_int("max_batches", max_batches)
+    device = device_of(model)
     was_training = model.training
     model.eval()
     mlm_correct = mlm_total = mlm_loss_sum = 0.0
@@ -223,8 +225,8 @@ def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
     try:
         for batch in itertools.islice(loader, max_batches):
             check_batch(batch)
-            batch = trim_batch(batch)
-            with autocast(amp):
+            batch = move_to(trim_batch(batch), device)
+            with autocast(amp, device.type):
                 _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"],
                                                   batch["valid_lens"], batch["pred_positions"])
             mlm_logits, nsp_logits = mlm_logits.float(), nsp_logits.float()
@@ -256,20 +258,21 @@ def nsp_predictions(model: BERTModel, loader: Iterable) -> torch.Tensor:
     :class:`~bertcourse.data.PretrainDataset`, entry ``i`` belongs to ``dataset.pairs[i]``.
     Runs in ``eval()`` mode and restores the model's mode afterwards."""
     _check_pretraining_model(model)
+    device = device_of(model)
     was_training = model.training
     model.eval()
     out = []
     try:
         for batch in loader:
             check_batch(batch)
-            batch = trim_batch(batch)
+            batch = move_to(trim_batch(batch), device)
             encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
             out.append(model.nsp(model.pooler(encoded)).argmax(-1))
     finally:
         model.train(was_training)
     if not out:
         raise ValueError("loader gave no batches (is it empty?)")
-    return torch.cat(out)
+    return torch.cat(out).cpu()
 
 
 # ---------------------------------------------------------------------------------------
@@ -286,13 +289,18 @@ def pretrain(model: BERTModel, train_loader: Iterable, eval_loader: Iterable | N
     ``eval_loader`` (optional) is evaluated with :func:`evaluate` every ``cfg.eval_every``
     steps and at the end. Returns the :class:`~bertcourse.training.History` (metrics
     ``loss``, ``mlm_loss``, ``nsp_loss``, ``grad_norm``). Ctrl-C stops after the current step
-    (the model keeps what it learned; ``history.stopped_by == "interrupt"``).
+    (the model keeps what it learned; ``history.stopped_by == "interrupt"``). It trains on
+    ``cfg.device`` and comes back to where it was.
     """
     _check_pretraining_model(model)
     eval_fn = None if eval_loader is None else evaluate
+    home = device_of(model)
     trainer = Trainer(model, train_loader, pretraining_step(fused), cfg, eval_loader=eval_loader,
                       eval_fn=eval_fn, desc="pretraining")
-    return trainer.fit(progress=progress, plot=plot)
+    try:
+        return trainer.fit(progress=progress, plot=plot)
+    finally:
+        model.to(home)
 
 
 if __name__ == "__main__":          # python -m bertcourse.pretrain ...

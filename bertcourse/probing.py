@@ -23,6 +23,7 @@ from torch import nn
 
 from ._checks import check_choice, check_positive_int, check_tensor, shape_str
 from .bert import BERTEncoder
+from .distributed import device_of, move_to
 from .reviews import Review, SentimentDataset, collate_reviews, load_sentiment, stratified_indices
 
 __all__ = ["words", "build_vocabulary", "bag_of_words", "LogisticRegression", "fit_logistic_regression",
@@ -160,15 +161,16 @@ def sentence_features(model, tokenizer, texts: Sequence[str], pooling: str = "me
     means = torch.empty(len(texts), encoder.config.num_hiddens)
     clss = torch.empty(len(texts), encoder.config.num_hiddens)
     collate = functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16)
-    with inspect_attention(model, keep_weights=False), autocast(bool(amp)):
+    device = device_of(model)
+    with inspect_attention(model, keep_weights=False), autocast(bool(amp), device.type):
         for s in range(0, len(order), batch_size):
             idx = order[s:s + batch_size]
-            batch = collate([dataset[int(i)] for i in idx])
+            batch = move_to(collate([dataset[int(i)] for i in idx]), device)
             hidden = encoder(batch["tokens"], None, batch["mask"])
             if pooling in ("mean", "both"):
-                means[idx] = mean_pool(hidden, batch["mask"]).float()
+                means[idx] = mean_pool(hidden, batch["mask"]).float().cpu()
             if pooling in ("cls", "both"):
-                clss[idx] = pooler(hidden).float()
+                clss[idx] = pooler(hidden).float().cpu()
     return {"mean": means, "cls": clss, "both": (means, clss)}[pooling]
 
 

@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader
 
 from ._checks import (check_ids, check_instance, check_int, check_int_list, check_positive_int, check_str_list,
                       check_tensor, shape_str)
+from .distributed import device_of
 from .training import TrainConfig, Trainer
 from .transformer import EncoderDecoder, greedy_decode
 
@@ -304,13 +305,14 @@ def _check_target_lens(valid_lens, batch: int, tgt_len: int) -> None:
 
 def train_seq2seq(model: EncoderDecoder, pairs: Sequence[tuple], src_vocab: DateVocab, tgt_vocab: DateVocab,
                   num_steps: int, batch_size: int = 128, lr: float = 3e-3, warmup: int = 50,
-                  seed: int = 0, progress: bool = True) -> list[float]:
+                  seed: int = 0, progress: bool = True, device: str = "cpu") -> list[float]:
     """Train for a fixed number of steps (never a fixed time: the result must repeat exactly)
     on the course's one training loop (:class:`bertcourse.training.Trainer`): Adam
     (``betas=(0.9, 0.98)`` as in the Transformer paper, no weight decay), linear warm-up over
     ``warmup`` steps, then linear decay to 0, gradients clipped at norm 1. Batches are
-    shuffled with their own generator seeded by ``seed``. The model is left in ``eval()``
-    mode, ready to decode.
+    shuffled with their own generator seeded by ``seed``. ``device``: where to train
+    (``"auto"``: a GPU when there is one); the model comes back to where it was, in
+    ``eval()`` mode, ready to decode.
 
     Returns the training loss of every step (``history["loss"]``).
     """
@@ -322,9 +324,10 @@ def train_seq2seq(model: EncoderDecoder, pairs: Sequence[tuple], src_vocab: Date
                         generator=torch.Generator().manual_seed(seed),
                         collate_fn=functools.partial(make_batch, src_vocab=src_vocab, tgt_vocab=tgt_vocab))
     cfg = TrainConfig(steps=num_steps, lr=lr, warmup_steps=warmup, weight_decay=0.0, betas=(0.9, 0.98),
-                      eps=1e-8, clip=1.0, eval_every=None, amp=False, seed=seed)
+                      eps=1e-8, clip=1.0, eval_every=None, amp=False, seed=seed, device=device)
+    home = device_of(model)
     history = Trainer(model, loader, seq2seq_step, cfg, desc="training").fit(progress=progress, plot=False)
-    model.eval()
+    model.to(home).eval()
     return history["loss"]
 
 
@@ -340,8 +343,9 @@ def translate(model: EncoderDecoder, sources: Sequence[Sequence[str]], src_vocab
     if not sources:
         return []
     ids = [src_vocab.encode(s) for s in sources]
-    src = _pad(ids, src_vocab.pad_id)
-    lens = torch.tensor([len(s) for s in ids])
+    device = device_of(model)                          # a model on a GPU decodes there
+    src = _pad(ids, src_vocab.pad_id).to(device)
+    lens = torch.tensor([len(s) for s in ids], device=device)
     out = greedy_decode(model, src, lens, bos_id=tgt_vocab.bos_id, eos_id=tgt_vocab.eos_id,
                         pad_id=tgt_vocab.pad_id, max_len=max_len, use_cache=use_cache)
     return [tgt_vocab.decode(row) for row in out]

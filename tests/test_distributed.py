@@ -16,6 +16,7 @@ from bertcourse.data import PretrainDataset
 from bertcourse.distributed import (
     StepModule,
     agree,
+    device_of,
     init_distributed,
     move_to,
     resolve_device,
@@ -75,6 +76,50 @@ def test_training_on_the_gpu_keeps_every_tensor_there(tokenizer):
     batch = move_to(next(iter(bucketed_loader(dataset, 4))), trainer.device)
     model.train()
     assert torch.isfinite(pretraining_losses(model, batch)["loss"])    # dropout masks made on the GPU
+
+
+def test_device_of_a_module():
+    assert device_of(torch.nn.Linear(2, 2)) == torch.device("cpu")
+    assert device_of(torch.nn.ReLU()) == torch.device("cpu")          # no parameters: the CPU
+
+
+def _date_model_and_data():
+    from bertcourse.seq2seq import make_date_dataset
+    from bertcourse.transformer import EncoderDecoder, TransformerDecoder, TransformerEncoder
+    ds = make_date_dataset(num_train=64, num_valid=8, seed=0)
+    torch.manual_seed(0)
+    model = EncoderDecoder(TransformerEncoder(len(ds.src_vocab), 16, 32, 2, 1, max_len=16),
+                           TransformerDecoder(len(ds.tgt_vocab), 16, 32, 2, 1, max_len=16))
+    return ds, model
+
+
+def test_auto_on_a_machine_without_a_gpu_is_the_cpu_run():
+    """device="auto" (what chapters 3, 7 and 9 pass) trains exactly as device="cpu" where
+    there is no GPU, and the model stays where it was."""
+    from bertcourse.seq2seq import train_seq2seq
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: auto means the GPU here")
+    runs = []
+    for device in ("cpu", "auto"):
+        ds, model = _date_model_and_data()
+        losses = train_seq2seq(model, ds.train, ds.src_vocab, ds.tgt_vocab, num_steps=3, batch_size=16,
+                               progress=False, device=device)
+        runs.append((losses, model.state_dict()))
+        assert device_of(model).type == "cpu" and not model.training
+    assert runs[0][0] == runs[1][0]
+    assert all(torch.equal(a, b) for a, b in zip(runs[0][1].values(), runs[1][1].values()))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (torch.cuda.is_available() is False)")
+def test_chapter_helpers_train_on_the_gpu_and_read_inputs_on_the_models_device():
+    from bertcourse.seq2seq import exact_match, train_seq2seq, translate
+    ds, model = _date_model_and_data()
+    train_seq2seq(model, ds.train, ds.src_vocab, ds.tgt_vocab, num_steps=3, batch_size=16, progress=False,
+                  device="cuda")
+    assert device_of(model).type == "cpu"                             # it came back
+    model.cuda()                                                       # inputs follow the model
+    assert len(translate(model, [s for s, _ in ds.valid[:2]], ds.src_vocab, ds.tgt_vocab)) == 2
+    assert 0.0 <= exact_match(model, ds.valid, ds.src_vocab, ds.tgt_vocab) <= 1.0
 
 
 # ---------------------------------------------------------------------------------------

@@ -330,7 +330,7 @@ def test_cli_help_explains_every_option():
     out = run_cli("--help")
     assert out.returncode == 0
     for option in ("--model", "--out", "--epochs", "--lr", "--batch-size", "--warmup-ratio", "--weight-decay",
-                   "--pooling", "--head", "--train-size", "--seed", "--amp", "--threads", "--quiet"):
+                   "--pooling", "--head", "--train-size", "--seed", "--amp", "--threads", "--quiet", "--device"):
         assert option in out.stdout, option
     assert "test accuracy: 0.xxx" in " ".join(out.stdout.split())
 
@@ -347,6 +347,7 @@ def test_cli_help_explains_every_option():
     (["--out", "{tmp}", "--warmup-ratio", "1.5"], "--warmup-ratio must be <= 1, got 1.5"),
     (["--out", "/proc/no/such/folder"], "--out '/proc/no/such/folder' is not a writable folder"),
     (["--out", "{tmp}", "--bogus"], "unrecognized arguments: --bogus"),
+    (["--out", "{tmp}", "--device", "gpu"], "--device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
 ])
 def test_cli_bad_options_are_one_line_and_exit_code_2(tmp_path, args, message):
     out = run_cli(*[a.replace("{tmp}", str(tmp_path)) for a in args])

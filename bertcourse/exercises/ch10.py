@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 
 from ..distributed import data_parallel_plan
-from ..speedups import shard_batches
 from .core import (CheckFailed, Exercise, as_number, call_answer, compare_tensors, equal_values, randn, run_cases,
                    seeded)
 

@@ -165,7 +165,6 @@ def draw_input_table(desc: dict, shapes: dict | None = None, title: str = "") ->
     """
     n = _check_description(desc)
     lines = -(-n // COLUMNS)
-    cols = min(n, COLUMNS)
     block = len(ROWS) + 0.6                       # rows of one line of the table + a gap
     table_h = 0.36 * block * lines
     shapes_h = 0.28 * (len(shapes) + 1) if shapes else 0.0
