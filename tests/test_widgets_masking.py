@@ -238,6 +238,17 @@ def test_resample_buttons_accumulate_counts(explorer, tok):
     assert f"Running over 102 draws: {n} chosen" in explorer.state["message"]
 
 
+def test_restart_goes_back_to_the_first_draw_of_the_setting(explorer, tok):
+    explorer.resample_many.click()
+    first_run = dict(explorer.state)
+    explorer.restart()
+    assert explorer.state["num_draws"] == 1
+    explorer.resample_many.click()                     # the same clicks again: the same state
+    assert explorer.state["running"] == first_run["running"]
+    assert explorer.state["message"] == first_run["message"]
+    check_consistent(explorer, tok)
+
+
 def test_changing_a_setting_starts_the_count_again(explorer, tok):
     explorer.resample_many.click()
     explorer.mask_prob.value = 0.4

@@ -163,6 +163,16 @@ def test_draw_buttons_and_the_tally(sampler, tok, paragraphs):
     assert abs(sampler.state["tally"]["IsNext"] / 103 - 0.5) < 0.197
 
 
+def test_restart_goes_back_to_the_first_draw_of_the_seed(sampler, tok, paragraphs):
+    sampler.draw_many.click()
+    first_run = dict(sampler.state)
+    sampler.restart()
+    assert sampler.state["num_draws"] == 1 and sampler.state["labels"] == first_run["labels"][:1]
+    sampler.draw_many.click()                          # the same clicks again: the same state
+    assert sampler.state["labels"] == first_run["labels"] and sampler.state["message"] == first_run["message"]
+    check_consistent(sampler, tok, paragraphs)
+
+
 def test_seed_starts_a_new_series(sampler, tok, paragraphs):
     sampler.draw_many.click()
     sampler.seed.value = 7

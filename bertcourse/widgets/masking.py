@@ -241,6 +241,12 @@ class MaskingExplorer(FigureWidget):
         self._draws += n
         self.update()
 
+    def restart(self) -> None:
+        """Back to the first draw of the current setting, as a new setting does: a cell that
+        clicks the buttons from code prints the same every time it runs."""
+        self._draws = 1
+        self.update()
+
     def link(self, change) -> None:
         if change["owner"] is self.sentence:
             self.text.value = change["new"]

@@ -150,6 +150,12 @@ class PairSampler(FigureWidget):
         self._draws += n
         self.update()
 
+    def restart(self) -> None:
+        """Back to the first draw of the current setting, as a new setting does: a cell that
+        clicks the buttons from code prints the same every time it runs."""
+        self._draws = 1
+        self.update()
+
     def link(self, change) -> None:
         if change["owner"] is self.seed:
             self._draws = 1                  # a new series of draws
@@ -158,7 +164,7 @@ class PairSampler(FigureWidget):
         seed, max_len = int(self.seed.value), int(self.max_len.value)
         if seed != self._seed_counted:
             self._seed_counted, self._labels, self._pair = seed, [], None
-        if len(self._labels) > self._draws:   # not reachable through the controls
+        if len(self._labels) > self._draws:   # after restart(): count again from the first draw
             self._labels, self._pair = [], None
         for d in range(len(self._labels), self._draws):
             self._pair = sample_pair(self.paragraphs, seed, d)
