@@ -36,7 +36,7 @@ import os
 import torch
 from torch import nn
 
-from ._checks import check_positive_int
+from ._checks import check_instance, check_positive_int
 
 __all__ = ["resolve_device", "device_of", "move_to", "launched_by_torchrun", "init_distributed", "world",
            "is_main_process", "shutdown_distributed", "StepModule", "data_parallel", "agree", "step_seed",
@@ -83,6 +83,7 @@ def resolve_device(device="auto") -> torch.device:
 def device_of(module: nn.Module) -> torch.device:
     """Where ``module``'s parameters are (the CPU for a module without any): the device its
     inputs must be on."""
+    check_instance("module", module, nn.Module)
     return next(module.parameters(), torch.empty(0)).device
 
 

@@ -38,6 +38,8 @@ from bertcourse import utils as U
 from bertcourse.widgets import attention as w_att
 from bertcourse.widgets import bert_input as w_in
 from bertcourse.widgets import drawing as w_draw
+from bertcourse.distributed import device_of
+from bertcourse.exercises.core import message_of
 from bertcourse.widgets import fill_mask as w_fill
 from bertcourse.widgets import head_view as w_head
 from bertcourse.widgets import masking as w_mask
@@ -748,6 +750,10 @@ WIDGETS = [
     row("w_tr.map-3d", VE, "weights", lambda e: w_tr.draw_attention_map(X3(1, 2, 2), ["a", "b"], ["a", "b"])),
     row("w_tr.map-labels", VE, "labels", lambda e: w_tr.draw_attention_map(X3(2, 2), ["a"], ["a", "b"])),
     row("w_draw.layout-negative", VE, "widths", lambda e: w_draw.token_layout([1, -1])),
+    row("w_draw.tally-lengths", VE, "shares", lambda e: w_draw.draw_tally(
+        None, ["a", "b"], [0.5], [1, 1], [0.5, 0.5], ["red", "blue"], "share", "title")),
+    row("device_of-not-a-module", TE, "module", lambda e: device_of("cpu")),
+    row("message_of-no-docstring", TE, "mistake", lambda e: message_of(lambda x: x)),
 ]
 
 # bertcourse.analysis: fill-mask and attention maps for any BERTModel (the lead's module now)

@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch import nn
 
-from bertcourse.bert import (BERTConfig, BERTEncoder, BERTModel, CONFIGS, MaskLM, NextSentencePred,
+from bertcourse.bert import (BERTEncoder, BERTModel, CONFIGS, MaskLM, NextSentencePred,
                              Pooler, get_config, get_tokens_and_segments, num_parameters)
 
 

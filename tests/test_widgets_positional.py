@@ -4,12 +4,11 @@ import math
 import matplotlib
 import numpy as np
 import pytest
-import torch
 
 matplotlib.use("Agg")
 
 from bertcourse.widgets.positional import (WIDTHS, PositionalEncodingExplorer, binary_table,  # noqa: E402
-                                           draw_binary_analogy, draw_explorer, draw_heatmap,
+                                           draw_binary_analogy, draw_heatmap,
                                            draw_similarity, draw_sinusoids, encoding_view)
 
 

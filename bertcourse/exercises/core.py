@@ -501,6 +501,8 @@ def _matches(wrong, got, args: tuple, compare, where: str, no_grad: bool) -> boo
 
 def message_of(mistake: Callable) -> str:
     """A diagnosis function's message for the learner: its docstring, on one line."""
+    _need(inspect.isfunction(mistake) and bool(mistake.__doc__), "message_of", "mistake",
+          "a function with a docstring (the message)", mistake)
     return " ".join(mistake.__doc__.split())
 
 

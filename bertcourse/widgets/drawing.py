@@ -22,6 +22,11 @@ def draw_tally(ax, labels: list, shares: list, counts: list, expected: list, col
                ylabel: str, title: str, top: float = 1.1) -> None:
     """A running tally on ``ax``: one bar per outcome (its share of the draws, its count on
     top) and a dashed line at the share the rule promises, so the bars can be seen closing in."""
+    lengths = {name: len(v) for name, v in (("labels", labels), ("shares", shares), ("counts", counts),
+                                            ("expected", expected), ("colours", colours))}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"labels, shares, counts, expected and colours must have one entry per bar, "
+                         f"got lengths {lengths}")
     ax.bar(range(len(labels)), shares, color=colours, edgecolor="#333333")
     for x, (share, count, promised) in enumerate(zip(shares, counts, expected)):
         ax.plot([x - 0.4, x + 0.4], [promised] * 2, "k--", lw=1)
