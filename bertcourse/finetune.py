@@ -347,7 +347,9 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     30,522 rows): no gradient and no AdamW moments for it, about 190 MB less memory.
 
     ``device``: where to train (``"auto"``: a GPU when there is one); the model comes back to
-    where it was, so the cells and functions that use it afterwards need not know."""
+    where it was, so the cells and functions that use it afterwards need not know. The returned
+    trainer's optimizer state stays on the training device: to train further, call
+    ``finetune`` again (or move the model back to ``trainer.device`` before ``trainer.fit()``)."""
     from .training import TrainConfig, Trainer
     if not isinstance(model, BERTClassifier):
         raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
