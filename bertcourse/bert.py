@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from ._checks import (check_bool, check_choice, check_dim, check_finite_number, check_hidden, check_instance,
                       check_nonempty, check_positive_int, check_probability, check_str_list, check_tensor,
@@ -110,6 +111,11 @@ class BERTEncoder(nn.Module):
 
     Returns ``(batch, seq, num_hiddens)``; with ``return_hidden_states=True`` also the
     list of the embedding output and every block's output (``num_blks + 1`` tensors).
+
+    ``checkpointing`` (off by default): while training, keep only each block's input for
+    the backward pass and recompute the block's activations there (activation, or
+    gradient, checkpointing). One more forward pass per step buys the memory of all but one
+    block's activations; the gradients are the same (the dropout masks are replayed).
     """
 
     def __init__(self, config: BERTConfig):
@@ -126,6 +132,7 @@ class BERTEncoder(nn.Module):
             EncoderBlock(c.num_hiddens, c.ffn_num_hiddens, c.num_heads, c.dropout, bias=True,
                          activation=c.activation, norm_eps=c.norm_eps)
             for _ in range(c.num_blks))
+        self.checkpointing = False
 
     def check_inputs(self, tokens, segments=None, valid_lens=None, return_hidden_states: bool = False) -> None:
         """Named errors for the mistakes learners make with BERT inputs. (``valid_lens`` is
@@ -165,8 +172,11 @@ class BERTEncoder(nn.Module):
         self.check_inputs(tokens, segments, valid_lens, return_hidden_states)
         X = self.embed(tokens, segments)
         hidden_states = [X]
+        recompute = self.checkpointing and self.training and torch.is_grad_enabled()
         for blk in self.blks:
-            X = blk(X, valid_lens)
+            # recompute: the backward pass runs blk's forward again (same dropout masks: the
+            # random state is saved) instead of keeping its activations
+            X = checkpoint(blk, X, valid_lens, use_reentrant=False) if recompute else blk(X, valid_lens)
             hidden_states.append(X)
         return (X, hidden_states) if return_hidden_states else X
 

@@ -17,7 +17,7 @@ from bertcourse.finetune import (MODEL_FAMILY, BERTClassifier, ClassifierConfig,
                                  predict_proba, save_classifier, token_contributions)
 from bertcourse.reviews import (Review, collate_reviews, encode_texts, review_loader, special_ids)
 from bertcourse.hf_weights import load_pretrained, mean_pool
-from bertcourse.training import TrainConfig, Trainer
+from bertcourse.training import TrainConfig, Trainer, autocast, saved_for_backward
 
 
 # ---------------------------------------------------------------------------------------
@@ -172,6 +172,46 @@ def test_finetune_runs_the_recipe_and_evaluates_per_epoch(splits, tiny_tokenizer
     assert not clf.training and int(clf.trained_steps) == 8
     with pytest.raises(ValueError, match="warmup_ratio must be a number in"):
         finetune(clf, tiny_tokenizer, train, warmup_ratio=2, progress=False, plot=False)
+
+
+@pytest.mark.parametrize("amp", [False, True])
+def test_checkpointing_gives_the_same_gradients(splits, tiny_tokenizer, amp):
+    """Activation checkpointing recomputes each block in the backward pass, with the same dropout
+    masks: the gradients are equal to the last bit, and it keeps far fewer activations."""
+    clf = tiny_classifier(tiny_tokenizer, dropout=0.1).train()
+    batch = next(iter(review_loader(splits.train[:16], tiny_tokenizer, batch_size=16)))
+    grads, kept = {}, {}
+    for on in (False, True):
+        clf.encoder.checkpointing = on
+        torch.manual_seed(0)
+        with autocast(amp):
+            loss = classification_step(clf, batch)["loss"]
+        clf.zero_grad(set_to_none=True)
+        loss.backward()
+        grads[on] = [p.grad.clone() for p in clf.parameters()]
+        kept[on] = saved_for_backward(clf, classification_step, batch)
+    assert all(torch.equal(a, b) for a, b in zip(grads[False], grads[True]))
+    assert kept[True] < kept[False] / 2
+    # outside training (eval mode or no gradients) the encoder runs as usual
+    outputs = []
+    for on in (True, False):
+        clf.encoder.checkpointing = on
+        with torch.no_grad():
+            outputs.append(clf.eval()(batch["tokens"], valid_lens=batch["mask"]))
+    assert torch.equal(*outputs)
+
+
+def test_finetune_with_checkpointing_trains_the_same_model(splits, tiny_tokenizer):
+    runs = []
+    for on in (False, True):
+        clf = tiny_classifier(tiny_tokenizer, dropout=0.1)
+        finetune(clf, tiny_tokenizer, splits.train[:48], epochs=1, lr=1e-3, batch_size=16, amp=False,
+                 checkpointing=on, progress=False, plot=False)
+        assert clf.encoder.checkpointing is False            # switched on for the training only
+        runs.append(clf.state_dict())
+    assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
+    with pytest.raises(TypeError, match="checkpointing must be True or False, got str"):
+        finetune(clf, tiny_tokenizer, splits.train[:16], checkpointing="yes", progress=False, plot=False)
 
 
 def test_checkpoint_round_trip(tmp_path, splits, tiny_tokenizer):
@@ -330,7 +370,8 @@ def test_cli_help_explains_every_option():
     out = run_cli("--help")
     assert out.returncode == 0
     for option in ("--model", "--out", "--epochs", "--lr", "--batch-size", "--warmup-ratio", "--weight-decay",
-                   "--pooling", "--head", "--train-size", "--seed", "--amp", "--threads", "--quiet", "--device"):
+                   "--pooling", "--head", "--train-size", "--seed", "--amp", "--threads", "--checkpointing", "--quiet",
+                   "--device"):
         assert option in out.stdout, option
     assert "test accuracy: 0.xxx" in " ".join(out.stdout.split())
 

@@ -17,6 +17,7 @@ from bertcourse.training import (
     lr_factor,
     make_optimizer,
     plot_history,
+    saved_for_backward,
 )
 
 
@@ -206,3 +207,28 @@ def test_a_quick_second_ctrl_c_still_stops_cleanly(tokenizer, dataset):
     trainer.optimizer.step = step_then_two_interrupts
     h = trainer.fit(progress=False, plot=False)
     assert h.interrupted and trainer.step == 3
+
+
+def test_saved_for_backward_counts_what_autograd_keeps_and_changes_nothing():
+    # Linear(4, 8) keeps its input x for the weight's gradient, ReLU its output, which is also
+    # the input Linear(8, 1) keeps: one (3, 4) and one (3, 8) float32 tensor, (12 + 24) * 4 bytes
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1), torch.nn.Dropout(0.5))
+    model.register_buffer("calls", torch.zeros((), dtype=torch.long))
+
+    def step(m, x):
+        m.calls += 1                    # a buffer the forward changes: must be put back
+        return {"loss": m(x).sum()}
+
+    x = torch.randn(3, 4)
+    model.eval()
+    rng = torch.get_rng_state()
+    kept = saved_for_backward(model, lambda m, x: {"loss": m[:3](x).sum()}, x)
+    assert kept == (12 + 24) * 4
+    # with dropout in train mode, its mask is kept too (the forward runs as in training)
+    assert saved_for_backward(model, step, x) > kept
+    assert not model.training and int(model.calls) == 0 and torch.equal(torch.get_rng_state(), rng)
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module, got str"):
+        saved_for_backward("model", step, x)
+    with pytest.raises(TypeError, match="step_fn must be a function"):
+        saved_for_backward(model, None, x)
