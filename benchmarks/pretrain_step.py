@@ -50,7 +50,6 @@ import statistics
 import time
 
 import torch
-import torch.nn.functional as F
 
 from bertcourse.attention import store_attention_weights
 from bertcourse.bert import BERTModel, get_config

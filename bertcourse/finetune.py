@@ -36,6 +36,7 @@ from torch.utils.data import DataLoader
 from ._checks import check_bool, check_choice, check_positive_int, check_tensor, shape_str
 from .bert import BERTConfig, BERTEncoder, Pooler
 from .distributed import device_of, move_to
+from .memory import release_memory
 from .probing import (WEIGHT_DECAYS, LogisticRegression, select_weight_decay, sentence_features)
 from .reviews import (SPLIT_SIZES, Review, SentimentDataset, collate_reviews, encode_texts,
                       load_sentiment, review_loader, special_ids, stratified_subset)
@@ -389,19 +390,6 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     model.zero_grad(set_to_none=True)        # the last step's gradients: as large as the model
     release_memory()
     return trainer
-
-
-def release_memory() -> None:
-    """Collect garbage and hand freed memory back to the operating system (glibc keeps it
-    otherwise; on Binder's 1 GB that decides whether the next cell fits). Does nothing
-    where the C library has no ``malloc_trim``."""
-    import ctypes
-    import gc
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 # ----------------------------------------------------------------------------------------

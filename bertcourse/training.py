@@ -40,7 +40,7 @@ from .attention import inspect_attention
 from .distributed import agree, data_parallel, move_to, resolve_device, step_seed, world
 
 __all__ = ["TrainConfig", "History", "Trainer", "make_optimizer", "lr_factor", "optimizer_step",
-           "saved_for_backward", "plot_history", "cpu_has_fast_bf16", "autocast"]
+           "plot_history", "cpu_has_fast_bf16", "autocast"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -192,45 +192,6 @@ def optimizer_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, clip: f
         grad_norm = float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])))
     optimizer.step()
     return grad_norm
-
-
-def saved_for_backward(model: nn.Module, step_fn: Callable, batch) -> int:
-    """Bytes of the tensors one training step of ``step_fn(model, batch)`` keeps for its
-    backward pass: the activations (the parameters, which are kept anyway, are not counted).
-
-    Runs the forward pass as :class:`Trainer` does (train mode, fused attention, dropout on, on
-    a fork of the random state) and no backward; the model is left as it was (its mode and its
-    buffers, such as a step counter the forward increments). In float32, unless called inside
-    an autocast context. Tensors that share memory count once."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(step_fn):
-        raise TypeError(f"step_fn must be a function (model, batch) -> dict, got {type(step_fn).__name__}")
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    kept = {}
-
-    def pack(t):
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in params:
-            kept[storage.data_ptr()] = storage     # held here, so that its address is not reused
-        # give autograd nothing: returning t would tie t to its own graph in a cycle that is
-        # never freed
-        return None
-
-    def unpack(_):
-        raise RuntimeError("saved_for_backward runs the forward pass only (no backward)")
-
-    buffers = [(b, b.clone()) for b in model.buffers()]
-    with torch.random.fork_rng(), inspect_attention(model, keep_weights=False, eval_mode=False):
-        model.train()
-        try:
-            with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-                step_fn(model, batch)
-        finally:
-            with torch.no_grad():
-                for b, before in buffers:
-                    b.copy_(before)
-    return sum(storage.nbytes() for storage in kept.values())
 
 
 # ---------------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from bertcourse.training import (
     lr_factor,
     make_optimizer,
     plot_history,
-    saved_for_backward,
 )
+from bertcourse.memory import saved_for_backward
 
 
 def test_optimizer_decays_matrices_only(tokenizer):
@@ -228,7 +228,7 @@ def test_saved_for_backward_counts_what_autograd_keeps_and_changes_nothing():
     # with dropout in train mode, its mask is kept too (the forward runs as in training)
     assert saved_for_backward(model, step, x) > kept
     assert not model.training and int(model.calls) == 0 and torch.equal(torch.get_rng_state(), rng)
-    with pytest.raises(TypeError, match="model must be a torch.nn.Module, got str"):
+    with pytest.raises(TypeError, match=r"model must be a Module \(torch.nn.Module, e.g. a BERTClassifier\), got str"):
         saved_for_backward("model", step, x)
     with pytest.raises(TypeError, match="step_fn must be a function"):
         saved_for_backward(model, None, x)

@@ -1,0 +1,70 @@
+"""Memory: what a training step keeps, and handing freed memory back (chapter 9).
+
+* :func:`saved_for_backward` adds up the tensors autograd keeps for the backward pass of one
+  step (the activations), the figure that activation checkpointing
+  (:class:`~bertcourse.bert.BERTEncoder`'s ``checkpointing``) makes small;
+* :func:`release_memory` collects garbage and returns freed memory to the operating system,
+  which glibc otherwise keeps (on Binder's 1 GB that decides whether the next cell fits).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ._checks import check_instance
+from .attention import inspect_attention
+
+__all__ = ["saved_for_backward", "release_memory"]
+
+
+def saved_for_backward(model: nn.Module, step_fn: Callable, batch) -> int:
+    """Bytes of the tensors one training step of ``step_fn(model, batch)`` keeps for its
+    backward pass: the activations (the parameters, which are kept anyway, are not counted).
+
+    Runs the forward pass as :class:`~bertcourse.training.Trainer` does (train mode, fused
+    attention, dropout on, on a fork of the random state) and no backward; the model is left
+    as it was (its mode and its buffers, such as a step counter the forward increments). In
+    float32, unless called inside an autocast context. Tensors that share memory count once."""
+    check_instance("model", model, nn.Module, hint="torch.nn.Module, e.g. a BERTClassifier")
+    if not callable(step_fn):
+        raise TypeError(f"step_fn must be a function (model, batch) -> dict, got {type(step_fn).__name__}")
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    kept = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            kept[storage.data_ptr()] = storage     # held here, so that its address is not reused
+        # give autograd nothing: returning t would tie t to its own graph in a cycle that is
+        # never freed
+        return None
+
+    def unpack(_):
+        raise RuntimeError("saved_for_backward runs the forward pass only (no backward)")
+
+    buffers = [(b, b.clone()) for b in model.buffers()]
+    with torch.random.fork_rng(), inspect_attention(model, keep_weights=False, eval_mode=False):
+        model.train()
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+                step_fn(model, batch)
+        finally:
+            with torch.no_grad():
+                for b, before in buffers:
+                    b.copy_(before)
+    return sum(storage.nbytes() for storage in kept.values())
+
+
+def release_memory() -> None:
+    """Collect garbage and hand freed memory back to the operating system (glibc keeps it
+    otherwise; on Binder's 1 GB that decides whether the next cell fits). Does nothing
+    where the C library has no ``malloc_trim``."""
+    import ctypes
+    import gc
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
