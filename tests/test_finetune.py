@@ -206,9 +206,11 @@ def test_finetune_with_checkpointing_trains_the_same_model(splits, tiny_tokenize
     runs = []
     for on in (False, True):
         clf = tiny_classifier(tiny_tokenizer, dropout=0.1)
+        seen = []            # the encoder's setting at each training forward pass
+        clf.encoder.register_forward_pre_hook(lambda m, args: seen.append(m.checkpointing) if m.training else None)
         finetune(clf, tiny_tokenizer, splits.train[:48], epochs=1, lr=1e-3, batch_size=16, amp=False,
                  checkpointing=on, progress=False, plot=False)
-        assert clf.encoder.checkpointing is False            # switched on for the training only
+        assert seen == [on] * 3 and clf.encoder.checkpointing is False     # on for the training only
         runs.append(clf.state_dict())
     assert all(torch.equal(runs[0][k], runs[1][k]) for k in runs[0])
     with pytest.raises(TypeError, match="checkpointing must be True or False, got str"):
