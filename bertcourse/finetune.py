@@ -374,7 +374,6 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
                       eval_every=max(1, len(train_loader) // evals_per_epoch), seed=seed, amp=amp,
                       device=device)
     home = device_of(model)
-    release_memory()                 # give the memory earlier cells freed back before training takes more
     table = model.encoder.token_embedding.weight
     table.requires_grad_(train_word_embeddings)
     was_checkpointing, model.encoder.checkpointing = model.encoder.checkpointing, checkpointing
