@@ -5,7 +5,9 @@ teaching, so every check names the argument, the shape it expected and the shape
 """
 from __future__ import annotations
 
+import json
 import math
+import os
 from typing import Sequence
 
 import torch
@@ -203,15 +205,12 @@ def check_ids(name: str, ids, vocab_size: int, *, ndim: int = 2,
 
 def check_path(name: str, value) -> None:
     """Raise TypeError unless ``value`` is a str or an ``os.PathLike`` (e.g. ``pathlib.Path``)."""
-    import os
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (str or pathlib.Path), got {type(value).__name__} ({value!r})")
 
 
 def read_json(path, what: str = "JSON file"):
     """Parse the JSON file ``path``; FileNotFoundError or ValueError naming the file."""
-    import json
-    import os
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{what} {path!r} does not exist")

@@ -35,6 +35,7 @@ import os
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from ._checks import check_instance, check_positive_int
 
@@ -186,7 +187,6 @@ def data_parallel(model: nn.Module, step_fn, device: torch.device) -> nn.Module:
     """``DistributedDataParallel(StepModule(model, step_fn))``: calling it with a batch runs
     the step, and its backward pass averages the gradients over all ranks. Creating it copies
     rank 0's weights to every rank, so all start from the same model."""
-    from torch.nn.parallel import DistributedDataParallel
     module = StepModule(model, step_fn)
     return DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda" else None)
 
@@ -213,7 +213,7 @@ def step_seed(seed: int, step: int, rank: int) -> int:
 
 def data_parallel_plan(num_examples: int, batch_size: int, world_size: int) -> dict:
     """What a data-parallel epoch looks like, for ``world_size`` processes of ``batch_size``
-    examples per step over ``num_examples`` examples (as :func:`bertcourse.speedups.shard_batches`
+    examples per step over ``num_examples`` examples (as :func:`bertcourse.batching.shard_batches`
     deals them out):
 
     * ``global_batch``: examples per optimizer step, ``world_size * batch_size``;

@@ -22,9 +22,12 @@ import torch
 from torch import nn
 
 from ._checks import check_choice, check_positive_int, check_tensor, shape_str
+from .attention import inspect_attention
 from .bert import BERTEncoder
 from .distributed import device_of, move_to
+from .hf_weights import load_pretrained, mean_pool
 from .reviews import Review, SentimentDataset, collate_reviews, load_sentiment, stratified_indices
+from .training import autocast, cpu_has_fast_bf16
 
 __all__ = ["words", "build_vocabulary", "bag_of_words", "LogisticRegression", "fit_logistic_regression",
            "select_weight_decay", "WEIGHT_DECAYS", "sentence_features", "FrozenFeatures", "frozen_features",
@@ -146,9 +149,6 @@ def sentence_features(model, tokenizer, texts: Sequence[str], pooling: str = "me
     pooler; ``"both"``, the pair ``(mean, cls)`` from one pass. ``model`` is a
     :class:`~bertcourse.bert.BERTModel` (or a :class:`BERTClassifier`); it is run in eval
     mode and nothing is trained. Sentences of similar length are batched together."""
-    from .attention import inspect_attention
-    from .hf_weights import mean_pool
-    from .training import autocast
     check_choice("pooling", pooling, POOLINGS + ("both",))
     encoder = getattr(model, "encoder", None)
     if not isinstance(encoder, BERTEncoder):
@@ -192,7 +192,6 @@ class FrozenFeatures:
 
 @functools.lru_cache(maxsize=2)
 def _frozen_features(seed: int, amp: bool) -> FrozenFeatures:
-    from .hf_weights import load_pretrained
     splits = load_sentiment(seed)
     pretrained = load_pretrained("minilm")
     names = [name for name, _ in splits.items()]
@@ -214,7 +213,6 @@ def frozen_features(seed: int = 0, amp: bool | None = None) -> FrozenFeatures:
     """Mean-pooled and ``[CLS]``-pooled frozen all-MiniLM-L6-v2 features of every sentence of
     :func:`load_sentiment` (one pass, cached). ``amp``: bf16 autocast (``None``: when the CPU
     has fast bf16, as the Trainer decides)."""
-    from .training import cpu_has_fast_bf16
     return _frozen_features(seed, cpu_has_fast_bf16() if amp is None else bool(amp))
 
 

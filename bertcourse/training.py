@@ -33,7 +33,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import torch
+from IPython import get_ipython
+from IPython.display import display
 from torch import nn
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
 
 from ._checks import check_finite_number, check_positive_int
 from .attention import inspect_attention
@@ -242,7 +246,7 @@ class History:
 
     def frame(self):
         """The per-step records as a pandas DataFrame."""
-        import pandas as pd
+        import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
         return pd.DataFrame({"step": self.step, "time": self.time, "lr": self.lr, **self.metrics})
 
 
@@ -260,7 +264,7 @@ def plot_history(history: History, smooth: int = 20):
     """Training losses (left: every metric whose name ends in ``loss``, smoothed over
     ``smooth`` steps) and the evaluations' accuracies (right: keys ending in ``acc``), as a
     matplotlib Figure."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure     # lazy: a heavy import (CONTRIBUTING.md, "Imports")
     if not isinstance(history, History):
         raise TypeError(f"history must be a History, got {type(history).__name__}")
     check_positive_int("smooth", smooth)
@@ -287,11 +291,7 @@ def plot_history(history: History, smooth: int = 20):
 
 
 def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-        shell = get_ipython()
-    except Exception:
-        return False
+    shell = get_ipython()
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
@@ -308,7 +308,6 @@ class _LivePlot:
     def update(self, history: History, force: bool = False) -> None:
         if not self.notebook or (not force and time.perf_counter() - self.last < self.every_s):
             return
-        from IPython.display import display
         fig = plot_history(history)
         if self.handle is None:
             self.handle = display(fig, display_id=True)
@@ -364,7 +363,6 @@ class _StopFlag:
 def _loader_parts(loader):
     """``(batch_sampler, dataset, collate_fn)`` of a map-style DataLoader without workers,
     which lets the trainer skip batches cheaply when it resumes; ``None`` otherwise."""
-    from torch.utils.data import DataLoader
     if (isinstance(loader, DataLoader) and loader.num_workers == 0 and loader.batch_sampler is not None
             and hasattr(loader.dataset, "__getitem__")):
         return loader.batch_sampler, loader.dataset, loader.collate_fn
@@ -581,7 +579,6 @@ class Trainer:
                         self._cuda_rng_state = torch.cuda.get_rng_state(self.device)
 
     def _fit(self, progress: bool, plot: bool) -> History:
-        from tqdm.auto import tqdm
         cfg, h = self.cfg, self.history
         live = _LivePlot(plot)
         total = cfg.steps if cfg.steps is not None else None

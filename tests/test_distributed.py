@@ -24,7 +24,7 @@ from bertcourse.distributed import (
     world,
 )
 from bertcourse.pretrain import pretraining_losses, pretraining_step
-from bertcourse.speedups import LengthBucketSampler, bucketed_loader
+from bertcourse.batching import LengthBucketSampler, bucketed_loader
 from bertcourse.training import TrainConfig, Trainer
 
 WORLD, PER_RANK = 2, 4

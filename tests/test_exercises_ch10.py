@@ -11,7 +11,7 @@ import torch
 from bertcourse.distributed import data_parallel_plan
 from bertcourse.exercises import ch10
 from bertcourse.exercises.ch10 import q1, q2, q3, q4
-from bertcourse.speedups import LengthBucketSampler
+from bertcourse.batching import LengthBucketSampler
 
 
 def test_references_are_the_package_and_match_the_sampler():

@@ -16,15 +16,14 @@ In the notebook::
 * ``q4`` — ``lr_choice``: a letter; the learning rate when the global batch grows.
 
 The references are the package's own functions where it has them
-(:func:`bertcourse.distributed.data_parallel_plan`, :func:`bertcourse.speedups.shard_batches`).
+(:func:`bertcourse.distributed.data_parallel_plan`, :func:`bertcourse.batching.shard_batches`).
 """
 from __future__ import annotations
 
 import math
 
 from ..distributed import data_parallel_plan
-from .core import (CheckFailed, Exercise, as_number, call_answer, compare_tensors, equal_values, randn, run_cases,
-                   seeded)
+from .core import CheckFailed, Exercise, as_number, call_answer, compare_tensors, equal_values, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4"]
 

@@ -20,7 +20,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from .._checks import check_positive_int, check_tensor, shape_str
 from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
-from ..data import SPECIAL_TOKENS, truncate_pair
+from ..data import SPECIAL_TOKENS, get_tokenizer, truncate_pair
 from . import FigureWidget
 from .drawing import draw_message
 
@@ -276,7 +276,6 @@ class InputExplorer(FigureWidget):
     def __init__(self, text_a: str = EXAMPLE_A, text_b: str = "", tokenizer=None,
                  config: BERTConfig | None = None):
         if tokenizer is None:
-            from ..data import get_tokenizer
             tokenizer = get_tokenizer()
         _check_tokenizer(tokenizer)
         if config is None:

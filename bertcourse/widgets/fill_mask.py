@@ -16,15 +16,14 @@ BERT special tokens.
 """
 from __future__ import annotations
 
-
 import ipywidgets as W
 import torch
 from matplotlib.figure import Figure
 
-from ..analysis import (MASK, attention_maps, check_mlm_model, encode_words, fill_mask, fill_mask_tokens,
-                        hf_tokenizer, mask_word)
 from .._checks import check_tensor
+from ..analysis import MASK, attention_maps, check_mlm_model, encode_words, fill_mask, fill_mask_tokens, mask_word
 from ..bert import BERTModel
+from ..wordpiece import hf_tokenizer
 from . import FigureWidget
 from .drawing import draw_message
 

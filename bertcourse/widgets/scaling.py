@@ -1,7 +1,7 @@
 """Chapter 10 widget: data parallelism, one epoch at a glance.
 
 Choose the number of processes N and the batch of each process: the figure deals the epoch's
-batches out to the processes as :func:`bertcourse.speedups.shard_batches` does (rank ``r``
+batches out to the processes as :func:`bertcourse.batching.shard_batches` does (rank ``r``
 gets batches ``r, r + N, ...``; the last ``batches % N`` are left out) and shows one optimizer
 step per column, one process per row. The text says what changes: the global batch (N times
 the per-process batch), the optimizer steps per epoch (N times fewer), and the learning rate
@@ -18,8 +18,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from .._checks import check_positive_int
+from ..batching import shard_batches
 from ..distributed import data_parallel_plan
-from ..speedups import shard_batches
 from . import FigureWidget
 
 __all__ = ["RANK_COLOURS", "epoch_layout", "draw_epoch", "draw_data_parallelism", "DataParallelPlanner"]

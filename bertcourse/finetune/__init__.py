@@ -16,30 +16,35 @@ linear probe on frozen features. This module is the fine-tuning itself, one sect
    (occlusion: remove one token, see how the probability moves), :func:`misclassified`.
 4. **The model family** (:data:`MODEL_FAMILY`): BERT, RoBERTa, ALBERT, ELECTRA, DistilBERT
    with the figures of their papers, and :func:`encoder_parameters` to count them.
-5. **Command line**: ``python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment``.
+5. **Command line** (in :mod:`bertcourse.cli`, with every command):
+   ``python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment``.
 """
 from __future__ import annotations
 
-import argparse
+import contextlib
+import copy
 import dataclasses
 import functools
-import math
 import os
-import sys
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import torch
+from tokenizers import Tokenizer
 from torch import nn
 from torch.utils.data import DataLoader
 
-from ._checks import check_bool, check_choice, check_positive_int, check_tensor, shape_str
-from .bert import BERTConfig, BERTEncoder, Pooler
-from .distributed import device_of, move_to
-from .memory import release_memory
-from .probing import (WEIGHT_DECAYS, LogisticRegression, select_weight_decay, sentence_features)
-from .reviews import (SPLIT_SIZES, Review, SentimentDataset, collate_reviews, encode_texts,
-                      load_sentiment, review_loader, special_ids, stratified_subset)
+from .._checks import check_bool, check_choice, check_positive_int, check_tensor, shape_str
+from ..analysis import hf_tokenizer
+from ..bert import BERTConfig, BERTEncoder, Pooler
+from ..checkpoints import TOKENIZER_FILE, load_weights, read_config, save_checkpoint
+from ..distributed import device_of, move_to
+from ..hf_weights import Pretrained, load_pretrained, mean_pool
+from ..memory import release_memory
+from ..pretrain import init_bert_weights
+from ..probing import POOLINGS, LogisticRegression
+from ..reviews import Review, SentimentDataset, collate_reviews, encode_texts, review_loader, special_ids
+from ..training import TrainConfig, Trainer, autocast
 
 __all__ = [
     # the classifier
@@ -59,7 +64,6 @@ __all__ = [
 # 1. The classifier
 # ----------------------------------------------------------------------------------------
 
-POOLINGS = ("mean", "cls")
 
 
 @dataclass
@@ -163,7 +167,6 @@ class BERTClassifier(nn.Module):
 
     def pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``(batch, seq, num_hiddens)`` -> ``(batch, num_hiddens)`` by ``config.pooling``."""
-        from .hf_weights import mean_pool
         if self.config.pooling == "cls":
             return self.pooler(hidden)
         return mean_pool(hidden, mask)
@@ -208,10 +211,7 @@ def build_classifier(source="minilm", num_classes: int = 2, pooling: str = "mean
 
     The new head is initialised from ``seed``. The classifier is in training mode.
     """
-    import copy
 
-    from .hf_weights import Pretrained, load_pretrained
-    from .pretrain import init_bert_weights
     check_choice("pooling", pooling, POOLINGS)
     if isinstance(source, str):
         check_choice("source", source, ("minilm", "scratch"))
@@ -237,17 +237,14 @@ def save_classifier(path, model: BERTClassifier, tokenizer=None, trainer=None, e
     """Save a classifier (and its tokenizer and trainer state) with the course's
     :func:`~bertcourse.checkpoints.save_checkpoint`: ``model.safetensors`` + ``config.json``
     (+ ``tokenizer.json``, trainer state). Returns ``path``."""
-    from .checkpoints import save_checkpoint
     if not isinstance(model, BERTClassifier):
         raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
-    from .analysis import hf_tokenizer
     return save_checkpoint(path, model, hf_tokenizer(tokenizer) if tokenizer is not None else None,
                            trainer, extra)
 
 
 def load_classifier(path) -> tuple:
     """Load what :func:`save_classifier` wrote: ``(classifier in eval mode, tokenizer or None)``."""
-    from .checkpoints import TOKENIZER_FILE, load_weights, read_config
     config = read_config(path)
     if config.get("model_class") != "BERTClassifier":
         raise ValueError(f"checkpoint {os.fspath(path)!r} holds a {config.get('model_class')}, not a BERTClassifier")
@@ -259,7 +256,6 @@ def load_classifier(path) -> tuple:
     tokenizer = None
     file = os.path.join(os.fspath(path), TOKENIZER_FILE)
     if os.path.isfile(file):
-        from tokenizers import Tokenizer
         tokenizer = Tokenizer.from_file(file)
     return model.eval(), tokenizer
 
@@ -300,7 +296,6 @@ def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = N
     Runs in ``eval()`` mode (dropout off) without gradients and puts the model's mode back
     afterwards. ``amp``: ``True``/``False`` to switch bf16 autocast on or off here; ``None``
     keeps whatever the caller set (the Trainer sets it)."""
-    from .training import autocast
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     device = device_of(model)
@@ -325,7 +320,6 @@ def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = N
 
 
 def _nullcontext():
-    import contextlib
     return contextlib.nullcontext()
 
 
@@ -355,7 +349,6 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     where it was, so the cells and functions that use it afterwards need not know. The returned
     trainer's optimizer state stays on the training device: to train further, call
     ``finetune`` again (or move the model back to ``trainer.device`` before ``trainer.fit()``)."""
-    from .training import TrainConfig, Trainer
     if not isinstance(model, BERTClassifier):
         raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
     check_positive_int("epochs", epochs)
@@ -430,7 +423,6 @@ def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str], batch_
 
 
 def _autocast(amp, device: torch.device):
-    from .training import autocast
     return autocast(bool(amp), device.type)
 
 
@@ -523,7 +515,7 @@ MODEL_FAMILY = [
 
 def model_family_table():
     """:data:`MODEL_FAMILY` as a pandas DataFrame indexed by model."""
-    import pandas as pd
+    import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
     return pd.DataFrame(MODEL_FAMILY).set_index("model")
 
 
@@ -549,130 +541,3 @@ def encoder_parameters(vocab_size: int, hidden: int, layers: int, ffn: int | Non
     if pooler:
         total += hidden * hidden + hidden
     return total
-
-
-# ----------------------------------------------------------------------------------------
-# 5. Command line: python -m bertcourse.finetune
-# ----------------------------------------------------------------------------------------
-
-def _parser():
-    from .cli import Parser, add_device_option, nonnegative_float, nonnegative_int, positive_float, positive_int
-    p = Parser(prog="python -m bertcourse.finetune",
-               description="Fine-tune a BERT sentence classifier on the 2,400 training sentences of the UCI "
-                           "Sentiment Labelled Sentences data (shipped with the package; offline), report "
-                           "the validation accuracy after every epoch, save a checkpoint and evaluate once "
-                           "on the 300 test sentences. The last line printed is 'test accuracy: 0.xxx'.",
-               epilog="Example: python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment. "
-                      "Ctrl-C stops after the current step; the checkpoint is then saved and evaluated.")
-    p.add_argument("--model", default="minilm",
-                   help="minilm: start from the pretrained all-MiniLM-L6-v2 (chapter 8); scratch: the same "
-                        "architecture and tokenizer with random weights (default: minilm)")
-    p.add_argument("--out", required=True, help="output folder for the checkpoint (created if needed)")
-    p.add_argument("--epochs", type=positive_int("--epochs"), default=RECIPE["epochs"],
-                   help=f"passes over the training sentences (default: {RECIPE['epochs']})")
-    p.add_argument("--lr", type=positive_float("--lr"), default=None,
-                   help="peak learning rate of AdamW (default: 5e-5 for minilm, 3e-4 for scratch)")
-    p.add_argument("--batch-size", type=positive_int("--batch-size"), default=RECIPE["batch_size"],
-                   help=f"sentences per batch (default: {RECIPE['batch_size']})")
-    p.add_argument("--warmup-ratio", type=nonnegative_float("--warmup-ratio"), default=RECIPE["warmup_ratio"],
-                   help="fraction of the steps with a linear warm-up, at most 1 (default: 0.1)")
-    p.add_argument("--weight-decay", type=nonnegative_float("--weight-decay"), default=RECIPE["weight_decay"],
-                   help="AdamW weight decay on weight matrices (default: 0.01)")
-    p.add_argument("--pooling", default="mean",
-                   help="mean: average of the real tokens' states (what MiniLM was trained for); cls: the "
-                        "[CLS] state through the pooler (default: mean)")
-    p.add_argument("--head", default=None,
-                   help="how the new classification layer starts: probe (fit a logistic regression on the "
-                        "frozen pooled features first, then fine-tune everything: LP-FT) or random "
-                        "(default: probe for minilm, random for scratch)")
-    p.add_argument("--train-size", type=positive_int("--train-size"), default=None,
-                   help="use only this many training sentences, stratified by site and label "
-                        "(default: all 2,400)")
-    p.add_argument("--seed", type=nonnegative_int("--seed"), default=0,
-                   help="seed of the new weights, dropout and batch order (the split is fixed; default: 0)")
-    p.add_argument("--amp", default="auto",
-                   help="bf16 autocast: auto (when the CPU has fast bf16), on or off (default: auto)")
-    p.add_argument("--threads", type=positive_int("--threads"), default=None,
-                   help="torch threads (default: torch's choice)")
-    p.add_argument("--checkpointing", action="store_true",
-                   help="recompute each encoder block's activations in the backward pass instead of keeping "
-                        "them: the same training, a fraction of the activation memory, about 30%% more time")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_device_option(p)
-    return p
-
-
-def _parse_args(argv) -> argparse.Namespace:
-    from .cli import UsageError, check_writable
-    args = _parser().parse_args(argv)
-    for option, value, choices in (("--model", args.model, ("minilm", "scratch")),
-                                   ("--pooling", args.pooling, POOLINGS),
-                                   ("--amp", args.amp, ("auto", "on", "off")),
-                                   ("--head", args.head or "probe", ("probe", "random"))):
-        if value not in choices:
-            raise UsageError(f"{option} must be one of {', '.join(choices)}, got {value!r}")
-    if args.warmup_ratio > 1:
-        raise UsageError(f"--warmup-ratio must be <= 1, got {args.warmup_ratio}")
-    if args.train_size is not None and args.train_size > SPLIT_SIZES["train"]:
-        raise UsageError(f"--train-size must be <= {SPLIT_SIZES['train']} (the training split), got {args.train_size}")
-    if args.lr is None:
-        args.lr = 5e-5 if args.model == "minilm" else 3e-4
-    if args.head is None:
-        args.head = "probe" if args.model == "minilm" else "random"
-    check_writable(args.out)
-    return args
-
-
-def _run(args) -> int:
-    from .training import cpu_has_fast_bf16
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    amp = {"auto": cpu_has_fast_bf16(), "on": True, "off": False}[args.amp]
-    splits = load_sentiment()
-    train = splits.train if args.train_size is None else stratified_subset(splits.train, args.train_size, args.seed)
-    print(f"loading {args.model} ...", flush=True)
-    model, tokenizer = build_classifier(args.model, pooling=args.pooling, seed=args.seed)
-    if args.head == "probe":
-        features = {name: sentence_features(model, tokenizer, [r.text for r in reviews], args.pooling, amp=amp)
-                    for name, reviews in (("train", train), ("validation", splits.validation))}
-        labels = {name: torch.tensor([r.label for r in reviews])
-                  for name, reviews in (("train", train), ("validation", splits.validation))}
-        probe, wd, accs = select_weight_decay(features["train"], labels["train"], features["validation"],
-                                              labels["validation"], WEIGHT_DECAYS)
-        init_head_from_probe(model, probe)
-        print(f"head started from a linear probe on the frozen features (weight decay {wd:g}, validation "
-              f"accuracy {accs[wd]:.3f})", flush=True)
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"fine-tuning {'pretrained all-MiniLM-L6-v2' if args.model == 'minilm' else 'a randomly initialised MiniLM'}"
-          f" ({n_params:,} parameters, {args.pooling} pooling) on {len(train):,} sentences for {args.epochs} "
-          f"epoch(s): lr {args.lr:g}, batch {args.batch_size}, bf16 autocast: {amp}", flush=True)
-    trainer = finetune(model, tokenizer, train, splits.validation, epochs=args.epochs, lr=args.lr,
-                       batch_size=args.batch_size, warmup_ratio=args.warmup_ratio,
-                       weight_decay=args.weight_decay, seed=args.seed, amp=amp,
-                       checkpointing=args.checkpointing, progress=not args.quiet, plot=False, device=args.device)
-    history = trainer.history
-    per_epoch = max(1, math.ceil(len(train) / args.batch_size))
-    for ev in history.evals:
-        print(f"epoch {ev['step'] / per_epoch:.2f} (step {ev['step']}): validation accuracy {ev['acc']:.3f}",
-              flush=True)
-    test = evaluate_classifier(model, review_loader(splits.test, tokenizer, args.batch_size), amp=amp)
-    extra = {"model": args.model, "head": args.head, "pooling": args.pooling, "epochs": args.epochs,
-             "lr": args.lr, "batch_size": args.batch_size, "train_size": len(train), "seed": args.seed, "test_acc": test["acc"],
-             "validation_acc": history.evals[-1]["acc"] if history.evals else None,
-             "train_seconds": trainer.elapsed, "stopped_by": history.stopped_by}
-    save_classifier(args.out, model, tokenizer, trainer, extra=extra)
-    state = "interrupted" if history.interrupted else "done"
-    print(f"{state}: {trainer.step} steps in {trainer.elapsed:.1f} s; checkpoint saved to {args.out}", flush=True)
-    print(f"test accuracy: {test['acc']:.3f}", flush=True)
-    return 130 if history.interrupted else 0
-
-
-def main(argv=None) -> int:
-    """``python -m bertcourse.finetune``; returns the exit code (0 done, 2 bad options,
-    130 interrupted)."""
-    from .cli import run_cli
-    return run_cli(_parse_args, _run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
