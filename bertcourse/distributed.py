@@ -22,6 +22,8 @@ module holds what the course's training loop needs for that:
   pass (bucket by bucket, while the backward pass is still running);
 * :func:`agree` — one decision for all ranks (stop now?), so that no rank waits forever for
   a partner that has already left the loop;
+* :func:`global_mean_loss` — a loss averaged over the items of *all* ranks (e.g. the MLM
+  predictions, whose number differs from rank to rank), scaled for DDP's averaging;
 * :func:`data_parallel_plan` and :func:`allreduce_seconds` — the arithmetic: global batch,
   steps per epoch, and what the all-reduce costs on a given link.
 
@@ -37,11 +39,11 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from ._checks import check_instance, check_positive_int
+from ._checks import check_finite_number, check_instance, check_positive_int, check_tensor
 
 __all__ = ["resolve_device", "device_of", "move_to", "launched_by_torchrun", "init_distributed", "world",
            "is_main_process", "shutdown_distributed", "StepModule", "data_parallel", "agree", "step_seed",
-           "data_parallel_plan", "allreduce_seconds"]
+           "global_mean_loss", "data_parallel_plan", "allreduce_seconds"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -202,6 +204,34 @@ def agree(flag: int, device: torch.device) -> int:
     return int(t.item())
 
 
+def global_mean_loss(loss_sum: torch.Tensor, count) -> torch.Tensor:
+    """This rank's share of a loss that is a mean over the items of *all* ranks.
+
+    ``loss_sum`` (0-d, floating): the sum of this rank's per-item losses, e.g. the MLM losses
+    of its real predictions; ``count``: how many items this rank has (an int or a 0-d tensor).
+    Returns ``loss_sum * N / global_count`` with ``N`` ranks and ``global_count`` the sum of
+    all ranks' counts (one all-reduce; training alone: ``loss_sum / count``).
+
+    Why the factor ``N``: DDP *averages* the ranks' gradients, i.e. divides their sum by
+    ``N``. The gradient wanted is that of ``(sum over all ranks of loss_sum) / global_count``;
+    each rank's ``loss_sum / global_count`` would give N times too little after the average.
+    A count of 0 everywhere gives 0 (the count is clamped at 1), not NaN. No gradient flows
+    through the count."""
+    check_tensor("loss_sum", loss_sum, ndim=0, expected="() (a 0-d tensor, the sum of this rank's losses)",
+                 floating=True)
+    if isinstance(count, torch.Tensor):
+        check_tensor("count", count, ndim=0, expected="() (a 0-d tensor, or an int)")
+        if not bool(torch.isfinite(count)) or float(count) < 0:
+            raise ValueError(f"count must be >= 0 (the number of items on this rank), got {float(count)}")
+    else:
+        check_finite_number("count", count, low=0)
+    total = torch.as_tensor(count, dtype=torch.float64, device=loss_sum.device).detach().clone()
+    n = world()[1]
+    if n > 1:
+        torch.distributed.all_reduce(total, op=torch.distributed.ReduceOp.SUM)
+    return loss_sum * n / total.clamp(min=1).to(loss_sum.dtype)
+
+
 def step_seed(seed: int, step: int, rank: int) -> int:
     """The random seed of optimizer step ``step`` on rank ``rank``: every rank draws its own
     dropout masks, and a resumed run draws the same ones as an uninterrupted run (no random
@@ -229,15 +259,27 @@ def data_parallel_plan(num_examples: int, batch_size: int, world_size: int) -> d
             "steps_per_epoch": batches // world_size, "left_out_batches": batches % world_size}
 
 
-def allreduce_seconds(num_params: int, world_size: int, gbytes_per_s: float, bytes_per_value: int = 4) -> float:
+def allreduce_seconds(num_params: int, world_size: int, gbytes_per_s: float, bytes_per_value: int = 4,
+                      latency_s: float = 0.0) -> float:
     """Seconds one all-reduce of ``num_params`` gradients takes with the *ring* algorithm that
     NCCL and gloo use for large tensors: each of the ``world_size`` processes sends (and
     receives) ``2 * (world_size - 1) / world_size`` times the gradients' bytes over a link of
-    ``gbytes_per_s`` GB/s. A lower bound: latency and the time to add the numbers are left out.
-    The amount per process hardly grows with ``world_size``: that is why the ring is used."""
+    ``gbytes_per_s`` GB/s, in ``2 * (world_size - 1)`` steps one after the other, each of which
+    also waits ``latency_s`` seconds for its message to start arriving::
+
+        2 (N - 1) * latency_s  +  2 (N - 1) / N * bytes / bandwidth
+
+    The bandwidth term hardly grows with ``world_size`` (the factor stays below 2): that is
+    why the ring is used. The latency term grows in proportion to ``world_size``, so on
+    thousands of GPUs it can dominate, above all for small messages; large jobs use
+    trees (NCCL's double binary trees: about ``log2(N)`` steps) and hierarchies (first within
+    each machine, then between machines) instead. Still a lower bound: the time to add the
+    numbers, and congestion, are left out."""
     check_positive_int("num_params", num_params)
     check_positive_int("world_size", world_size)
     check_positive_int("bytes_per_value", bytes_per_value)
     if isinstance(gbytes_per_s, bool) or not isinstance(gbytes_per_s, (int, float)) or not gbytes_per_s > 0:
         raise ValueError(f"gbytes_per_s must be a number > 0 (the link's bandwidth in GB/s), got {gbytes_per_s!r}")
-    return 2 * (world_size - 1) / world_size * num_params * bytes_per_value / (gbytes_per_s * 1e9)
+    check_finite_number("latency_s", latency_s, low=0)
+    steps = 2 * (world_size - 1)
+    return steps * latency_s + steps / world_size * num_params * bytes_per_value / (gbytes_per_s * 1e9)

@@ -57,8 +57,11 @@ class TrainConfig:
     first). The time budget covers the training steps and the periodic evaluations; the final
     evaluation comes after it.
 
-    * ``lr``: peak learning rate of AdamW; it rises linearly from 0 over ``warmup_steps``
-      steps, then falls linearly to ``final_lr_ratio * lr`` at the end of the budget.
+    * ``lr``: the base learning rate of AdamW, multiplied at every step by :func:`lr_factor`:
+      a warm-up ramp (linear from 0 to 1 over ``warmup_steps`` steps) *times* a linear decay
+      from 1 at the start to ``final_lr_ratio`` at the end of the budget. The decay already
+      runs during the warm-up, so the largest rate, reached at the end of the warm-up, is a
+      little below ``lr`` (with 10 % warm-up and ``final_lr_ratio=0``: about ``0.9 * lr``).
     * ``weight_decay``: AdamW's decoupled weight decay, not applied to biases and layer norms
       (as in BERT); ``betas``, ``eps``: AdamW's other settings. ``clip``: maximal gradient norm
       (``None``: no clipping).
@@ -165,12 +168,17 @@ def make_optimizer(model: nn.Module, lr: float = 1e-3, weight_decay: float = 0.0
 
 
 def lr_factor(step: int, progress: float, warmup_steps: int, final_ratio: float = 0.0) -> float:
-    """Learning-rate multiplier: linear warm-up from 0 over ``warmup_steps`` steps, then
-    linear decay from 1 to ``final_ratio`` as ``progress`` goes from 0 to 1.
+    """Learning-rate multiplier: the *product* of a linear warm-up ramp,
+    ``min(1, (step + 1) / warmup_steps)``, and a linear decay from 1 to ``final_ratio`` as
+    ``progress`` goes from 0 to 1.
 
     ``progress`` is the fraction of the budget used (``step / steps`` or ``elapsed /
-    seconds``). Warm-up protects Adam's first steps, whose moment estimates are still
-    noisy; the decay lets the model settle at the end.
+    seconds``). The decay starts at step 0, not after the warm-up, so the factor peaks at
+    ``step = warmup_steps - 1`` at ``1 - (1 - final_ratio) * progress`` there, below 1: with
+    150 steps, 15 of warm-up and ``final_ratio=0`` (chapter 9), ``1 - 14/150 ≈ 0.91``.
+    Hugging Face's ``get_linear_schedule_with_warmup`` starts its decay after the warm-up and
+    peaks at 1. Warm-up protects Adam's first steps, whose moment estimates are still noisy;
+    the decay lets the model settle at the end.
     """
     check_positive_int("step", step, allow_zero=True)
     check_finite_number("progress", progress)

@@ -16,7 +16,9 @@ from bertcourse.data import PretrainDataset
 from bertcourse.distributed import (
     StepModule,
     agree,
+    data_parallel,
     device_of,
+    global_mean_loss,
     init_distributed,
     move_to,
     resolve_device,
@@ -229,6 +231,105 @@ def test_two_processes_compute_the_gradients_of_one_process_on_the_global_batch(
 
 
 # ---------------------------------------------------------------------------------------
+# Unequal numbers of MLM predictions: the exact global mean under DDP
+# ---------------------------------------------------------------------------------------
+
+PREDS = (5, 1)     # real MLM predictions per pair on rank 0 and on rank 1: 20 and 4 per rank
+
+
+def unequal_batch(vocab_size: int) -> dict:
+    """2 x PER_RANK pairs of one length; the pairs of rank 0 have 5 real predictions, those of
+    rank 1 only 1 (the other slots are padding, weight 0)."""
+    g = torch.Generator().manual_seed(3)
+    n, length, slots = WORLD * PER_RANK, 12, max(PREDS)
+    weights = torch.zeros(n, slots)
+    for r, k in enumerate(PREDS):
+        weights[r * PER_RANK:(r + 1) * PER_RANK, :k] = 1
+    return {"tokens": torch.randint(5, vocab_size, (n, length), generator=g),
+            "segments": (torch.arange(length) >= length // 2).long().expand(n, length).clone(),
+            "valid_lens": torch.full((n,), length),
+            "pred_positions": torch.stack([torch.randperm(length - 2, generator=g)[:slots] + 1 for _ in range(n)]),
+            "mlm_labels": torch.randint(5, vocab_size, (n, slots), generator=g),
+            "mlm_weights": weights,
+            "nsp_labels": torch.arange(n) % 2}
+
+
+def exact_loss(model, batch, world_size_factor=True):
+    """The pretraining loss with the MLM part averaged over the real predictions of *all*
+    ranks (``global_mean_loss``); the NSP part, a mean over pairs, is the same on every rank.
+    ``world_size_factor=False``: the formula without the factor N (each rank's sum over the
+    global count)."""
+    losses = pretraining_losses(model, batch)
+    count = batch["mlm_weights"].sum()
+    mlm = global_mean_loss(losses["mlm_loss"] * count, count)        # mlm_loss * count: the sum
+    if not world_size_factor:
+        mlm = mlm / WORLD
+    return {"loss": mlm + losses["nsp_loss"]}
+
+
+def unequal_counts_worker(rank: int, port: int, out: str) -> None:
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(WORLD),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    from tiny_bert import PARAGRAPHS
+    from bertcourse.data import train_wordpiece
+    tok = train_wordpiece([s for p in PARAGRAPHS for s in p] * 3, vocab_size=150)
+    init_distributed(torch.device("cpu"), timeout_s=60)
+    mine = {k: v[rank * PER_RANK:(rank + 1) * PER_RANK] for k, v in unequal_batch(len(tok.vocab)).items()}
+    grads = {}
+    for name, step in {"exact": exact_loss,
+                       "without N": lambda m, b: exact_loss(m, b, world_size_factor=False),
+                       "plain mean": lambda m, b: {"loss": pretraining_losses(m, b)["loss"]}}.items():
+        model = small_model(tok, dropout=0.0)          # a fresh copy (and DDP wrapper) per loss
+        ddp = data_parallel(model, step, torch.device("cpu"))
+        ddp(mine)["loss"].backward()
+        grads[name] = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    torch.save(grads, os.path.join(out, f"rank{rank}.pt"))
+    torch.distributed.destroy_process_group()
+
+
+def test_global_mean_loss_gives_the_gradient_of_the_global_batch_with_unequal_counts(tokenizer, tmp_path):
+    mp.spawn(unequal_counts_worker, args=(free_port(), str(tmp_path)), nprocs=WORLD, join=True)
+    r0, r1 = (torch.load(tmp_path / f"rank{r}.pt") for r in range(WORLD))
+    # one process, all 8 pairs: the MLM loss is the mean over all 24 real predictions
+    model = small_model(tokenizer, dropout=0.0)
+    pretraining_losses(model, unequal_batch(len(tokenizer.vocab)))["loss"].backward()
+    full = {n: p.grad for n, p in model.named_parameters()}
+    scale = max(g.abs().max().item() for g in full.values())
+
+    def off(grads):          # largest difference to the one-process gradient, relative to its size
+        return max((grads[n] - g).abs().max().item() for n, g in full.items()) / scale
+
+    for name in r0:
+        assert r0[name].keys() == full.keys()
+        assert all(torch.equal(r0[name][n], r1[name][n]) for n in r0[name])    # DDP: the same on both ranks
+    assert off(r0["exact"]) < 1e-5
+    # dividing each rank's sum by the global count and letting DDP average: the MLM part N times too small
+    assert off(r0["without N"]) > 0.3
+    assert off(r0["plain mean"]) > 0.3             # the plain mean gives 4 predictions the say of 20
+
+
+def test_global_mean_loss_alone_and_its_wrong_inputs():
+    assert global_mean_loss(torch.tensor(6.0), 3).item() == 2.0
+    assert global_mean_loss(torch.tensor(6.0), torch.tensor(4)).item() == 1.5
+    assert global_mean_loss(torch.tensor(0.0), 0).item() == 0.0           # no items: 0, not NaN
+    with pytest.raises(TypeError, match="loss_sum must be a torch.Tensor"):
+        global_mean_loss(6.0, 3)
+    with pytest.raises(ValueError, match="loss_sum must have shape"):
+        global_mean_loss(torch.ones(2), 3)
+    with pytest.raises(TypeError, match="loss_sum must be a floating-point tensor"):
+        global_mean_loss(torch.tensor(6), 3)
+    with pytest.raises(ValueError, match="count must be >= 0"):
+        global_mean_loss(torch.tensor(6.0), -1)
+    with pytest.raises(ValueError, match="count must be >= 0"):
+        global_mean_loss(torch.tensor(6.0), torch.tensor(-1.0))
+    with pytest.raises(TypeError, match="count must be a number"):
+        global_mean_loss(torch.tensor(6.0), "3")
+    with pytest.raises(ValueError, match="count must have shape"):
+        global_mean_loss(torch.tensor(6.0), torch.ones(2))
+
+
+# ---------------------------------------------------------------------------------------
 # torchrun and the command line: Ctrl-C stops every rank, rank 0 saves, --resume continues
 # ---------------------------------------------------------------------------------------
 
@@ -264,6 +365,12 @@ def test_the_arithmetic_of_data_parallelism():
     assert allreduce_seconds(1_000_000, 2, 1.0) == pytest.approx(0.004)
     assert allreduce_seconds(1_000_000, 1000, 1.0) < 0.008
     assert allreduce_seconds(1_000_000, 1, 1.0) == 0.0
+    # ... but 2 (N - 1) messages one after the other: the latency term grows with N
+    assert allreduce_seconds(1_000_000, 2, 1.0, latency_s=1e-5) == pytest.approx(0.004 + 2 * 1e-5)
+    assert allreduce_seconds(1, 1024, 1.0, latency_s=5e-6) == pytest.approx(2 * 1023 * 5e-6, rel=1e-3)
+    assert allreduce_seconds(1_000_000, 1024, 1.0, latency_s=5e-6) > 2 * allreduce_seconds(1_000_000, 1024, 1.0)
+    with pytest.raises(ValueError, match="latency_s must be >= 0"):
+        allreduce_seconds(10, 2, 1.0, latency_s=-1e-6)
     with pytest.raises(ValueError, match="gbytes_per_s must be a number > 0"):
         allreduce_seconds(10, 2, 0)
     with pytest.raises(ValueError, match="batch_size must be > 0"):

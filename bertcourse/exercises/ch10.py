@@ -13,7 +13,8 @@ In the notebook::
   possible, and no batch to two processes).
 * ``q3`` — ``average_gradients(grads)``: what the all-reduce leaves on every process, from
   the gradients ``grads[rank][i]`` of each process.
-* ``q4`` — ``lr_choice``: a letter; the learning rate when the global batch grows.
+* ``q4`` — ``lr_choice``: a letter; the learning rate of AdamW when the global batch grows
+  (the square-root rule; the linear rule is SGD's).
 
 The references are the package's own functions where it has them
 (:func:`bertcourse.distributed.data_parallel_plan`, :func:`bertcourse.batching.shard_batches`).
@@ -219,10 +220,11 @@ def average_gradients(grads):
 
 Q4_CHOICES = {
     "A": "Keep the learning rate: each process still sees a batch of the same size.",
-    "B": "Start from 4 times the learning rate (the global batch is 4 times larger), with a warm-up, "
-         "and check the loss curve: a larger batch averages away noise, so each step can go further.",
+    "B": "Start from 2 = sqrt(4) times the learning rate (the square-root rule for Adam-type "
+         "optimizers: the global batch is 4 times larger), with a warm-up, and check the loss curve.",
     "C": "Divide it by 4: four processes each take a step, so the model moves four times as far.",
     "D": "Multiply it by 16: four processes and four times the data per step.",
+    "E": "Multiply it by 4 (the linear scaling rule), with a warm-up.",
 }
 
 Q4_WHY_NOT = {
@@ -233,6 +235,11 @@ Q4_WHY_NOT = {
          "with the averaged gradient. There is one step per global batch.",
     "D": "the gradient is averaged, not summed, over the 4 x 128 pairs: the global batch is 4 times "
          "larger, not 16.",
+    "E": "the linear scaling rule (Goyal et al., 2017) was derived and tested for SGD, whose step is "
+         "proportional to the gradient. AdamW divides the step by the root of the running mean of the "
+         "squared gradients, and for Adam-type optimizers the square-root rule (Malladi et al., 2022) "
+         "is the one with a derivation: 4 times the batch, sqrt(4) = 2 times the learning rate. With SGD, "
+         "E would be the right start.",
 }
 
 
@@ -244,9 +251,10 @@ def _check_q4(answer) -> str:
         raise CheckFailed(f"lr_choice must be one of {', '.join(Q4_CHOICES)}, got {answer!r}")
     if letter != "B":
         raise CheckFailed(f"{letter} is not the best choice: {Q4_WHY_NOT[letter]}")
-    return ("B: the linear scaling rule (Goyal et al., 2017) as a starting point, with a warm-up; it holds "
-            "up to some batch size and then breaks down, and for Adam a smaller factor (such as sqrt(4) = 2) "
-            "is often used: a rule to try, then check the curve.")
+    return ("B: the square-root scaling rule for Adam and AdamW (Malladi et al., 2022; their rule also "
+            "adjusts Adam's betas and epsilon), with a warm-up. For SGD the starting point would be the "
+            "linear rule (Goyal et al., 2017): 4 times. Both hold up to some batch size and then break "
+            "down: a rule to start from, then check the loss curve.")
 
 
 q4 = Exercise(
@@ -256,8 +264,9 @@ q4 = Exercise(
     hints=[
         "How many optimizer steps does one epoch take with 4 processes, compared with 1?",
         "The averaged gradient of 512 pairs is less noisy than that of 128: how far can one step go?",
+        "The optimizer is AdamW, not SGD: which scaling rule was derived for Adam-type optimizers?",
     ],
     solution='''
-lr_choice = "B"   # about 4x (the linear scaling rule), with a warm-up; then check the loss curve
+lr_choice = "B"   # sqrt(4) = 2x for AdamW (the square-root rule), with a warm-up; then check the loss curve
 ''',
 )

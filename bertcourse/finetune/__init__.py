@@ -9,8 +9,9 @@ linear probe on frozen features. This module is the fine-tuning itself, one sect
    one linear layer to ``num_classes`` logits; :func:`build_classifier` puts it on the
    pretrained all-MiniLM-L6-v2 of chapter 8 or on random weights of the same shape.
 2. **Training and evaluation** on the course's shared loop (:mod:`bertcourse.training`):
-   :func:`classification_step`, :func:`evaluate_classifier`, :func:`finetune` (the BERT
-   recipe: AdamW, a small learning rate, warm-up, one to three epochs) and
+   :func:`classification_step`, :func:`evaluate_classifier`, :func:`finetune` (BERT's
+   recipe: AdamW, a small learning rate, warm-up, 2 to 4 epochs in the paper; one epoch here,
+   for time) and
    :func:`init_head_from_probe` (start the head from a fitted linear probe).
 3. **Looking at predictions.** :func:`predict_proba`, :func:`token_contributions`
    (occlusion: remove one token, see how the probability moves), :func:`misclassified`.
@@ -127,7 +128,8 @@ class BERTClassifier(nn.Module):
     1. the encoder: ``(batch, seq, num_hiddens)``;
     2. pooling to ``(batch, num_hiddens)``: ``"mean"`` averages the hidden states of the real
        tokens (padding excluded); ``"cls"`` takes the ``[CLS]`` state through the pooler
-       (dense + tanh), as BERT's paper does;
+       (dense + tanh): BERT's paper classifies from the final ``[CLS]`` state, and Google's
+       code (like Hugging Face's ``BertPooler``) puts this pooler in between;
     3. dropout, then a linear layer to ``num_classes`` logits.
 
     ``segments`` and ``valid_lens`` are keyword-only: passing the mask as the second
@@ -265,10 +267,13 @@ def load_classifier(path) -> tuple:
 # ----------------------------------------------------------------------------------------
 
 RECIPE = dict(lr=5e-5, epochs=1, batch_size=16, warmup_ratio=0.1, weight_decay=0.01, clip=1.0, dropout=0.1)
-"""The fine-tuning recipe of this chapter, in the range of BERT's paper (AdamW, learning rate
-2e-5 to 5e-5, batch 16 or 32, 2 to 4 epochs, warm-up over the first 10 % of the steps).
-Batch 16 rather than 32 halves the activations a step keeps for the backward pass: with
-MiniLM's gradients and AdamW's two moments, training stays near 1 GB on a CPU."""
+"""The fine-tuning recipe of this chapter. From BERT's paper (appendix A.3): a learning rate of
+2e-5 to 5e-5 and batches of 16 or 32; from Google's BERT code: AdamW-style decoupled weight
+decay 0.01 (not on biases and layer norms), warm-up over the first 10 % of the steps, gradient
+clipping at 1. Not from the paper: **one** epoch, the course's time budget; the paper
+fine-tuned for 2 to 4 epochs (3 for GLUE). Batch 16 rather than 32 halves the activations a
+step keeps for the backward pass: with MiniLM's gradients and AdamW's two moments, training
+stays near 1 GB on a CPU."""
 
 
 def _check_batch(batch) -> None:
@@ -333,8 +338,10 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     :class:`~bertcourse.training.Trainer` (its ``history`` has the losses and the validation
     accuracies, ``elapsed`` the seconds).
 
-    One epoch is ``ceil(len(train) / batch_size)`` steps; the learning rate rises linearly
-    over the first ``warmup_ratio`` of all steps, then falls linearly to 0. ``validation``
+    One epoch is ``ceil(len(train) / batch_size)`` steps; the learning rate is ``lr`` times a
+    linear warm-up ramp over the first ``warmup_ratio`` of all steps times a linear decay from
+    1 at step 0 to 0 at the end (:func:`~bertcourse.training.lr_factor`), so it peaks a little
+    below ``lr`` at the end of the warm-up (about ``0.91 * lr`` for chapter 9). ``validation``
     is evaluated ``evals_per_epoch`` times per epoch (and at the end).
 
     ``train_word_embeddings=False`` keeps the ``(vocab_size, num_hiddens)`` word-embedding

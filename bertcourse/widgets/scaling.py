@@ -5,13 +5,16 @@ batches out to the processes as :func:`bertcourse.batching.shard_batches` does (
 gets batches ``r, r + N, ...``; the last ``batches % N`` are left out) and shows one optimizer
 step per column, one process per row. The text says what changes: the global batch (N times
 the per-process batch), the optimizer steps per epoch (N times fewer), and the learning rate
-that the linear scaling rule would start from.
+to start from: sqrt(N) times the one-process rate for AdamW, the course's optimizer (the
+square-root rule, Malladi et al., 2022), N times for SGD (the linear rule, Goyal et al., 2017).
 
 Pure functions (tested directly): :func:`epoch_layout`. Draw functions: :func:`draw_epoch`,
 and :func:`draw_data_parallelism` (the chapter's picture of one data-parallel step). Widget:
 :class:`DataParallelPlanner`.
 """
 from __future__ import annotations
+
+import math
 
 import ipywidgets as W
 from matplotlib.figure import Figure
@@ -33,9 +36,10 @@ def epoch_layout(num_pairs: int, batch_size: int, world_size: int, base_lr: floa
 
     ``grid[rank][step]`` is the batch (its index in the epoch's order) that process ``rank``
     uses in optimizer step ``step``; ``left_out`` the batches not used this epoch; plus the
-    numbers of :func:`bertcourse.distributed.data_parallel_plan` and ``lr``, ``base_lr``
-    times ``world_size`` (the linear scaling rule's starting point, for a run whose
-    ``base_lr`` suited one process).
+    numbers of :func:`bertcourse.distributed.data_parallel_plan`, and the learning rates to
+    start from for a run whose ``base_lr`` suited one process: ``lr``, ``base_lr`` times
+    ``sqrt(world_size)`` (the square-root rule, for AdamW: the course's optimizer), and
+    ``lr_sgd``, ``base_lr`` times ``world_size`` (the linear rule, for SGD).
     """
     check_positive_int("world_size", world_size)
     plan = data_parallel_plan(num_pairs, batch_size, world_size)
@@ -43,7 +47,8 @@ def epoch_layout(num_pairs: int, batch_size: int, world_size: int, base_lr: floa
     grid = [shard_batches(order, world_size, rank) for rank in range(world_size)]
     used = {b for row in grid for b in row}
     return {**plan, "num_pairs": num_pairs, "batch_size": batch_size, "world_size": world_size,
-            "grid": grid, "left_out": [b for b in order if b not in used], "lr": base_lr * world_size}
+            "grid": grid, "left_out": [b for b in order if b not in used],
+            "lr": base_lr * math.sqrt(world_size), "lr_sgd": base_lr * world_size}
 
 
 def draw_epoch(layout: dict, max_steps: int = 40) -> Figure:
@@ -157,8 +162,8 @@ class DataParallelPlanner(FigureWidget):
     def compute(self) -> dict:
         state = epoch_layout(self.num_pairs, self.batch_size.value, self.world_size.value, self.base_lr)
         state["message"] = (f"global batch {state['global_batch']:,} pairs; {state['steps_per_epoch']:,} steps per "
-                            f"epoch; {len(state['left_out'])} batch(es) left out; learning rate to start from "
-                            f"(linear rule): {state['lr']:.3g}")
+                            f"epoch; {len(state['left_out'])} batch(es) left out; learning rate to start from: "
+                            f"{state['lr']:.3g} for AdamW (square-root rule; SGD's linear rule: {state['lr_sgd']:.3g})")
         return state
 
     def draw(self, state: dict) -> Figure:
