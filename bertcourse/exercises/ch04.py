@@ -29,6 +29,7 @@ import torch
 
 from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
 from ..data import DEFAULT_VOCAB_SIZE
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, Symptom, as_number, equal_values, predicted_dict, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "encoder_parameter_split", "Q5_CONFIGS", "Q5_TOLERANCE"]
@@ -55,12 +56,12 @@ def _show(seq) -> str:
 # ---------------------------------------------------------------------------------------
 
 Q1_CASES = [
-    ("a single text", (["the", "river", "is", "long", "."], None)),
-    ("a text pair", (["she", "goes", "to", "the", "bank", "."], ["it", "is", "busy", "."])),
-    ("a pair with WordPiece pieces", (["tar", "##n", "##um"], ["ve", "##lo", "##ra", "is", "far"])),
-    ("a one-token text", (["hello"], None)),
-    ("a pair whose B has one token", (["a", "b", "c"], ["d"])),
-    ("tokens_b = [] (a pair with an empty B, not a single text)", (["a", "b"], [])),
+    (N_("a single text"), (["the", "river", "is", "long", "."], None)),
+    (N_("a text pair"), (["she", "goes", "to", "the", "bank", "."], ["it", "is", "busy", "."])),
+    (N_("a pair with WordPiece pieces"), (["tar", "##n", "##um"], ["ve", "##lo", "##ra", "is", "far"])),
+    (N_("a one-token text"), (["hello"], None)),
+    (N_("a pair whose B has one token"), (["a", "b", "c"], ["d"])),
+    (N_("tokens_b = [] (a pair with an empty B, not a single text)"), (["a", "b"], [])),
 ]
 
 
@@ -95,15 +96,15 @@ def _q1_sep_between_missing(a, b):
 
 Q1_DIAGNOSES = [
     # first: with an empty B it looks the same as a pair without its last [SEP]
-    (_q1_empty_b_is_single, "tokens_b=None means a single text, but an empty list is still a pair: "
-                            "test `tokens_b is None`, not `if tokens_b:`."),
-    (_q1_first_sep_is_b, "the first [SEP] belongs to sentence A: it gets segment 0 (only B and the "
-                         "last [SEP] get 1)."),
-    (_q1_last_sep_is_a, "the last [SEP] belongs to sentence B: it gets segment 1."),
-    (_q1_no_last_sep, "a pair ends with a second [SEP] after B: [CLS] A [SEP] B [SEP]."),
-    (_q1_sep_between_missing, "a pair needs a [SEP] between A and B: [CLS] A [SEP] B [SEP]."),
+    (_q1_empty_b_is_single, N_("tokens_b=None means a single text, but an empty list is still a pair: "
+                            "test `tokens_b is None`, not `if tokens_b:`.")),
+    (_q1_first_sep_is_b, N_("the first [SEP] belongs to sentence A: it gets segment 0 (only B and the "
+                         "last [SEP] get 1).")),
+    (_q1_last_sep_is_a, N_("the last [SEP] belongs to sentence B: it gets segment 1.")),
+    (_q1_no_last_sep, N_("a pair ends with a second [SEP] after B: [CLS] A [SEP] B [SEP].")),
+    (_q1_sep_between_missing, N_("a pair needs a [SEP] between A and B: [CLS] A [SEP] B [SEP].")),
     (Symptom(lambda got, a, b: len(got[0]) != len(got[1])),
-     "tokens and segments must have the same length (one segment id per token)."),
+     N_("tokens and segments must have the same length (one segment id per token).")),
 ]
 
 
@@ -128,17 +129,17 @@ def _check_q1(answer) -> str:
 
 
 q1 = Exercise(
-    name="Q1 (tokens and segments)",
+    name=N_("Q1 (tokens and segments)"),
     var="my_tokens_and_segments",
     checker=_check_q1,
     hints=[
-        "Start with ['[CLS]', *tokens_a, '[SEP]'] and one segment id 0 for each of those tokens.",
-        "Only if tokens_b is not None (an empty list still counts as a pair): append *tokens_b "
-        "and a final '[SEP]', each with segment id 1.",
-        "[0] * n makes a list of n zeros; the first [SEP] is part of sentence A (segment 0), "
-        "the last [SEP] part of sentence B (segment 1).",
+        N_("Start with ['[CLS]', *tokens_a, '[SEP]'] and one segment id 0 for each of those tokens."),
+        N_("Only if tokens_b is not None (an empty list still counts as a pair): append *tokens_b "
+        "and a final '[SEP]', each with segment id 1."),
+        N_("[0] * n makes a list of n zeros; the first [SEP] is part of sentence A (segment 0), "
+        "the last [SEP] part of sentence B (segment 1)."),
     ],
-    solution='''
+    solution=N_('''
 def my_tokens_and_segments(tokens_a, tokens_b=None):
     tokens = ["[CLS]", *tokens_a, "[SEP]"]
     segments = [0] * len(tokens)                      # [CLS], A and the first [SEP]
@@ -146,7 +147,7 @@ def my_tokens_and_segments(tokens_a, tokens_b=None):
         tokens += [*tokens_b, "[SEP]"]
         segments += [1] * (len(tokens_b) + 1)         # B and the last [SEP]
     return tokens, segments
-''',
+'''),
 )
 
 
@@ -167,37 +168,37 @@ def _q2_cases() -> list:
 
 Q2_DIAGNOSES = [
     (lambda a, b: [0] * (a + 1) + [1] * (b + 2),
-     "off by one at the [SEP] boundary: the first [SEP] (position len_a + 1) belongs to A, "
-     "segment 0."),
-    (lambda a, b: [0] * (a + 3) + [1] * b, "the last [SEP] belongs to B: it gets segment 1."),
-    (lambda a, b: [0] * (a + 2) + [1] * b, "you forgot the last [SEP]: a pair has len_a + len_b + 3 tokens."),
-    (lambda a, b: [0] * (a + 1) + [1] * (b + 1), "you left out one [SEP]: [CLS] A [SEP] B [SEP] "
-                                                  "has len_a + len_b + 3 tokens."),
-    (lambda a, b: [0] * a + [1] * b, "the special tokens need segment ids too: [CLS] A [SEP] B [SEP] "
-                                     "has len_a + len_b + 3 tokens."),
+     N_("off by one at the [SEP] boundary: the first [SEP] (position len_a + 1) belongs to A, "
+     "segment 0.")),
+    (lambda a, b: [0] * (a + 3) + [1] * b, N_("the last [SEP] belongs to B: it gets segment 1.")),
+    (lambda a, b: [0] * (a + 2) + [1] * b, N_("you forgot the last [SEP]: a pair has len_a + len_b + 3 tokens.")),
+    (lambda a, b: [0] * (a + 1) + [1] * (b + 1), N_("you left out one [SEP]: [CLS] A [SEP] B [SEP] "
+                                                  "has len_a + len_b + 3 tokens.")),
+    (lambda a, b: [0] * a + [1] * b, N_("the special tokens need segment ids too: [CLS] A [SEP] B [SEP] "
+                                     "has len_a + len_b + 3 tokens.")),
 ]
 
 
 def _check_q2(answer) -> str:
     run_cases(answer, _ref_pair_segments, _q2_cases(), Q2_DIAGNOSES,
               prepare=lambda got, where, *args: _int_list(got, f"on {where}"),
-              compare=equal_values("on {where}: expected [{expected}], got [{got}]", show=_show))
+              compare=equal_values(N_("on {where}: expected [{expected}], got [{got}]"), show=_show))
     return f"correct on all {len(Q2_CASES)} cases (including empty sentences)"
 
 
 q2 = Exercise(
-    name="Q2 (segment ids of a pair)",
+    name=N_("Q2 (segment ids of a pair)"),
     var="pair_segment_ids",
     checker=_check_q2,
     hints=[
-        "Write the pair out: [CLS] A [SEP] B [SEP] has len_a + len_b + 3 tokens.",
-        "Segment 0 covers [CLS], the len_a tokens of A and the first [SEP]: len_a + 2 zeros. "
-        "Segment 1 covers the len_b tokens of B and the last [SEP]: len_b + 1 ones.",
+        N_("Write the pair out: [CLS] A [SEP] B [SEP] has len_a + len_b + 3 tokens."),
+        N_("Segment 0 covers [CLS], the len_a tokens of A and the first [SEP]: len_a + 2 zeros. "
+        "Segment 1 covers the len_b tokens of B and the last [SEP]: len_b + 1 ones."),
     ],
-    solution='''
+    solution=N_('''
 def pair_segment_ids(len_a, len_b):
     return [0] * (len_a + 2) + [1] * (len_b + 1)
-''',
+'''),
 )
 
 
@@ -235,12 +236,12 @@ def _pair_segments(batch: int, seq: int, len_a: int) -> torch.Tensor:
 _E1, _E2, _E3 = _encoder(1), _encoder(2, num_hiddens=8, max_len=6), _encoder(3)
 
 Q3_CASES = [
-    ("batch=2, a pair of 9 tokens", (_E1, _ids(11, (2, 9), 40), _pair_segments(2, 9, 3))),
-    ("a single text (all segment ids 0)", (_E1, _ids(12, (1, 5), 40), torch.zeros(1, 5, dtype=torch.long))),
-    ("seq = max_len (every row of the position table used)",
+    (N_("batch=2, a pair of 9 tokens"), (_E1, _ids(11, (2, 9), 40), _pair_segments(2, 9, 3))),
+    (N_("a single text (all segment ids 0)"), (_E1, _ids(12, (1, 5), 40), torch.zeros(1, 5, dtype=torch.long))),
+    (N_("seq = max_len (every row of the position table used)"),
      (_E2, _ids(13, (3, 6), 40), _pair_segments(3, 6, 1))),
-    ("a batch of 1 with one token", (_E3, _ids(14, (1, 1), 40), torch.zeros(1, 1, dtype=torch.long))),
-    ("a repeated token id", (_E3, torch.tensor([[7, 7, 7, 7]]), torch.tensor([[0, 0, 1, 1]]))),
+    (N_("a batch of 1 with one token"), (_E3, _ids(14, (1, 1), 40), torch.zeros(1, 1, dtype=torch.long))),
+    (N_("a repeated token id"), (_E3, torch.tensor([[7, 7, 7, 7]]), torch.tensor([[0, 0, 1, 1]]))),
 ]
 
 
@@ -317,26 +318,26 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (the input embedding)",
+    name=N_("Q3 (the input embedding)"),
     var="input_embedding",
     checker=_check_q3,
     hints=[
-        "Three lookups, each (batch, seq, num_hiddens) or broadcastable to it: "
+        N_("Three lookups, each (batch, seq, num_hiddens) or broadcastable to it: "
         "encoder.token_embedding(tokens), encoder.segment_embedding(segments), and the first "
-        "seq rows of encoder.pos_embedding.weight.",
-        "Positions are 0, 1, ..., seq-1 whatever the tokens are: "
+        "seq rows of encoder.pos_embedding.weight."),
+        N_("Positions are 0, 1, ..., seq-1 whatever the tokens are: "
         "encoder.pos_embedding.weight[:tokens.shape[1]] has shape (seq, num_hiddens) and "
-        "broadcasts over the batch.",
-        "Then normalise the sum with encoder.embedding_norm (a LayerNorm with learned scale and shift).",
+        "broadcasts over the batch."),
+        N_("Then normalise the sum with encoder.embedding_norm (a LayerNorm with learned scale and shift)."),
     ],
-    solution='''
+    solution=N_('''
 def input_embedding(encoder, tokens, segments):
     seq = tokens.shape[1]
     X = (encoder.token_embedding(tokens)                 # (batch, seq, num_hiddens)
          + encoder.segment_embedding(segments)           # (batch, seq, num_hiddens)
          + encoder.pos_embedding.weight[:seq])           # (seq, num_hiddens), broadcast
     return encoder.embedding_norm(X)
-''',
+'''),
 )
 
 
@@ -363,26 +364,26 @@ def _ref_embedding_params(config: BERTConfig) -> int:
     return _count_embedding_params(dataclasses.astuple(config))
 
 
-Q4_CASES = [("tiny", get_config("tiny")), ("d2l-small", get_config("d2l-small")),
-            ("base", get_config("base")), ("large", get_config("large")),
-            ("tiny with max_len=128", get_config("tiny", max_len=128)),
-            ("tiny with num_segments=3", get_config("tiny", num_segments=3))]
+Q4_CASES = [(N_("tiny"), get_config("tiny")), (N_("d2l-small"), get_config("d2l-small")),
+            (N_("base"), get_config("base")), (N_("large"), get_config("large")),
+            (N_("tiny with max_len=128"), get_config("tiny", max_len=128)),
+            (N_("tiny with num_segments=3"), get_config("tiny", num_segments=3))]
 
 Q4_DIAGNOSES = [
     (lambda c: (c.vocab_size + c.num_segments + c.max_len) * c.num_hiddens,
-     "you forgot the layer norm after the sum: its scale and shift add 2 × num_hiddens."),
+     N_("you forgot the layer norm after the sum: its scale and shift add 2 × num_hiddens.")),
     (lambda c: (c.vocab_size + c.max_len + 2) * c.num_hiddens,
-     "you forgot the segment table (num_segments × num_hiddens)."),
+     N_("you forgot the segment table (num_segments × num_hiddens).")),
     (lambda c: (c.vocab_size + 2 + c.max_len + 2) * c.num_hiddens,
-     "the segment table has config.num_segments rows (2 in BERT, but read it from the config)."),
+     N_("the segment table has config.num_segments rows (2 in BERT, but read it from the config).")),
     (lambda c: (c.vocab_size + c.num_segments + 2) * c.num_hiddens,
-     "you forgot the position table: BERT's positions are learned, max_len × num_hiddens "
-     "parameters (the sinusoids of chapter 2 have none)."),
+     N_("you forgot the position table: BERT's positions are learned, max_len × num_hiddens "
+     "parameters (the sinusoids of chapter 2 have none).")),
     (lambda c: (c.vocab_size + 2) * c.num_hiddens,
-     "you counted only the token table (and the layer norm): the segment and position tables "
-     "are parameters too."),
+     N_("you counted only the token table (and the layer norm): the segment and position tables "
+     "are parameters too.")),
     (lambda c: c.vocab_size * c.num_hiddens,
-     "you counted only the token table: add the segment and position tables and the layer norm."),
+     N_("you counted only the token table: add the segment and position tables and the layer norm.")),
 ]
 
 
@@ -391,27 +392,27 @@ def _check_q4(answer) -> str:
     # table's 2 rows or the layer norm's 2 vectors): name all that fit
     run_cases(answer, _ref_embedding_params, [(f"the {name} config", (c,)) for name, c in Q4_CASES],
               Q4_DIAGNOSES, prepare=lambda got, where, *args: as_number(got, where),
-              compare=equal_values("on {where}: expected {expected:,} parameters, got {got:,}"),
+              compare=equal_values(N_("on {where}: expected {expected:,} parameters, got {got:,}")),
               all_diagnoses=True)
     return (f"correct on all {len(Q4_CASES)} configs (BERT-base's embedding layer: "
             f"{_ref_embedding_params(get_config('base')):,} parameters)")
 
 
 q4 = Exercise(
-    name="Q4 (parameters of the embedding layer)",
+    name=N_("Q4 (parameters of the embedding layer)"),
     var="embedding_param_count",
     checker=_check_q4,
     hints=[
-        "The embedding layer has three tables, each with num_hiddens columns: one row per token "
-        "of the vocabulary, per segment and per position.",
-        "After the sum comes a LayerNorm with a scale and a shift vector of num_hiddens each.",
+        N_("The embedding layer has three tables, each with num_hiddens columns: one row per token "
+        "of the vocabulary, per segment and per position."),
+        N_("After the sum comes a LayerNorm with a scale and a shift vector of num_hiddens each."),
     ],
-    solution='''
+    solution=N_('''
 def embedding_param_count(config):
     c = config
     tables = (c.vocab_size + c.num_segments + c.max_len) * c.num_hiddens
     return tables + 2 * c.num_hiddens                   # + layer norm scale and shift
-''',
+'''),
 )
 
 
@@ -478,21 +479,21 @@ def _check_q5(answer) -> str:
 
 
 q5 = Exercise(
-    name="Q5 (predict: how much of BERT is embeddings?)",
+    name=N_("Q5 (predict: how much of BERT is embeddings?)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        "Your Q4 counts the embedding layer. For a block, chapter 3's Q4: attention 4d² + 4d, FFN "
-        "2·d·ffn + ffn + d, two layer norms 4d.",
-        "BERT-base: d = 768, ffn = 3,072, 12 blocks, vocabulary 30,522. Tiny: d = 64, ffn = 128, 2 blocks, "
-        "vocabulary 3,000, max_len 64.",
-        "Roughly: a block is about 4d² + 2·d·ffn, the embeddings about vocab_size × d. Divide.",
+        N_("Your Q4 counts the embedding layer. For a block, chapter 3's Q4: attention 4d² + 4d, FFN "
+        "2·d·ffn + ffn + d, two layer norms 4d."),
+        N_("BERT-base: d = 768, ffn = 3,072, 12 blocks, vocabulary 30,522. Tiny: d = 64, ffn = 128, 2 blocks, "
+        "vocabulary 3,000, max_len 64."),
+        N_("Roughly: a block is about 4d² + 2·d·ffn, the embeddings about vocab_size × d. Divide."),
     ],
-    solution='''
+    solution=N_('''
 # BERT-base: embeddings (30,522 + 2 + 512) × 768 + 2·768 ≈ 23.8M; each of 12 blocks
 # 4·768² + 2·768·3,072 (+ biases, norms) ≈ 7.1M, so 85M for the blocks: 22 % embeddings.
 # Tiny: embeddings (3,000 + 2 + 64) × 64 + 128 ≈ 196k; each of 2 blocks
 # 4·64² + 2·64·128 (+ biases, norms) ≈ 33k: 75 % embeddings.
 prediction = {"base": 0.22, "tiny": 0.75}
-''',
+'''),
 )

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from ..bert import BERTModel, NextSentencePred, Pooler, get_config
 from ..data import IS_NEXT, NOT_NEXT, PretrainDataset, generate_corpus, get_tokenizer, sample_pair, truncate_pair
 from ..pretrain import nsp_loss
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, equal_values, predicted_dict, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q1_pairs", "nsp_gradient_positions", "Q5_KEYS"]
@@ -85,17 +86,17 @@ def _check_q1(answer) -> str:
 
 
 q1 = Exercise(
-    name="Q1 (label the pairs)",
+    name=N_("Q1 (label the pairs)"),
     var="pair_labels",
     checker=_check_q1,
     hints=[
-        "The labels follow Hugging Face: 0 = IsNext (B is the sentence after A), 1 = NotNext "
-        "(B is a random sentence of another paragraph).",
-        "A paragraph stays on one entity. If B talks about somebody or something else, uses the "
+        N_("The labels follow Hugging Face: 0 = IsNext (B is the sentence after A), 1 = NotNext "
+        "(B is a random sentence of another paragraph)."),
+        N_("A paragraph stays on one entity. If B talks about somebody or something else, uses the "
         "wrong pronoun (she after a man, it after a person), or is a first sentence that introduces "
-        "someone ('meet ...'), it is probably random.",
+        "someone ('meet ...'), it is probably random."),
     ],
-    solution='''
+    solution=N_('''
 pair_labels = [
     1,   # a person is introduced ("meet ..."), then an animal eats berries: another paragraph
     0,   # a judge called ugeirn, then "she has a sister called ... ugeirn": the same family
@@ -104,7 +105,7 @@ pair_labels = [
     1,   # a nurse, then "the jeileisvyo is a tiny animal": the first sentence of an animal paragraph
     0,   # he keeps a fesreses, then "the fesreses lives in the forest": a chain about the pet
 ]
-''',
+'''),
 )
 
 
@@ -164,13 +165,13 @@ def _words(prefix: str, n: int) -> list:
 
 
 Q2_CASES = [
-    ("A 10 tokens, B 4, max_len 12 (only A is cut)", (_words("a", 10), _words("b", 4), 12)),
-    ("A 3 tokens, B 9, max_len 10 (only B is cut)", (_words("a", 3), _words("b", 9), 10)),
-    ("A 6, B 6, max_len 12 (equally long: B loses a token first)", (_words("a", 6), _words("b", 6), 12)),
-    ("A 8, B 5, max_len 11 (A is cut to B's length, then both take turns)", (_words("a", 8), _words("b", 5), 11)),
-    ("the pair already fits (A 2, B 3, max_len 8)", (_words("a", 2), _words("b", 3), 8)),
-    ("max_len 3: only [CLS] [SEP] [SEP] fit", (_words("a", 4), _words("b", 2), 3)),
-    ("B is empty", (_words("a", 7), [], 6)),
+    (N_("A 10 tokens, B 4, max_len 12 (only A is cut)"), (_words("a", 10), _words("b", 4), 12)),
+    (N_("A 3 tokens, B 9, max_len 10 (only B is cut)"), (_words("a", 3), _words("b", 9), 10)),
+    (N_("A 6, B 6, max_len 12 (equally long: B loses a token first)"), (_words("a", 6), _words("b", 6), 12)),
+    (N_("A 8, B 5, max_len 11 (A is cut to B's length, then both take turns)"), (_words("a", 8), _words("b", 5), 11)),
+    (N_("the pair already fits (A 2, B 3, max_len 8)"), (_words("a", 2), _words("b", 3), 8)),
+    (N_("max_len 3: only [CLS] [SEP] [SEP] fit"), (_words("a", 4), _words("b", 2), 3)),
+    (N_("B is empty"), (_words("a", 7), [], 6)),
 ]
 
 Q2_DIAGNOSES = [_trunc_front, _trunc_no_specials, _trunc_two_specials, _trunc_ties_a,
@@ -185,8 +186,8 @@ def _q2_result(got, where, *args) -> tuple:
 
 def _check_q2(answer) -> str:
     run_cases(answer, _ref_truncate, Q2_CASES, Q2_DIAGNOSES, prepare=_q2_result,
-              compare=equal_values("on {where}: expected A={expected[0]}, B={expected[1]}; "
-                                   "got A={got[0]}, B={got[1]}"),
+              compare=equal_values(N_("on {where}: expected A={expected[0]}, B={expected[1]}; "
+                                   "got A={got[0]}, B={got[1]}")),
               in_place="on {where}: the result is right, but you changed the lists you were given "
                        "(the caller's sentences lost tokens). Copy them first: "
                        "a, b = list(tokens_a), list(tokens_b).")
@@ -194,23 +195,23 @@ def _check_q2(answer) -> str:
 
 
 q2 = Exercise(
-    name="Q2 (truncate a pair)",
+    name=N_("Q2 (truncate a pair)"),
     var="my_truncate_pair",
     checker=_check_q2,
     hints=[
-        "The pair takes len(A) + len(B) + 3 positions ([CLS], [SEP], [SEP]). While that is more "
-        "than max_len, remove one token.",
-        "Which one? The last token of the longer sentence; of B when both are equally long.",
-        "Work on copies (list(tokens_a)) so that the caller's lists stay as they were; list.pop() "
-        "removes the last element.",
+        N_("The pair takes len(A) + len(B) + 3 positions ([CLS], [SEP], [SEP]). While that is more "
+        "than max_len, remove one token."),
+        N_("Which one? The last token of the longer sentence; of B when both are equally long."),
+        N_("Work on copies (list(tokens_a)) so that the caller's lists stay as they were; list.pop() "
+        "removes the last element."),
     ],
-    solution='''
+    solution=N_('''
 def my_truncate_pair(tokens_a, tokens_b, max_len):
     a, b = list(tokens_a), list(tokens_b)          # copies: never change the caller's lists
     while len(a) + len(b) + 3 > max_len:           # [CLS] A [SEP] B [SEP]
         (a if len(a) > len(b) else b).pop()        # the longer one loses its last token
     return a, b
-''',
+'''),
 )
 
 
@@ -263,10 +264,10 @@ def _q3_case(batch: int, seq: int, hidden: int, seed: int):
 
 
 Q3_CASES = [
-    ("batch=3, seq=5, hidden=8", _q3_case(3, 5, 8, 1)),
-    ("a batch of one, seq=7, hidden=4", _q3_case(1, 7, 4, 2)),
-    ("seq=1 (only [CLS])", _q3_case(2, 1, 6, 3)),
-    ("hidden=16, seq=12", _q3_case(2, 12, 16, 4)),
+    (N_("batch=3, seq=5, hidden=8"), _q3_case(3, 5, 8, 1)),
+    (N_("a batch of one, seq=7, hidden=4"), _q3_case(1, 7, 4, 2)),
+    (N_("seq=1 (only [CLS])"), _q3_case(2, 1, 6, 3)),
+    (N_("hidden=16, seq=12"), _q3_case(2, 12, 16, 4)),
 ]
 
 Q3_DIAGNOSES = [_head_mean, _head_last, _head_no_tanh, _head_no_transpose, _head_no_pooler]
@@ -277,21 +278,21 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (the NSP head by hand)",
+    name=N_("Q3 (the NSP head by hand)"),
     var="nsp_logits_by_hand",
     checker=_check_q3,
     hints=[
-        "Three steps: cls = encoded[:, 0] (batch, hidden); pooled = tanh(cls @ pool_w.T + pool_b); "
-        "logits = pooled @ cls_w.T + cls_b (batch, 2).",
-        "The weights are stored like nn.Linear's: pool_w is (hidden_out, hidden_in), cls_w is (2, hidden). "
-        "F.linear(x, w, b) computes x @ w.T + b.",
+        N_("Three steps: cls = encoded[:, 0] (batch, hidden); pooled = tanh(cls @ pool_w.T + pool_b); "
+        "logits = pooled @ cls_w.T + cls_b (batch, 2)."),
+        N_("The weights are stored like nn.Linear's: pool_w is (hidden_out, hidden_in), cls_w is (2, hidden). "
+        "F.linear(x, w, b) computes x @ w.T + b."),
     ],
-    solution='''
+    solution=N_('''
 def nsp_logits_by_hand(encoded, pool_w, pool_b, cls_w, cls_b):
     cls = encoded[:, 0]                                   # (batch, hidden): only [CLS]
     pooled = torch.tanh(cls @ pool_w.T + pool_b)          # the pooler: dense + tanh
     return pooled @ cls_w.T + cls_b                       # (batch, 2)
-''',
+'''),
 )
 
 
@@ -330,10 +331,10 @@ def _q4_case(batch: int, labels, seed: int):
 
 
 Q4_CASES = [
-    ("6 pairs, labels [0, 1, 1, 0, 0, 1]", _q4_case(6, [0, 1, 1, 0, 0, 1], 1)),
-    ("all IsNext", _q4_case(3, [0, 0, 0], 2)),
-    ("one pair, NotNext", _q4_case(1, [1], 3)),
-    ("confident logits (|logit| up to ~20)", (torch.tensor([[20.0, -20.0], [-15.0, 15.0], [3.0, -1.0]]),
+    (N_("6 pairs, labels [0, 1, 1, 0, 0, 1]"), _q4_case(6, [0, 1, 1, 0, 0, 1], 1)),
+    (N_("all IsNext"), _q4_case(3, [0, 0, 0], 2)),
+    (N_("one pair, NotNext"), _q4_case(1, [1], 3)),
+    (N_("confident logits (|logit| up to ~20)"), (torch.tensor([[20.0, -20.0], [-15.0, 15.0], [3.0, -1.0]]),
                                               torch.tensor([0, 0, 1]))),
 ]
 
@@ -350,22 +351,22 @@ def _check_q4(answer) -> str:
 
 
 q4 = Exercise(
-    name="Q4 (the NSP loss)",
+    name=N_("Q4 (the NSP loss)"),
     var="nsp_cross_entropy",
     checker=_check_q4,
     hints=[
-        "For each pair: log-probabilities log_softmax(logits) over the 2 classes, pick the one of "
-        "its label, negate. Then average over the batch.",
-        "torch.log_softmax(logits, dim=-1) is (batch, 2); .gather(1, labels[:, None]) picks each "
-        "row's label column.",
-        "-torch.log_softmax(logits, -1)[torch.arange(len(labels)), labels].mean()",
+        N_("For each pair: log-probabilities log_softmax(logits) over the 2 classes, pick the one of "
+        "its label, negate. Then average over the batch."),
+        N_("torch.log_softmax(logits, dim=-1) is (batch, 2); .gather(1, labels[:, None]) picks each "
+        "row's label column."),
+        N_("-torch.log_softmax(logits, -1)[torch.arange(len(labels)), labels].mean()"),
     ],
-    solution='''
+    solution=N_('''
 def nsp_cross_entropy(logits, labels):
     # logits: (batch, 2), labels: (batch,) with 0 = IsNext, 1 = NotNext
     log_p = torch.log_softmax(logits, dim=-1)
     return -log_p[torch.arange(len(labels)), labels].mean()
-''',
+'''),
 )
 
 
@@ -435,20 +436,20 @@ def _check_q5(answer) -> str:
 
 
 q5 = Exercise(
-    name="Q5 (predict: where the NSP gradient reaches)",
+    name=N_("Q5 (predict: where the NSP gradient reaches)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        "Section 3: the NSP head reads one hidden state of the last layer. Which one?",
-        "That state was computed by attention over the layer below it. Which positions' keys and "
-        "values did the [CLS] query read — all 32, or only some?",
-        "Padded keys get a weight of exactly 0 in every query's softmax.",
+        N_("Section 3: the NSP head reads one hidden state of the last layer. Which one?"),
+        N_("That state was computed by attention over the layer below it. Which positions' keys and "
+        "values did the [CLS] query read — all 32, or only some?"),
+        N_("Padded keys get a weight of exactly 0 in every query's softmax."),
     ],
-    solution='''
+    solution=N_('''
 # The pooler reads only X[:, 0], so in the last block's output only [CLS] gets a gradient.
 # But that [CLS] state attended to every real token of the layer below (padding gets weight
 # exactly 0), and those to every real token below them: in the embeddings all 21 real
 # positions get a gradient, the 11 padded ones none.
 prediction = {"last layer": 1, "embeddings": 21}
-''',
+'''),
 )

@@ -23,6 +23,7 @@ from torch import nn
 from ..probing import bag_of_words as _ref_bag_of_words
 from ..probing import few_shot_accuracies, words
 from ..training import lr_factor
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, as_number, call_answer, message_of, predicted_dict, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4", "Q4_SIZE"]
@@ -94,21 +95,21 @@ def _check_q1(answer) -> str:
 
 
 q1 = Exercise(
-    name="Q1 (the learning-rate schedule)",
+    name=N_("Q1 (the learning-rate schedule)"),
     var="learning_rate",
     checker=_check_q1,
     hints=[
-        "Two factors multiply the peak: a warm-up ramp that reaches 1 after warmup_steps steps, and a "
-        "decay that goes from 1 at step 0 to 0 at step = steps.",
-        "warm-up: min(1, (step + 1) / warmup_steps) (1 when warmup_steps is 0); decay: 1 - step / steps.",
-        "warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps); "
-        "return peak * warm * (1 - step / steps)",
+        N_("Two factors multiply the peak: a warm-up ramp that reaches 1 after warmup_steps steps, and a "
+        "decay that goes from 1 at step 0 to 0 at step = steps."),
+        N_("warm-up: min(1, (step + 1) / warmup_steps) (1 when warmup_steps is 0); decay: 1 - step / steps."),
+        N_("warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps); "
+        "return peak * warm * (1 - step / steps)"),
     ],
-    solution='''
+    solution=N_('''
 def learning_rate(step, steps, warmup_steps, peak):
     warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps)   # linear warm-up
     return peak * warm * (1 - step / steps)                                     # linear decay to 0
-''',
+'''),
 )
 
 
@@ -139,11 +140,11 @@ def _bow_split(texts, vocab):
 
 _VOCAB = {"great": 0, "phone": 1, "not": 2, "good": 3, "the": 4, "don't": 5, "buy": 6}
 Q2_CASES = [
-    ("three short reviews", (["Great phone!", "Not good.", "The phone is not great, not good."], _VOCAB)),
-    ("repeated words count once", (["great great GREAT phone"], _VOCAB)),
-    ("unknown words and an empty text", (["Absolutely terrible service.", ""], _VOCAB)),
-    ("an apostrophe inside a word", (["Don't buy the phone."], _VOCAB)),
-    ("a larger vocabulary", ([f"word{i} word{(i * 7) % 30}" for i in range(12)],
+    (N_("three short reviews"), (["Great phone!", "Not good.", "The phone is not great, not good."], _VOCAB)),
+    (N_("repeated words count once"), (["great great GREAT phone"], _VOCAB)),
+    (N_("unknown words and an empty text"), (["Absolutely terrible service.", ""], _VOCAB)),
+    (N_("an apostrophe inside a word"), (["Don't buy the phone."], _VOCAB)),
+    (N_("a larger vocabulary"), ([f"word{i} word{(i * 7) % 30}" for i in range(12)],
                              {f"word{i}": (i * 11) % 30 for i in range(30)})),
 ]
 Q2_DIAGNOSES = [_bow_counts, _bow_split]
@@ -154,18 +155,18 @@ def _check_q2(answer) -> str:
 
 
 q2 = Exercise(
-    name="Q2 (bag-of-words features)",
+    name=N_("Q2 (bag-of-words features)"),
     var="bag_of_words",
     checker=_check_q2,
     hints=[
-        "The result is a (len(texts), len(vocab)) float tensor of zeros; row r gets a 1 in column "
-        "vocab[w] for every word w of texts[r] that is in vocab.",
-        "Use words(text) (from bertcourse.probing) to get the lower-cased words; a word that occurs "
-        "twice still gives 1, and words not in vocab are skipped.",
-        "X = torch.zeros(len(texts), len(vocab)); for r, t in enumerate(texts): for w in words(t): "
-        "if w in vocab: X[r, vocab[w]] = 1.0",
+        N_("The result is a (len(texts), len(vocab)) float tensor of zeros; row r gets a 1 in column "
+        "vocab[w] for every word w of texts[r] that is in vocab."),
+        N_("Use words(text) (from bertcourse.probing) to get the lower-cased words; a word that occurs "
+        "twice still gives 1, and words not in vocab are skipped."),
+        N_("X = torch.zeros(len(texts), len(vocab)); for r, t in enumerate(texts): for w in words(t): "
+        "if w in vocab: X[r, vocab[w]] = 1.0"),
     ],
-    solution='''
+    solution=N_('''
 from bertcourse.probing import words
 
 def bag_of_words(texts, vocab):
@@ -175,7 +176,7 @@ def bag_of_words(texts, vocab):
             if w in vocab:
                 X[r, vocab[w]] = 1.0          # presence, not a count
     return X
-''',
+'''),
 )
 
 
@@ -215,7 +216,7 @@ class _Spy(nn.Module):
 def _q3_batches(seed: int, n_batches: int, batch: int = 8, seq: int = 6) -> list:
     g = torch.Generator().manual_seed(seed)
     out = []
-    for _ in range(n_batches):
+    for _batch in range(n_batches):
         lengths = torch.randint(2, seq + 1, (batch,), generator=g)
         out.append({"tokens": torch.randint(0, 30, (batch, seq), generator=g),
                     "mask": torch.arange(seq) < lengths[:, None],
@@ -242,9 +243,9 @@ def _q3_case(seed: int, n_batches: int, training: bool) -> tuple:
     return (_Spy(seed).train(training), _q3_batches(seed, n_batches))
 
 
-Q3_CASES = [("3 batches, the model in training mode", _q3_case(1, 3, True)),
-            ("1 batch, the model already in eval mode", _q3_case(2, 1, False)),
-            ("5 batches of other sentences, the model in training mode", _q3_case(3, 5, True))]
+Q3_CASES = [(N_("3 batches, the model in training mode"), _q3_case(1, 3, True)),
+            (N_("1 batch, the model already in eval mode"), _q3_case(2, 1, False)),
+            (N_("5 batches of other sentences, the model in training mode"), _q3_case(3, 5, True))]
 
 
 def _q3_prepare(got, where, model, loader):
@@ -277,18 +278,18 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (evaluate without dropout and without gradients)",
+    name=N_("Q3 (evaluate without dropout and without gradients)"),
     var="evaluate_accuracy",
     checker=_check_q3,
     hints=[
-        "Remember whether the model was training (model.training), switch to model.eval(), and run "
-        "every batch inside `with torch.no_grad():`.",
-        "For a batch b: logits = model(b['tokens'], valid_lens=b['mask']); count "
-        "(logits.argmax(-1) == b['labels']).sum() and the number of labels; divide at the end.",
-        "Put the mode back at the end with model.train(was_training) (a try/finally makes it survive "
-        "an error).",
+        N_("Remember whether the model was training (model.training), switch to model.eval(), and run "
+        "every batch inside `with torch.no_grad():`."),
+        N_("For a batch b: logits = model(b['tokens'], valid_lens=b['mask']); count "
+        "(logits.argmax(-1) == b['labels']).sum() and the number of labels; divide at the end."),
+        N_("Put the mode back at the end with model.train(was_training) (a try/finally makes it survive "
+        "an error)."),
     ],
-    solution='''
+    solution=N_('''
 def evaluate_accuracy(model, loader):
     was_training = model.training
     model.eval()                                   # dropout off
@@ -302,7 +303,7 @@ def evaluate_accuracy(model, loader):
     finally:
         model.train(was_training)                  # leave the model as we found it
     return correct / total
-''',
+'''),
 )
 
 
@@ -341,18 +342,18 @@ def _check_q4(answer) -> str:
 
 
 q4 = Exercise(
-    name="Q4 (predict: 100 training sentences instead of 2,400)",
+    name=N_("Q4 (predict: 100 training sentences instead of 2,400)"),
     var="prediction",
     checker=_check_q4,
     hints=[
-        "With 2,400 sentences the bag of words reached about 0.8 and the probe about 0.9 (the table above). "
+        N_("With 2,400 sentences the bag of words reached about 0.8 and the probe about 0.9 (the table above). "
         "Which of the two needs the data more: the one that learns every word from the training set, or "
-        "the one whose features come from pretraining on a billion sentence pairs?",
-        "Chance is 0.5. A bag of words trained on 100 sentences has seen only a few hundred distinct words.",
-        "The probe drops only a few points; the bag of words drops much more.",
+        "the one whose features come from pretraining on a billion sentence pairs?"),
+        N_("Chance is 0.5. A bag of words trained on 100 sentences has seen only a few hundred distinct words."),
+        N_("The probe drops only a few points; the bag of words drops much more."),
     ],
-    solution='''
+    solution=N_('''
 # a prediction, not a computation; the check then runs the experiment (few_shot_accuracies(100))
 prediction = {"bag of words": 0.6, "probe": 0.83}
-''',
+'''),
 )

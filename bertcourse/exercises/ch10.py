@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 from ..distributed import data_parallel_plan
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, as_number, call_answer, compare_tensors, equal_values, randn, run_cases,
                    seeded)
 
@@ -39,24 +40,24 @@ def _ref_plan(num_pairs, world_size, batch_size):
 
 
 Q1_CASES = [
-    ("28,606 pairs, 2 processes of 128 pairs", (28606, 2, 128)),
-    ("1,000 pairs, 4 processes of 32 pairs (32 batches, 8 each)", (1000, 4, 32)),
-    ("100 pairs, 2 processes of 32 pairs (batches of 32, 32, 32 and 4)", (100, 2, 32)),
-    ("1,000 pairs, 3 processes of 32 pairs (32 batches: 2 left out)", (1000, 3, 32)),
-    ("one process: the usual training", (500, 1, 64)),
+    (N_("28,606 pairs, 2 processes of 128 pairs"), (28606, 2, 128)),
+    (N_("1,000 pairs, 4 processes of 32 pairs (32 batches, 8 each)"), (1000, 4, 32)),
+    (N_("100 pairs, 2 processes of 32 pairs (batches of 32, 32, 32 and 4)"), (100, 2, 32)),
+    (N_("1,000 pairs, 3 processes of 32 pairs (32 batches: 2 left out)"), (1000, 3, 32)),
+    (N_("one process: the usual training"), (500, 1, 64)),
 ]
 
 Q1_DIAGNOSES = [
     (lambda n, N, b: (b, math.ceil(n / b) // N),
-     "the global batch is the pairs of *one* optimizer step over all processes: N x batch_size."),
+     N_("the global batch is the pairs of *one* optimizer step over all processes: N x batch_size.")),
     (lambda n, N, b: (N * b, math.ceil(n / b)),
-     "each optimizer step uses N batches (one per process), so an epoch has N times fewer steps."),
+     N_("each optimizer step uses N batches (one per process), so an epoch has N times fewer steps.")),
     (lambda n, N, b: (N * b, math.ceil(math.ceil(n / b) / N)),
-     "you rounded the steps up: when the batches do not divide evenly, some process would have one "
-     "batch fewer and the others would wait for it forever; the last batches % N are left out."),
+     N_("you rounded the steps up: when the batches do not divide evenly, some process would have one "
+     "batch fewer and the others would wait for it forever; the last batches % N are left out.")),
     (lambda n, N, b: (N * b, n // (N * b)),
-     "the last, shorter batch of the epoch is still a batch: count ceil(num_pairs / batch_size) "
-     "batches, then divide by N (rounding down)."),
+     N_("the last, shorter batch of the epoch is still a batch: count ceil(num_pairs / batch_size) "
+     "batches, then divide by N (rounding down).")),
 ]
 
 
@@ -68,28 +69,28 @@ def _as_pair(got, where, *args):
 
 def _check_q1(answer) -> str:
     run_cases(answer, _ref_plan, Q1_CASES, Q1_DIAGNOSES, prepare=_as_pair,
-              compare=equal_values("on {where}: expected (global_batch, steps) = {expected}, got {got}"))
+              compare=equal_values(N_("on {where}: expected (global_batch, steps) = {expected}, got {got}")))
     return (f"correct on all {len(Q1_CASES)} cases: N processes of b pairs learn from N x b pairs per "
             f"step, and an epoch has N times fewer steps")
 
 
 q1 = Exercise(
-    name="Q1 (global batch and steps per epoch)",
+    name=N_("Q1 (global batch and steps per epoch)"),
     var="global_batch_and_steps",
     checker=_check_q1,
     hints=[
-        "One optimizer step: every process computes the gradients of its own batch, then they are "
-        "averaged. How many pairs is that?",
-        "An epoch is cut into ceil(num_pairs / batch_size) batches (the last one may be shorter). Each "
-        "step uses one batch per process.",
-        "Every process must do the same number of steps: batches // world_size (the rest is left out "
-        "this epoch).",
+        N_("One optimizer step: every process computes the gradients of its own batch, then they are "
+        "averaged. How many pairs is that?"),
+        N_("An epoch is cut into ceil(num_pairs / batch_size) batches (the last one may be shorter). Each "
+        "step uses one batch per process."),
+        N_("Every process must do the same number of steps: batches // world_size (the rest is left out "
+        "this epoch)."),
     ],
-    solution='''
+    solution=N_('''
 def global_batch_and_steps(num_pairs, world_size, batch_size):
     batches = math.ceil(num_pairs / batch_size)      # the last batch may be shorter
     return world_size * batch_size, batches // world_size
-''',
+'''),
 )
 
 
@@ -130,20 +131,20 @@ def _check_q2(answer) -> str:
 
 
 q2 = Exercise(
-    name="Q2 (this process' shard)",
+    name=N_("Q2 (this process' shard)"),
     var="my_shard",
     checker=_check_q2,
     hints=[
-        "Every process receives the same list `batches` (the same seed gives the same epoch order) and "
-        "must pick its own part of it.",
-        "Leave out the last len(batches) % world_size batches, so that the rest divides evenly.",
-        "Then deal them out like cards: batches[rank::world_size] of what is left.",
+        N_("Every process receives the same list `batches` (the same seed gives the same epoch order) and "
+        "must pick its own part of it."),
+        N_("Leave out the last len(batches) % world_size batches, so that the rest divides evenly."),
+        N_("Then deal them out like cards: batches[rank::world_size] of what is left."),
     ],
-    solution='''
+    solution=N_('''
 def my_shard(batches, world_size, rank):
     usable = len(batches) // world_size * world_size    # the same number for every process
     return batches[:usable][rank::world_size]
-''',
+'''),
 )
 
 
@@ -162,10 +163,10 @@ def _grad_case(world_size: int, shapes: list, seed: int):
 
 
 Q3_CASES = [
-    ("2 processes, a weight (3, 4) and a bias (3,)", (_grad_case(2, [(3, 4), (3,)], seed=1),)),
-    ("4 processes, three parameters", (_grad_case(4, [(2, 2), (5,), (1,)], seed=2),)),
-    ("3 processes, one parameter", (_grad_case(3, [(6,)], seed=3),)),
-    ("1 process: nothing to average", (_grad_case(1, [(2, 3)], seed=4),)),
+    (N_("2 processes, a weight (3, 4) and a bias (3,)"), (_grad_case(2, [(3, 4), (3,)], seed=1),)),
+    (N_("4 processes, three parameters"), (_grad_case(4, [(2, 2), (5,), (1,)], seed=2),)),
+    (N_("3 processes, one parameter"), (_grad_case(3, [(6,)], seed=3),)),
+    (N_("1 process: nothing to average"), (_grad_case(1, [(2, 3)], seed=4),)),
 ]
 
 
@@ -184,9 +185,9 @@ def _compare_lists(got, expected, where):
 
 Q3_DIAGNOSES = [
     (lambda grads: [sum(g[i] for g in grads) for i in range(len(grads[0]))],
-     "you returned the sum over the processes: an all-reduce with SUM gives that, and DDP then divides "
-     "by the number of processes, so that the step is the one for the mean loss of the global batch."),
-    (lambda grads: list(grads[0]), "you returned rank 0's gradients: the others' batches are lost."),
+     N_("you returned the sum over the processes: an all-reduce with SUM gives that, and DDP then divides "
+     "by the number of processes, so that the step is the one for the mean loss of the global batch.")),
+    (lambda grads: list(grads[0]), N_("you returned rank 0's gradients: the others' batches are lost.")),
 ]
 
 
@@ -196,21 +197,21 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (what the all-reduce computes)",
+    name=N_("Q3 (what the all-reduce computes)"),
     var="average_gradients",
     checker=_check_q3,
     hints=[
-        "grads[r][i] is the gradient of parameter i on process r. Every process ends up with the same "
-        "result, one tensor per parameter.",
-        "For parameter i, combine grads[0][i], grads[1][i], ...: which combination gives the gradient of "
-        "the mean loss over all N batches?",
-        "The mean over the processes: sum(g[i] for g in grads) / len(grads), for every i.",
+        N_("grads[r][i] is the gradient of parameter i on process r. Every process ends up with the same "
+        "result, one tensor per parameter."),
+        N_("For parameter i, combine grads[0][i], grads[1][i], ...: which combination gives the gradient of "
+        "the mean loss over all N batches?"),
+        N_("The mean over the processes: sum(g[i] for g in grads) / len(grads), for every i."),
     ],
-    solution='''
+    solution=N_('''
 def average_gradients(grads):
     world_size = len(grads)
     return [sum(g[i] for g in grads) / world_size for i in range(len(grads[0]))]
-''',
+'''),
 )
 
 
@@ -251,14 +252,14 @@ def _check_q4(answer) -> str:
 
 
 q4 = Exercise(
-    name="Q4 (learning rate and global batch)",
+    name=N_("Q4 (learning rate and global batch)"),
     var="lr_choice",
     checker=_check_q4,
     hints=[
-        "How many optimizer steps does one epoch take with 4 processes, compared with 1?",
-        "The averaged gradient of 512 pairs is less noisy than that of 128: how far can one step go?",
+        N_("How many optimizer steps does one epoch take with 4 processes, compared with 1?"),
+        N_("The averaged gradient of 512 pairs is less noisy than that of 128: how far can one step go?"),
     ],
-    solution='''
+    solution=N_('''
 lr_choice = "B"   # about 4x (the linear scaling rule), with a warm-up; then check the loss curve
-''',
+'''),
 )
