@@ -200,6 +200,10 @@ def update_catalog(path=None, root=None) -> tuple[int, int]:
         if entry.msgid not in messages and not entry.obsolete:
             entry.obsolete, entry.occurrences = True, []
             obsoleted += 1
+    # in the order of the code (by file, then line), obsolete entries last: what a translator reads
+    order = {msgid: (places[0].rsplit(":", 1)[0], int(places[0].rsplit(":", 1)[1]))
+             for msgid, places in messages.items()}
+    catalog[:] = sorted(catalog, key=lambda e: (e.obsolete, order.get(e.msgid, ("", 0))))
     path.parent.mkdir(parents=True, exist_ok=True)
     catalog.wrapwidth = 100
     catalog.save(str(path))

@@ -309,7 +309,7 @@ def _check_q4(answer) -> str:
     run_cases(answer, _ref_param_count, _q4_cases(), Q4_DIAGNOSES,
               prepare=lambda got, where, *args: as_number(got, where),
               compare=equal_values(N_("on {where}: expected {expected:,} parameters, got {got:,}")))
-    return f"correct on all {len(Q4_CASES)} cases (4·d² weights, +4·d biases, for any number of heads)"
+    return _("correct on all {n} cases (4·d² weights, +4·d biases, for any number of heads)").format(n=len(Q4_CASES))
 
 
 q4 = Exercise(
@@ -359,28 +359,31 @@ def _q5_measured() -> tuple[float, float]:
 
 
 def _check_q5(answer) -> str:
-    guess = predicted_number(answer, "prediction", -math.inf, math.inf, "a number (nats), e.g. 1.5")
+    guess = predicted_number(answer, "prediction", -math.inf, math.inf, _("a number (nats), e.g. 1.5"))
     uniform = math.log(Q5_KEYS)
     if not 0.0 <= guess <= uniform + 1e-9:
-        raise CheckFailed(f"an entropy over {Q5_KEYS} keys lies between 0 (all the weight on one key) and "
-                          f"ln {Q5_KEYS} = {uniform:.2f} (uniform weights), got {guess:g}.")
+        raise CheckFailed(_("an entropy over {keys} keys lies between 0 (all the weight on one key) and "
+                            "ln {keys} = {uniform:.2f} (uniform weights), got {guess:g}.").format(
+            keys=Q5_KEYS, uniform=uniform, guess=guess))
     unscaled, scaled = _q5_measured()
     if guess > unscaled + Q5_TOLERANCE:
-        why = ("you predicted about what the scaled softmax gives (or uniform weights). " if guess > 1.8 else
-               "the softmax saturates further than that. ")
-        raise CheckFailed(
-            f"too high: {why}Without the 1/sqrt(d), q·k has variance d = {Q5_D} (standard deviation "
-            f"{math.sqrt(Q5_D):.0f}), so the best of {Q5_KEYS} scores usually beats the runner-up by several "
-            f"units, and exp() turns a gap of a few units into a factor of tens or hundreds: almost all the "
-            f"weight lands on one key. Run the experiment below to see how far it falls.")
+        why = (_("you predicted about what the scaled softmax gives (or uniform weights). ") if guess > 1.8 else
+               _("the softmax saturates further than that. "))
+        raise CheckFailed(_(
+            "too high: {why}Without the 1/sqrt(d), q·k has variance d = {d} (standard deviation "
+            "{sd:.0f}), so the best of {keys} scores usually beats the runner-up by several "
+            "units, and exp() turns a gap of a few units into a factor of tens or hundreds: almost all the "
+            "weight lands on one key. Run the experiment below to see how far it falls.").format(
+            why=why, d=Q5_D, sd=math.sqrt(Q5_D), keys=Q5_KEYS))
     if guess < unscaled - Q5_TOLERANCE:
-        raise CheckFailed(
+        raise CheckFailed(_(
             "too low: the unscaled softmax is close to one-hot, but not there yet. In many rows the best "
             "and second-best scores are close, and those rows keep a real share of entropy; the mean over "
-            "all rows stays clearly above 0 (see the 'max weight, unscaled' column in section 2).")
-    return (f"you said {guess:.2f} nats; the experiment gives {unscaled:.2f} without the scale, against "
-            f"{scaled:.2f} with it (uniform: ln {Q5_KEYS} = {uniform:.2f}). Without 1/sqrt(d) the softmax "
-            f"saturates: nearly one key per query, and gradients close to 0.")
+            "all rows stays clearly above 0 (see the 'max weight, unscaled' column in section 2)."))
+    return _("you said {guess:.2f} nats; the experiment gives {unscaled:.2f} without the scale, against "
+             "{scaled:.2f} with it (uniform: ln {keys} = {uniform:.2f}). Without 1/sqrt(d) the softmax "
+             "saturates: nearly one key per query, and gradients close to 0.").format(
+        guess=guess, unscaled=unscaled, scaled=scaled, keys=Q5_KEYS, uniform=uniform)
 
 
 q5 = Exercise(
@@ -388,10 +391,10 @@ q5 = Exercise(
     var="prediction",
     checker=_check_q5,
     hints=[
-        f"The entropy of weights over {Q5_KEYS} keys is 0 when all the weight is on one key and "
-        f"ln {Q5_KEYS} ≈ 2.77 when it is uniform. With the scale it stays near 2.4 nats for every d.",
-        f"Section 2's table: without the scale, the mean largest weight at d = {Q5_D} is about 0.9. That "
-        "mean mixes rows that are practically one-hot (entropy near 0) with rows where two keys nearly tie.",
+        N_("The entropy of weights over {keys} keys is 0 when all the weight is on one key and "
+           "ln {keys} ≈ 2.77 when it is uniform. With the scale it stays near 2.4 nats for every d."),
+        N_("Section 2's table: without the scale, the mean largest weight at d = {d} is about 0.9. That "
+           "mean mixes rows that are practically one-hot (entropy near 0) with rows where two keys nearly tie."),
         N_("A row split 0.5 / 0.5 between two keys has entropy ln 2 ≈ 0.69; a row with 0.99 on one key about "
         "0.06. If about a quarter of the rows are near-ties and the rest practically one-hot, the mean is ..."),
     ],
@@ -402,4 +405,5 @@ q5 = Exercise(
 # roughly halves each time d quadruples (like 1/sqrt(d)).
 prediction = 0.2
 '''),
+    fields={"keys": Q5_KEYS, "d": Q5_D},
 )

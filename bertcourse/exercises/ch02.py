@@ -147,7 +147,7 @@ Q2_DIAGNOSES = [
 
 def _check_q2(answer) -> str:
     message = run_cases(answer, _ref_block, Q2_CASES, Q2_DIAGNOSES, atol=1e-6)
-    return message + "; it works for every i, which is the relative-position property"
+    return message + _("; it works for every i, which is the relative-position property")
 
 
 q2 = Exercise(
@@ -195,7 +195,7 @@ Q3_DIAGNOSES = [
 
 def _check_q3(answer) -> str:
     message = run_cases(answer, _ref_wavelengths, Q3_CASES, Q3_DIAGNOSES, atol=1e-6)
-    return message + " (pair 0 repeats every 2 pi ≈ 6.3 positions: the fastest, like the lowest binary digit)"
+    return message + _(" (pair 0 repeats every 2 pi ≈ 6.3 positions: the fastest, like the lowest binary digit)")
 
 
 q3 = Exercise(
@@ -234,7 +234,7 @@ Q4_CASES = [
 ]
 
 # a sequence longer than the table: the answer must refuse it with a ValueError
-Q4_TOO_LONG = ("a sequence of 7 positions with a table of max_len=5",
+Q4_TOO_LONG = (N_("a sequence of 7 positions with a table of max_len=5"),
                (randn(2, 7, 8, seed=4), sinusoidal_encoding(5, 8)))
 
 Q4_DIAGNOSES = [
@@ -250,22 +250,22 @@ Q4_DIAGNOSES = [
 
 
 def _q4_other_error(e: BaseException) -> str:
-    return (f"{Q4_TOO_LONG[0]} made your code raise {type(e).__name__}: {e}. That is an accident of "
-            f"broadcasting, not a message for the user: check E.shape[1] <= P.shape[0] first and raise "
-            f"a ValueError naming max_len.")
+    return _("{where} made your code raise {error}: {e}. That is an accident of broadcasting, not a message "
+             "for the user: check E.shape[1] <= P.shape[0] first and raise a ValueError naming max_len.").format(
+        where=_(Q4_TOO_LONG[0]), error=type(e).__name__, e=e)
 
 
 def _q4_returned(out) -> str:
     shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-    return (f"{Q4_TOO_LONG[0]} was accepted silently (your result: {shape}); raise a ValueError "
-            f"naming max_len instead.")
+    return _("{where} was accepted silently (your result: {shape}); raise a ValueError naming max_len "
+             "instead.").format(where=_(Q4_TOO_LONG[0]), shape=shape)
 
 
 def _check_q4(answer) -> str:
     message = run_cases(answer, _ref_embed, Q4_CASES, Q4_DIAGNOSES)
     where, args = Q4_TOO_LONG
-    expect_raises(answer, args, where, ValueError, returned=_q4_returned, other=_q4_other_error)
-    return message + ", and a sequence longer than the table is refused with a ValueError"
+    expect_raises(answer, args, _(where), ValueError, returned=_q4_returned, other=_q4_other_error)
+    return message + _(", and a sequence longer than the table is refused with a ValueError")
 
 
 q4 = Exercise(
@@ -331,32 +331,34 @@ def distinct_outputs(readout: str, positions: bool = False, d: int = 16, seed: i
 
 
 _Q5_WHY = {
-    ("first", "fewer"): "the output at the first position is built from the query of the word standing "
-                        "there: orderings that start with different words give different outputs.",
-    ("first", "more"): "without positions, attention sees the other words as a set. The output at position 0 "
-                       "depends on the word standing there and on *which* words are around it, not on their "
-                       "order: the weighted average over the keys is the same sum in another order.",
-    ("mean", "more"): "shuffling the words shuffles the three outputs the same way (permutation "
-                      "equivariance, section 1): the same three vectors in another order, and the mean "
-                      "of three vectors does not depend on their order.",
-    ("mean", "fewer"): "there is at least one vector.",
+    ("first", "fewer"): N_("the output at the first position is built from the query of the word standing "
+                           "there: orderings that start with different words give different outputs."),
+    ("first", "more"): N_("without positions, attention sees the other words as a set. The output at position 0 "
+                          "depends on the word standing there and on *which* words are around it, not on their "
+                          "order: the weighted average over the keys is the same sum in another order."),
+    ("mean", "more"): N_("shuffling the words shuffles the three outputs the same way (permutation "
+                         "equivariance, section 1): the same three vectors in another order, and the mean "
+                         "of three vectors does not depend on their order."),
+    ("mean", "fewer"): N_("there is at least one vector."),
 }
 
 
 def _check_q5(answer) -> str:
     guess = predicted_dict(answer, Q5_READOUTS, "prediction",
-                           "a count from 1 to 6 each ({'first': <count>, 'mean': <count>})",
-                           low=1, high=6, must="a whole number from 1 to 6", whole=True,
-                           in_range="a count from 1 to 6 (there are 6 orderings)", blank="a count from 1 to 6")
+                           _("a count from 1 to 6 each ({'first': <count>, 'mean': <count>})"),
+                           low=1, high=6, must=_("a whole number from 1 to 6"), whole=True,
+                           in_range=_("a count from 1 to 6 (there are 6 orderings)"), blank=_("a count from 1 to 6"))
     measured = {key: distinct_outputs(key) for key in Q5_READOUTS}
     wrong = [key for key in Q5_READOUTS if guess[key] != measured[key]]
     if wrong:
-        reasons = [f"{key!r}: {guess[key]} is too {'many' if guess[key] > measured[key] else 'few'}: "
-                   f"{_Q5_WHY[key, 'more' if guess[key] > measured[key] else 'fewer']}" for key in wrong]
-        raise CheckFailed(" And ".join(reasons))
-    return (f"first position: {measured['first']} different outputs (one per word that can stand first), "
-            f"mean: {measured['mean']} (the same for every ordering). Without positions, a model that "
-            f"pools its outputs cannot tell 'dog bites man' from 'man bites dog'.")
+        reasons = [(_("{key!r}: {guess} is too many: {why}") if guess[key] > measured[key] else
+                    _("{key!r}: {guess} is too few: {why}")).format(
+            key=key, guess=guess[key], why=_(_Q5_WHY[key, "more" if guess[key] > measured[key] else "fewer"]))
+            for key in wrong]
+        raise CheckFailed(_(" And ").join(reasons))
+    return _("first position: {first} different outputs (one per word that can stand first), mean: {mean} "
+             "(the same for every ordering). Without positions, a model that pools its outputs cannot tell "
+             "'dog bites man' from 'man bites dog'.").format(first=measured["first"], mean=measured["mean"])
 
 
 q5 = Exercise(

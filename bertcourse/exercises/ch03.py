@@ -201,8 +201,8 @@ Q3_DIAGNOSES = [
 
 def _require_bool(got, where, q, k):
     if isinstance(got, torch.Tensor) and got.dtype != torch.bool:
-        raise CheckFailed(f"on {q} queries, {k} keys: return a boolean tensor (True = may attend), "
-                          f"got dtype {got.dtype}; compare with <= or call .bool().")
+        raise CheckFailed(_("on {q} queries, {k} keys: return a boolean tensor (True = may attend), got dtype "
+                            "{dtype}; compare with <= or call .bool().").format(q=q, k=k, dtype=got.dtype))
     return got
 
 
@@ -276,8 +276,8 @@ def _check_q4(answer) -> str:
     run_cases(answer, _ref_params, _q4_cases(), Q4_DIAGNOSES,
               prepare=lambda got, where, *args: as_number(got, where),
               compare=equal_values(N_("on {where}: expected {expected:,} parameters, got {got:,}")))
-    return (f"correct on all {len(Q4_CASES)} cases: attention 4d² (+4d), FFN 2·d·ffn + ffn + d, "
-            f"two layer norms 4d")
+    return _("correct on all {n} cases: attention 4d² (+4d), FFN 2·d·ffn + ffn + d, two layer norms 4d").format(
+        n=len(Q4_CASES))
 
 
 q4 = Exercise(
@@ -343,24 +343,26 @@ def changed_positions(change: str = "target", position: int = Q5_POSITION, causa
 
 def _check_q5(answer) -> str:
     guess = predicted_number(answer, "prediction", 0, Q5_TGT_LEN,
-                             f"a whole number from 0 to {Q5_TGT_LEN} (a count of positions)",
-                             f"a count of positions from 0 to {Q5_TGT_LEN}", whole=True)
+                             _("a whole number from 0 to {n} (a count of positions)").format(n=Q5_TGT_LEN),
+                             _("a count of positions from 0 to {n}").format(n=Q5_TGT_LEN), whole=True)
     measured = changed_positions()
     n = len(measured)
     if guess > n:
-        raise CheckFailed(
-            f"{guess} is too many: the causal mask. In the decoder's self-attention a position attends only "
-            f"to itself and the positions before it — in every block — so no output before position "
-            f"{Q5_POSITION} can see the change, however many layers deep.")
+        raise CheckFailed(_(
+            "{guess} is too many: the causal mask. In the decoder's self-attention a position attends only "
+            "to itself and the positions before it — in every block — so no output before position "
+            "{position} can see the change, however many layers deep.").format(guess=guess, position=Q5_POSITION))
     if guess == n - 1:
-        raise CheckFailed(f"one too few: position {Q5_POSITION} itself changes too — its own input token changed.")
+        raise CheckFailed(_("one too few: position {position} itself changes too — its own input token "
+                            "changed.").format(position=Q5_POSITION))
     if guess < n:
-        raise CheckFailed(
-            f"{guess} is too few: every position after {Q5_POSITION} attends to position {Q5_POSITION} (position t "
-            f"sees 0..t), so the change reaches all of them." + (
-                " (Did you count the positions that keep their output?)" if guess == Q5_TGT_LEN - n else ""))
-    return (f"{n} positions change: {measured[0]}..{measured[-1]}. Position t only sees 0..t, which is what lets "
-            f"training feed the whole target at once and greedy decoding reuse the earlier steps.")
+        raise CheckFailed(_(
+            "{guess} is too few: every position after {position} attends to position {position} (position t "
+            "sees 0..t), so the change reaches all of them.").format(guess=guess, position=Q5_POSITION) + (
+                _(" (Did you count the positions that keep their output?)") if guess == Q5_TGT_LEN - n else ""))
+    return _("{n} positions change: {first}..{last}. Position t only sees 0..t, which is what lets training feed "
+             "the whole target at once and greedy decoding reuse the earlier steps.").format(
+        n=n, first=measured[0], last=measured[-1])
 
 
 q5 = Exercise(
@@ -371,7 +373,7 @@ q5 = Exercise(
         N_("In the decoder's masked self-attention, which positions may position t attend to?"),
         N_("The cross-attention reads the encoder output, which did not change; the FFN works on each "
         "position separately. So a change can only travel through the masked self-attention."),
-        f"Count the positions from {Q5_POSITION} to {Q5_TGT_LEN - 1}: does position {Q5_POSITION} itself count?",
+        N_("Count the positions from {position} to {last}: does position {position} itself count?"),
     ],
     solution=N_('''
 # Position t attends only to positions 0..t (the causal mask), in both blocks; the
@@ -379,4 +381,5 @@ q5 = Exercise(
 # reaches positions 3, 4, 5, 6, 7 and no earlier one.
 prediction = 5
 '''),
+    fields={"position": Q5_POSITION, "last": Q5_TGT_LEN - 1},
 )

@@ -39,11 +39,11 @@ def _int_list(x, what: str) -> list:
     """A list / tuple of ints or a 1-D integer tensor -> a list of ints (else CheckFailed)."""
     if isinstance(x, torch.Tensor):
         if x.dim() != 1 or x.is_floating_point():
-            raise CheckFailed(f"{what}: expected a list of ints or a 1-D integer tensor, got a tensor "
-                              f"of shape {tuple(x.shape)} and dtype {x.dtype}")
+            raise CheckFailed(_("{what}: expected a list of ints or a 1-D integer tensor, got a tensor of shape "
+                                "{shape} and dtype {dtype}").format(what=what, shape=tuple(x.shape), dtype=x.dtype))
         return x.tolist()
     if not isinstance(x, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in x):
-        raise CheckFailed(f"{what}: expected a list of ints, got {type(x).__name__} {x!r}")
+        raise CheckFailed(_("{what}: expected a list of ints, got {type} {x!r}").format(what=what, type=type(x).__name__, x=x))
     return list(x)
 
 
@@ -111,16 +111,18 @@ Q1_DIAGNOSES = [
 def _q1_result(got, where, a, b) -> tuple:
     """The learner's (tokens, segments) as (list of str, list of int), or CheckFailed."""
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailed(f"on {where}: return two lists, (tokens, segments); got {type(got).__name__}")
+        raise CheckFailed(_("on {where}: return two lists, (tokens, segments); got {type}").format(
+            where=where, type=type(got).__name__))
     tokens, segments = got
     if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
-        raise CheckFailed(f"on {where}: tokens must be a list of str, got {tokens!r}")
-    return list(tokens), _int_list(segments, f"on {where}, segments")
+        raise CheckFailed(_("on {where}: tokens must be a list of str, got {tokens!r}").format(where=where, tokens=tokens))
+    return list(tokens), _int_list(segments, _("on {where}, segments").format(where=where))
 
 
 def _q1_message(got, expected, where) -> str:
-    return (f"on {where}: expected tokens [{_show(expected[0])}] with segments [{_show(expected[1])}], "
-            f"got [{_show(got[0])}] with [{_show(got[1])}]")
+    return _("on {where}: expected tokens [{tokens}] with segments [{segments}], got [{got_tokens}] with "
+             "[{got_segments}]").format(where=where, tokens=_show(expected[0]), segments=_show(expected[1]),
+                                        got_tokens=_show(got[0]), got_segments=_show(got[1]))
 
 
 def _check_q1(answer) -> str:
@@ -181,9 +183,9 @@ Q2_DIAGNOSES = [
 
 def _check_q2(answer) -> str:
     run_cases(answer, _ref_pair_segments, _q2_cases(), Q2_DIAGNOSES,
-              prepare=lambda got, where, *args: _int_list(got, f"on {where}"),
+              prepare=lambda got, where, *args: _int_list(got, _("on {where}").format(where=where)),
               compare=equal_values(N_("on {where}: expected [{expected}], got [{got}]"), show=_show))
-    return f"correct on all {len(Q2_CASES)} cases (including empty sentences)"
+    return _("correct on all {n} cases (including empty sentences)").format(n=len(Q2_CASES))
 
 
 q2 = Exercise(
@@ -364,8 +366,8 @@ def _ref_embedding_params(config: BERTConfig) -> int:
     return _count_embedding_params(dataclasses.astuple(config))
 
 
-Q4_CASES = [(N_("tiny"), get_config("tiny")), (N_("d2l-small"), get_config("d2l-small")),
-            (N_("base"), get_config("base")), (N_("large"), get_config("large")),
+Q4_CASES = [("tiny", get_config("tiny")), ("d2l-small", get_config("d2l-small")),
+            ("base", get_config("base")), ("large", get_config("large")),
             (N_("tiny with max_len=128"), get_config("tiny", max_len=128)),
             (N_("tiny with num_segments=3"), get_config("tiny", num_segments=3))]
 
@@ -390,12 +392,12 @@ Q4_DIAGNOSES = [
 def _check_q4(answer) -> str:
     # with num_segments = 2 some mistakes give the same number (forgetting the segment
     # table's 2 rows or the layer norm's 2 vectors): name all that fit
-    run_cases(answer, _ref_embedding_params, [(f"the {name} config", (c,)) for name, c in Q4_CASES],
+    run_cases(answer, _ref_embedding_params, [(_("the {name} config").format(name=name), (c,)) for name, c in Q4_CASES],
               Q4_DIAGNOSES, prepare=lambda got, where, *args: as_number(got, where),
               compare=equal_values(N_("on {where}: expected {expected:,} parameters, got {got:,}")),
               all_diagnoses=True)
-    return (f"correct on all {len(Q4_CASES)} configs (BERT-base's embedding layer: "
-            f"{_ref_embedding_params(get_config('base')):,} parameters)")
+    return _("correct on all {n} configs (BERT-base's embedding layer: {count:,} parameters)").format(
+        n=len(Q4_CASES), count=_ref_embedding_params(get_config("base")))
 
 
 q4 = Exercise(
@@ -452,30 +454,32 @@ def encoder_parameter_split(config: BERTConfig) -> dict:
 
 
 _Q5_WHY = {
-    ("base", "high"): "BERT-base's blocks weigh more than that: each of its 12 blocks has about 12·d² "
-                      "parameters (4d² in the attention, 2·d·4d in the FFN), and d = 768 is wide.",
-    ("base", "low"): "the token table alone is vocab_size × d = 30,522 × 768: as large as several blocks.",
-    ("tiny", "high"): "the blocks still count: 2 blocks of about 4d² (attention) + 2·d·ffn (FFN) each.",
-    ("tiny", "low"): "in a small model the vocabulary dominates: the token table grows like vocab_size × d, "
-                     "a block like d². With d = 64, compare 3,000 × 64 with 2 blocks of about 12 × 64² each.",
+    ("base", "high"): N_("BERT-base's blocks weigh more than that: each of its 12 blocks has about 12·d² "
+                         "parameters (4d² in the attention, 2·d·4d in the FFN), and d = 768 is wide."),
+    ("base", "low"): N_("the token table alone is vocab_size × d = 30,522 × 768: as large as several blocks."),
+    ("tiny", "high"): N_("the blocks still count: 2 blocks of about 4d² (attention) + 2·d·ffn (FFN) each."),
+    ("tiny", "low"): N_("in a small model the vocabulary dominates: the token table grows like vocab_size × d, "
+                        "a block like d². With d = 64, compare 3,000 × 64 with 2 blocks of about 12 × 64² each."),
 }
 
 
 def _check_q5(answer) -> str:
     keys = tuple(Q5_CONFIGS)
-    guess = predicted_dict(answer, keys, "prediction", "a share between 0 and 1 each ({'base': <share>, "
-                           "'tiny': <share>})", low=0.0, high=1.0, must="a number between 0 and 1",
-                           in_range="a share between 0 and 1 (0.5 for half)", blank="a share between 0 and 1")
+    guess = predicted_dict(answer, keys, "prediction", _("a share between 0 and 1 each ({'base': <share>, "
+                           "'tiny': <share>})"), low=0.0, high=1.0, must=_("a number between 0 and 1"),
+                           in_range=_("a share between 0 and 1 (0.5 for half)"), blank=_("a share between 0 and 1"))
     measured = {key: encoder_parameter_split(c)["share"] for key, c in Q5_CONFIGS.items()}
     off = [k for k in keys if abs(guess[k] - measured[k]) > Q5_TOLERANCE]
     if off:
-        reasons = [f"{k!r}: {guess[k]:.2f} is too {'high' if guess[k] > measured[k] else 'low'}: "
-                   f"{_Q5_WHY[k, 'high' if guess[k] > measured[k] else 'low']}" for k in off]
-        raise CheckFailed(f"off by more than {Q5_TOLERANCE} on {' and '.join(repr(k) for k in off)}. "
-                          + " And ".join(reasons))
-    return (f"BERT-base: {measured['base']:.1%} of the encoder is embeddings (you said {guess['base']:.0%}); "
-            f"tiny: {measured['tiny']:.1%} (you said {guess['tiny']:.0%}). The token table grows with the "
-            f"vocabulary, the blocks with d²: small models are mostly vocabulary.")
+        reasons = [(_("{key!r}: {guess:.2f} is too high: {why}") if guess[k] > measured[k] else
+                    _("{key!r}: {guess:.2f} is too low: {why}")).format(
+            key=k, guess=guess[k], why=_(_Q5_WHY[k, "high" if guess[k] > measured[k] else "low"])) for k in off]
+        raise CheckFailed(_("off by more than {tolerance} on {keys}. ").format(
+            tolerance=Q5_TOLERANCE, keys=_(" and ").join(repr(k) for k in off)) + _(" And ").join(reasons))
+    return _("BERT-base: {base:.1%} of the encoder is embeddings (you said {guess_base:.0%}); tiny: {tiny:.1%} "
+             "(you said {guess_tiny:.0%}). The token table grows with the vocabulary, the blocks with d²: small "
+             "models are mostly vocabulary.").format(base=measured["base"], guess_base=guess["base"],
+                                                     tiny=measured["tiny"], guess_tiny=guess["tiny"])
 
 
 q5 = Exercise(

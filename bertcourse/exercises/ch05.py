@@ -72,7 +72,7 @@ def _check_q1(answer) -> str:
     run_cases(answer, _ref_num_predictions, _q1_cases(), Q1_DIAGNOSES,
               prepare=lambda got, where, *args: int(as_number(got, where, whole=True)),
               compare=equal_values(N_("on {where}: expected {expected}, got {got}")))
-    return f"correct on all {len(Q1_CASES)} cases (halves round up, at least one prediction)"
+    return _("correct on all {n} cases (halves round up, at least one prediction)").format(n=len(Q1_CASES))
 
 
 q1 = Exercise(
@@ -369,22 +369,23 @@ def both_neighbours_visible(mask_prob: float, seed: int = 0) -> float:
 
 
 def _check_q5(answer) -> str:
-    guess = predicted_number(answer, "prediction", 0.0, 1.0, "a share between 0 and 1, e.g. 0.5",
-                             "a share between 0 and 1 (0.5 for half)")
+    guess = predicted_number(answer, "prediction", 0.0, 1.0, _("a share between 0 and 1, e.g. 0.5"),
+                             _("a share between 0 and 1 (0.5 for half)"))
     measured, at_bert = both_neighbours_visible(Q5_MASK_PROB), both_neighbours_visible(0.15)
     if guess > measured + Q5_TOLERANCE:
-        raise CheckFailed(
-            f"too high: at {100 * Q5_MASK_PROB:.0f} % each ordinary neighbour is itself chosen {100 * Q5_MASK_PROB:.0f} % of the "
-            f"time, and 80 % of the chosen ones become [MASK]. Both neighbours must escape that, and a token "
-            f"has two of them.")
+        raise CheckFailed(_(
+            "too high: at {rate:.0f} % each ordinary neighbour is itself chosen {rate:.0f} % of the "
+            "time, and 80 % of the chosen ones become [MASK]. Both neighbours must escape that, and a token "
+            "has two of them.").format(rate=100 * Q5_MASK_PROB))
     if guess < measured - Q5_TOLERANCE:
-        raise CheckFailed(
+        raise CheckFailed(_(
             "too low: only the chosen neighbours that become [MASK] count (80 % of them: 10 % are random "
             "tokens and 10 % stay, and both still look like words), and the neighbours [CLS] and [SEP] are "
-            "never chosen.")
-    return (f"you said {guess:.2f}; at {100 * Q5_MASK_PROB:.0f} % masking {measured:.2f} of the chosen positions see "
-            f"both neighbours, against {at_bert:.2f} at BERT's 15 %. More predictions per sentence, but each "
-            f"with less context to predict from: the trade-off behind the 15 %.")
+            "never chosen."))
+    return _("you said {guess:.2f}; at {rate:.0f} % masking {measured:.2f} of the chosen positions see both "
+             "neighbours, against {at_bert:.2f} at BERT's 15 %. More predictions per sentence, but each with "
+             "less context to predict from: the trade-off behind the 15 %.").format(
+        guess=guess, rate=100 * Q5_MASK_PROB, measured=measured, at_bert=at_bert)
 
 
 q5 = Exercise(
@@ -392,8 +393,8 @@ q5 = Exercise(
     var="prediction",
     checker=_check_q5,
     hints=[
-        f"Take one chosen token and look at its left neighbour. If it is an ordinary token, it was chosen "
-        f"too with probability about {Q5_MASK_PROB}, and a chosen token becomes [MASK] with probability 0.8.",
+        N_("Take one chosen token and look at its left neighbour. If it is an ordinary token, it was chosen "
+           "too with probability about {mask_prob}, and a chosen token becomes [MASK] with probability 0.8."),
         N_("So one neighbour shows [MASK] with probability about 0.4 × 0.8 = 0.32, and both neighbours must "
         "avoid it. Then correct a little upwards: [CLS] and [SEP] are neighbours that are never masked."),
     ],
@@ -403,4 +404,5 @@ q5 = Exercise(
 # which are never chosen, are the neighbours of many tokens, so the share is a bit higher.
 prediction = 0.5
 '''),
+    fields={"mask_prob": Q5_MASK_PROB},
 )

@@ -63,26 +63,29 @@ def _check_q1(answer) -> str:
     if isinstance(answer, torch.Tensor):
         answer = answer.tolist()
     if not isinstance(answer, (list, tuple)):
-        raise CheckFailed(f"pair_labels must be a list of {len(expected)} labels, got {type(answer).__name__}")
+        raise CheckFailed(_("pair_labels must be a list of {n} labels, got {type}").format(
+            n=len(expected), type=type(answer).__name__))
     if len(answer) != len(expected):
-        raise CheckFailed(f"pair_labels must hold {len(expected)} labels (one per pair), got {len(answer)}")
+        raise CheckFailed(_("pair_labels must hold {n} labels (one per pair), got {got}").format(
+            n=len(expected), got=len(answer)))
     for i, x in enumerate(answer):
         if isinstance(x, str):
-            raise CheckFailed(f"label {i} is the string {x!r}: write the numbers, "
-                              f"{IS_NEXT} for IsNext and {NOT_NEXT} for NotNext")
+            raise CheckFailed(_("label {i} is the string {x!r}: write the numbers, {is_next} for IsNext and "
+                                "{not_next} for NotNext").format(i=i, x=x, is_next=IS_NEXT, not_next=NOT_NEXT))
         if isinstance(x, bool) or x not in (IS_NEXT, NOT_NEXT):
-            raise CheckFailed(f"label {i} is {x!r}; a label is {IS_NEXT} (IsNext: B follows A) or "
-                              f"{NOT_NEXT} (NotNext: B is random)")
+            raise CheckFailed(_("label {i} is {x!r}; a label is {is_next} (IsNext: B follows A) or {not_next} "
+                                "(NotNext: B is random)").format(i=i, x=x, is_next=IS_NEXT, not_next=NOT_NEXT))
     answer = [int(x) for x in answer]
     if answer == [1 - x for x in expected]:
-        raise CheckFailed("every label is flipped: you used 1 = IsNext (as d2l's code does). This course "
-                          "follows Hugging Face: 0 = IsNext (B follows A), 1 = NotNext (B is random).")
+        raise CheckFailed(_("every label is flipped: you used 1 = IsNext (as d2l's code does). This course "
+                            "follows Hugging Face: 0 = IsNext (B follows A), 1 = NotNext (B is random)."))
     wrong = [i for i, (x, y) in enumerate(zip(answer, expected)) if x != y]
     if wrong:
         i = wrong[0]
-        raise CheckFailed(f"{len(wrong)} of {len(expected)} labels are wrong, the first is pair {i} "
-                          f"(you wrote {answer[i]}). Who is B about? Does its pronoun fit A?")
-    return f"all {len(expected)} labels right (0 = IsNext, 1 = NotNext)"
+        raise CheckFailed(_("{wrong} of {n} labels are wrong, the first is pair {i} (you wrote {got}). Who is B "
+                            "about? Does its pronoun fit A?").format(wrong=len(wrong), n=len(expected), i=i,
+                                                                     got=answer[i]))
+    return _("all {n} labels right (0 = IsNext, 1 = NotNext)").format(n=len(expected))
 
 
 q1 = Exercise(
@@ -180,7 +183,7 @@ Q2_DIAGNOSES = [_trunc_front, _trunc_no_specials, _trunc_two_specials, _trunc_ti
 
 def _q2_result(got, where, *args) -> tuple:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailed(f"on {where}: return a pair (tokens_a, tokens_b), got {got!r}")
+        raise CheckFailed(_("on {where}: return a pair (tokens_a, tokens_b), got {got!r}").format(where=where, got=got))
     return list(got[0]), list(got[1])
 
 
@@ -188,10 +191,10 @@ def _check_q2(answer) -> str:
     run_cases(answer, _ref_truncate, Q2_CASES, Q2_DIAGNOSES, prepare=_q2_result,
               compare=equal_values(N_("on {where}: expected A={expected[0]}, B={expected[1]}; "
                                    "got A={got[0]}, B={got[1]}")),
-              in_place="on {where}: the result is right, but you changed the lists you were given "
-                       "(the caller's sentences lost tokens). Copy them first: "
-                       "a, b = list(tokens_a), list(tokens_b).")
-    return f"correct on all {len(Q2_CASES)} cases (the longer sentence loses its last token first)"
+              in_place=N_("on {where}: the result is right, but you changed the lists you were given "
+                          "(the caller's sentences lost tokens). Copy them first: "
+                          "a, b = list(tokens_a), list(tokens_b)."))
+    return _("correct on all {n} cases (the longer sentence loses its last token first)").format(n=len(Q2_CASES))
 
 
 q2 = Exercise(
@@ -406,33 +409,35 @@ def nsp_gradient_positions(seed: int = 0) -> dict:
 
 
 _Q5_WHY = {
-    ("last layer", "more"): "the pooler reads only position 0 of the last block's output (X[:, 0]); no other "
-                            "state of that layer takes part in the NSP loss, so its gradient is exactly 0.",
-    ("last layer", "fewer"): "the [CLS] state of the last layer does reach the loss, through the pooler.",
-    ("embeddings", "more"): "padding: every query gives the padded keys a weight of exactly 0, so nothing "
-                            "computed from a padded position ever reaches [CLS]: their gradient is exactly 0.",
-    ("embeddings", "fewer"): "attention carries the gradient down: in every block the [CLS] query reads the "
-                             "keys and values of every real token, so the last [CLS] state depends on every "
-                             "real position of the layer below — and so on down to the embeddings.",
+    ("last layer", "more"): N_("the pooler reads only position 0 of the last block's output (X[:, 0]); no other "
+                               "state of that layer takes part in the NSP loss, so its gradient is exactly 0."),
+    ("last layer", "fewer"): N_("the [CLS] state of the last layer does reach the loss, through the pooler."),
+    ("embeddings", "more"): N_("padding: every query gives the padded keys a weight of exactly 0, so nothing "
+                               "computed from a padded position ever reaches [CLS]: their gradient is exactly 0."),
+    ("embeddings", "fewer"): N_("attention carries the gradient down: in every block the [CLS] query reads the "
+                                "keys and values of every real token, so the last [CLS] state depends on every "
+                                "real position of the layer below — and so on down to the embeddings."),
 }
 
 
 def _check_q5(answer) -> str:
     measured = nsp_gradient_positions()
     n = measured["positions"]
-    guess = predicted_dict(answer, Q5_KEYS, "prediction", f"a count of positions from 0 to {n} each "
-                           f"({{'last layer': <count>, 'embeddings': <count>}})", low=0, high=n,
-                           must=f"a whole number from 0 to {n}", in_range=f"a count of positions from 0 to {n}",
-                           whole=True, blank=f"a count from 0 to {n}")
+    guess = predicted_dict(answer, Q5_KEYS, "prediction", _("a count of positions from 0 to {n} each "
+                           "({{'last layer': <count>, 'embeddings': <count>}})").format(n=n), low=0, high=n,
+                           must=_("a whole number from 0 to {n}").format(n=n),
+                           in_range=_("a count of positions from 0 to {n}").format(n=n),
+                           whole=True, blank=_("a count from 0 to {n}").format(n=n))
     truth = {"last layer": measured["per layer"][-1], "embeddings": measured["per layer"][0]}
     wrong = [k for k in Q5_KEYS if guess[k] != truth[k]]
     if wrong:
-        raise CheckFailed(" And ".join(
-            f"{k!r}: {guess[k]} is too {'many' if guess[k] > truth[k] else 'few'}: "
-            f"{_Q5_WHY[k, 'more' if guess[k] > truth[k] else 'fewer']}" for k in wrong))
-    return (f"last layer: {truth['last layer']} position ([CLS]); embeddings: {truth['embeddings']} positions, "
-            f"every real token and no padding. The head reads one state, but attention has made that state a "
-            f"summary of the whole pair, so NSP trains every token's embedding.")
+        raise CheckFailed(_(" And ").join(
+            (_("{key!r}: {guess} is too many: {why}") if guess[k] > truth[k] else
+             _("{key!r}: {guess} is too few: {why}")).format(
+                key=k, guess=guess[k], why=_(_Q5_WHY[k, "more" if guess[k] > truth[k] else "fewer"])) for k in wrong))
+    return _("last layer: {last} position ([CLS]); embeddings: {embeddings} positions, every real token and no "
+             "padding. The head reads one state, but attention has made that state a summary of the whole pair, "
+             "so NSP trains every token's embedding.").format(last=truth["last layer"], embeddings=truth["embeddings"])
 
 
 q5 = Exercise(

@@ -174,15 +174,15 @@ def _acc_cases():
     labels = labels.clone()
     labels[0, :2] = logits[0, :2].argmax(-1)           # make some predictions right
     labels[2, 0] = logits[2, 0].argmax(-1)
-    cases.append(("batch=3, 4 slots, some padding, some right answers", (logits, labels, weights)))
+    cases.append((N_("batch=3, 4 slots, some padding, some right answers"), (logits, labels, weights)))
     logits, labels, weights = _mlm_case(2, 5, 6, seed=12)
     labels = labels.clone()
     labels[:, ::2] = logits[:, ::2].argmax(-1)
-    cases.append(("no padding", (logits, labels, weights)))
+    cases.append((N_("no padding"), (logits, labels, weights)))
     logits, labels, weights = _mlm_case(2, 3, 7, seed=13, real=[2, 0])
     logits = logits.clone()
     logits[1, :, 0] = 100.0                             # the padding slots "predict" [PAD] = label 0
-    cases.append(("padding slots whose argmax happens to be their label 0 (they must still not count)",
+    cases.append((N_("padding slots whose argmax happens to be their label 0 (they must still not count)"),
                   (logits, labels, weights)))
     return cases
 
@@ -226,20 +226,20 @@ def _ref_count(num_tokens, mask_prob):
 
 
 Q3_CASES = [
-    (20, 0.15, "20 tokens at 15% (3.0)"),
-    (10, 0.15, "10 tokens at 15% (1.5 rounds up)"),
-    (3, 0.15, "3 tokens at 15% (0.45: at least one prediction)"),
-    (10, 0.25, "10 tokens at 25% (2.5 rounds up)"),
-    (50, 0.15, "50 tokens at 15% (7.5 rounds up)"),
-    (18, 0.4, "18 tokens at 40% (7.2)"),
-    (90, 0.35, "90 tokens at 35% (31.5, though 90 * 0.35 is 31.4999... in floating point)"),
-    (1, 0.5, "a single token at 50%"),
+    (20, 0.15, N_("20 tokens at 15% (3.0)")),
+    (10, 0.15, N_("10 tokens at 15% (1.5 rounds up)")),
+    (3, 0.15, N_("3 tokens at 15% (0.45: at least one prediction)")),
+    (10, 0.25, N_("10 tokens at 25% (2.5 rounds up)")),
+    (50, 0.15, N_("50 tokens at 15% (7.5 rounds up)")),
+    (18, 0.4, N_("18 tokens at 40% (7.2)")),
+    (90, 0.35, N_("90 tokens at 35% (31.5, though 90 * 0.35 is 31.4999... in floating point)")),
+    (1, 0.5, N_("a single token at 50%")),
 ]
 
 
 def _just_below_half(n, p) -> str:
-    return (f"floating point: {n} * {p} is {n * p!r}, just below the half; add a tiny 1e-9 before "
-            f"rounding")
+    return _("floating point: {n} * {p} is {product!r}, just below the half; add a tiny 1e-9 before "
+             "rounding").format(n=n, p=p, product=n * p)
 
 
 Q3_DIAGNOSES = [
@@ -257,7 +257,7 @@ def _check_q3(answer) -> str:
     run_cases(answer, _ref_count, [(where, (n, p)) for n, p, where in Q3_CASES], Q3_DIAGNOSES,
               prepare=lambda got, where, *args: int(as_number(got, where, whole=True)),
               compare=equal_values(N_("on {where}: expected {expected}, got {got}")))
-    return f"correct on all {len(Q3_CASES)} cases"
+    return _("correct on all {n} cases").format(n=len(Q3_CASES))
 
 
 q3 = Exercise(
@@ -283,33 +283,35 @@ def predictions_per_sequence(num_tokens, mask_prob):
 # ---------------------------------------------------------------------------------------
 
 Q4_CHOICES = {
-    "A": "The model has not learned English grammar yet: it puts any token in the blank.",
-    "B": "The model has learned which kind of word fits the blank (a town after 'the capital of X is'), "
-         "but not yet this particular fact.",
-    "C": "[MASK] never appears in the training data, so the model cannot fill it in.",
-    "D": "The answer is missing from the vocabulary, so no model could predict it.",
+    "A": N_("The model has not learned English grammar yet: it puts any token in the blank."),
+    "B": N_("The model has learned which kind of word fits the blank (a town after 'the capital of X is'), "
+            "but not yet this particular fact."),
+    "C": N_("[MASK] never appears in the training data, so the model cannot fill it in."),
+    "D": N_("The answer is missing from the vocabulary, so no model could predict it."),
 }
 
 Q4_WHY_NOT = {
-    "A": "a model without grammar would guess a random kind of token (a verb, a full stop, 'the'); "
-         "its guess here is a town, exactly the kind of word the blank needs.",
-    "C": "80% of the chosen positions are replaced by [MASK] during pretraining: the model sees "
-         "[MASK] in every batch.",
-    "D": "the notebook checks that the answer is a single token of the vocabulary; the model even gives "
-         "it some probability.",
+    "A": N_("a model without grammar would guess a random kind of token (a verb, a full stop, 'the'); "
+            "its guess here is a town, exactly the kind of word the blank needs."),
+    "C": N_("80% of the chosen positions are replaced by [MASK] during pretraining: the model sees "
+            "[MASK] in every batch."),
+    "D": N_("the notebook checks that the answer is a single token of the vocabulary; the model even gives "
+            "it some probability."),
 }
 
 
 def _check_q4(answer) -> str:
     if not isinstance(answer, str):
-        raise CheckFailed(f"why_wrong must be one letter as a string, e.g. 'A', got {type(answer).__name__}")
+        raise CheckFailed(_("why_wrong must be one letter as a string, e.g. 'A', got {type}").format(
+            type=type(answer).__name__))
     letter = answer.strip().upper().rstrip(")").strip()
     if letter not in Q4_CHOICES:
-        raise CheckFailed(f"why_wrong must be one of {', '.join(Q4_CHOICES)}, got {answer!r}")
+        raise CheckFailed(_("why_wrong must be one of {choices}, got {answer!r}").format(
+            choices=", ".join(Q4_CHOICES), answer=answer))
     if letter != "B":
-        raise CheckFailed(f"{letter} is not the best explanation: {Q4_WHY_NOT[letter]}")
-    return ("B: grammar (the kind of word) comes first, facts need many more repetitions — so a "
-            "wrong answer of the right kind is the typical error of a briefly trained model.")
+        raise CheckFailed(_("{letter} is not the best explanation: {why}").format(letter=letter, why=_(Q4_WHY_NOT[letter])))
+    return _("B: grammar (the kind of word) comes first, facts need many more repetitions — so a "
+             "wrong answer of the right kind is the typical error of a briefly trained model.")
 
 
 q4 = Exercise(
@@ -332,9 +334,9 @@ why_wrong = "B"   # the guess is a town (grammar learned), just not the capital 
 # ---------------------------------------------------------------------------------------
 
 Q5_CHOICES = {
-    "same": "about ln|V|: within 25 % of it",
-    "higher": "far above ln|V|: more than 25 % above it",
-    "lower": "far below ln|V|: more than 20 % below it",
+    "same": N_("about ln|V|: within 25 % of it"),
+    "higher": N_("far above ln|V|: more than 25 % above it"),
+    "lower": N_("far below ln|V|: more than 20 % below it"),
 }
 """q5's answers: where the first MLM loss of the model built without init_bert_weights lies."""
 
@@ -378,13 +380,13 @@ def _q5_category(loss: float, ln_vocab: float) -> str:
 
 
 _Q5_WHY_NOT = {
-    "same": "not with PyTorch's default initialisation. nn.Embedding starts at N(0, 1), and the MLM decoder "
-            "*shares* that matrix (the weights are tied). The hidden state that reaches it comes out of a "
-            "layer norm, entries of size about 1, so every logit is a sum of 64 products of size about 1: "
-            "the logits are spread over several units, and the softmax is far from uniform.",
-    "lower": "a loss below ln|V| means more probability than 1/|V| on the right token, on average. Random "
-             "weights know nothing about which token is right, so they cannot do better than a uniform "
-             "guess on average — a confident random guess does worse.",
+    "same": N_("not with PyTorch's default initialisation. nn.Embedding starts at N(0, 1), and the MLM decoder "
+               "*shares* that matrix (the weights are tied). The hidden state that reaches it comes out of a "
+               "layer norm, entries of size about 1, so every logit is a sum of 64 products of size about 1: "
+               "the logits are spread over several units, and the softmax is far from uniform."),
+    "lower": N_("a loss below ln|V| means more probability than 1/|V| on the right token, on average. Random "
+                "weights know nothing about which token is right, so they cannot do better than a uniform "
+                "guess on average — a confident random guess does worse."),
 }
 
 
@@ -393,11 +395,12 @@ def _check_q5(answer) -> str:
     default, bert = first_mlm_loss(bert_init=False), first_mlm_loss(bert_init=True)
     truth = _q5_category(default["loss"], default["ln_vocab"])
     if choice != truth:
-        raise CheckFailed(f"{choice!r} is not what happens: " + _Q5_WHY_NOT.get(choice, "run the experiment below."))
-    return (f"{truth!r}: without init_bert_weights the first MLM loss is {default['loss']:.1f}, with it "
-            f"{bert['loss']:.2f}; ln|V| = {default['ln_vocab']:.2f}. An untrained model is not automatically "
-            f"uniform: PyTorch's N(0, 1) embedding, shared with the decoder, makes it confidently wrong, and "
-            f"the first steps go into unlearning that.")
+        raise CheckFailed(_("{choice!r} is not what happens: ").format(choice=choice)
+                          + _(_Q5_WHY_NOT.get(choice, N_("run the experiment below."))))
+    return _("{truth!r}: without init_bert_weights the first MLM loss is {default:.1f}, with it {bert:.2f}; "
+             "ln|V| = {ln_v:.2f}. An untrained model is not automatically uniform: PyTorch's N(0, 1) embedding, "
+             "shared with the decoder, makes it confidently wrong, and the first steps go into unlearning "
+             "that.").format(truth=truth, default=default["loss"], bert=bert["loss"], ln_v=default["ln_vocab"])
 
 
 q5 = Exercise(

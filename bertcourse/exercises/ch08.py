@@ -83,7 +83,8 @@ Q1_DIAGNOSES = [
 def _check_q1(answer) -> str:
     run_cases(answer, course_name, [(repr(hf), (hf,)) for hf in Q1_NAMES], Q1_DIAGNOSES,
               compare=equal_values(N_("on {where}: expected {expected!r}, got {got!r}")))
-    return f"correct on all {len(Q1_NAMES)} names (embeddings, every kind of block layer, pooler, 'bert.' prefix)"
+    return _("correct on all {n} names (embeddings, every kind of block layer, pooler, 'bert.' prefix)").format(
+        n=len(Q1_NAMES))
 
 
 q1 = Exercise(
@@ -355,7 +356,7 @@ def previous_token_share(weights):
 
 Q5_PAIR = ("A man bites a dog.", "A dog bites a man.")
 """q5's two sentences: the same words, opposite meanings."""
-Q5_CHOICES = {"low": "below 0.5", "medium": "from 0.5 to 0.9", "high": "above 0.9"}
+Q5_CHOICES = {"low": N_("below 0.5"), "medium": N_("from 0.5 to 0.9"), "high": N_("above 0.9")}
 """q5's answers: where the cosine of the two sentence embeddings lies."""
 
 
@@ -385,13 +386,13 @@ def _q5_category(cosine: float) -> str:
 
 
 _Q5_WHY_NOT = {
-    "low": "the sentences mean opposite things, but the embedding is a *mean* over tokens, and both "
-           "sentences have exactly the same tokens. Each token's final state depends on its context, "
-           "but it is still mostly about the token itself; averaged over the sentence, the two come out "
-           "close.",
-    "medium": "closer still. Both sentences have the same tokens; only the context-dependent part of each "
-              "token's state differs, and the average over the sentence dilutes it further.",
-    "high": "run the experiment below.",
+    "low": N_("the sentences mean opposite things, but the embedding is a *mean* over tokens, and both "
+              "sentences have exactly the same tokens. Each token's final state depends on its context, "
+              "but it is still mostly about the token itself; averaged over the sentence, the two come out "
+              "close."),
+    "medium": N_("closer still. Both sentences have the same tokens; only the context-dependent part of each "
+                 "token's state differs, and the average over the sentence dilutes it further."),
+    "high": N_("run the experiment below."),
 }
 
 
@@ -400,9 +401,11 @@ def _check_q5(answer) -> str:
     cosine = _q5_cosine()
     truth = _q5_category(cosine)
     if choice != truth:
-        raise CheckFailed(f"{choice!r} ({Q5_CHOICES[choice]}) is not what happens: {_Q5_WHY_NOT[choice]}")
-    return (f"{truth!r}: the cosine is {cosine:.2f}, higher than for the paraphrases of section 7. Mean "
-            f"pooling keeps little of the word order: this sentence encoder can hardly tell who bit whom.")
+        raise CheckFailed(_("{choice!r} ({meaning}) is not what happens: {why}").format(
+            choice=choice, meaning=_(Q5_CHOICES[choice]), why=_(_Q5_WHY_NOT[choice])))
+    return _("{truth!r}: the cosine is {cosine:.2f}, higher than for the paraphrases of section 7. Mean pooling "
+             "keeps little of the word order: this sentence encoder can hardly tell who bit whom.").format(
+        truth=truth, cosine=cosine)
 
 
 q5 = Exercise(

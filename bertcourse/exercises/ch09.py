@@ -77,20 +77,22 @@ def _close(a: float, b: float) -> bool:
 
 def _check_q1(answer) -> str:
     if not callable(answer):
-        raise CheckFailed(f"learning_rate must be a function, got {type(answer).__name__}")
+        raise CheckFailed(_("learning_rate must be a function, got {type}").format(type=type(answer).__name__))
     where = ["learning_rate(step={}, steps={}, warmup_steps={}, peak={:g})".format(*case) for case in Q1_CASES]
     got = [as_number(call_answer(answer, case, w), w) for case, w in zip(Q1_CASES, where)]
     wrong = [k for k, case in enumerate(Q1_CASES) if not _close(got[k], _ref_lr(*case))]
     if not wrong:
-        return f"correct on all {len(Q1_CASES)} cases (first step, end of warm-up, decay, last step, no warm-up)"
+        return _("correct on all {n} cases (first step, end of warm-up, decay, last step, no warm-up)").format(
+            n=len(Q1_CASES))
     k = wrong[0]
-    failure = f"on {where[k]}: expected {_ref_lr(*Q1_CASES[k]):.4g}, got {got[k]:.4g}"
+    failure = _("on {where}: expected {expected:.4g}, got {got:.4g}").format(
+        where=where[k], expected=_ref_lr(*Q1_CASES[k]), got=got[k])
     # the mistake that explains every case first, else one that explains this case
     for everywhere in (True, False):
         for mistake in Q1_DIAGNOSES:
             cases = range(len(Q1_CASES)) if everywhere else [k]
             if all(_close(got[j], mistake(*Q1_CASES[j])) for j in cases):
-                raise CheckFailed(f"{failure} — {message_of(mistake)}")
+                raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=message_of(mistake)))
     raise CheckFailed(failure)
 
 
@@ -251,30 +253,32 @@ Q3_CASES = [(N_("3 batches, the model in training mode"), _q3_case(1, 3, True)),
 def _q3_prepare(got, where, model, loader):
     calls = _RECORDS.get(model.tag, [])
     if not calls:
-        raise CheckFailed(f"on {where}: your function never called the model")
-    if any(training for training, _ in calls):
-        raise CheckFailed(f"on {where}: the model ran in training mode, so dropout was on and the accuracy is "
-                          f"random (pitfall: evaluating without model.eval()). Call model.eval() first.")
-    if any(grad for _, grad in calls):
-        raise CheckFailed(f"on {where}: gradients were on during evaluation; run the loop inside "
-                          f"`with torch.no_grad():` (no graph is kept: less memory, less time).")
+        raise CheckFailed(_("on {where}: your function never called the model").format(where=where))
+    if any(training for training, _grad in calls):
+        raise CheckFailed(_("on {where}: the model ran in training mode, so dropout was on and the accuracy is "
+                            "random (pitfall: evaluating without model.eval()). Call model.eval() "
+                            "first.").format(where=where))
+    if any(grad for _training, grad in calls):
+        raise CheckFailed(_("on {where}: gradients were on during evaluation; run the loop inside "
+                            "`with torch.no_grad():` (no graph is kept: less memory, less time).").format(where=where))
     return as_number(got, where)
 
 
 def _q3_compare(got, expected, where):
     if abs(got - expected) > 1e-9:
-        raise CheckFailed(f"on {where}: expected accuracy {expected:.4f}, got {got:.4f} (the share of "
-                          f"sentences whose largest logit is at their label, over all batches)")
+        raise CheckFailed(_("on {where}: expected accuracy {expected:.4f}, got {got:.4f} (the share of sentences "
+                            "whose largest logit is at their label, over all batches)").format(
+            where=where, expected=expected, got=got))
 
 
 def _check_q3(answer) -> str:
     _RECORDS.clear()
     return run_cases(answer, _ref_eval_accuracy, Q3_CASES, compare=_q3_compare, prepare=_q3_prepare,
-                     in_place="on {where}: the accuracy is right, but your function changed its arguments: the "
-                               "model (its train/eval mode or its weights) or the list of batches is not "
-                               "as it was. Remember "
-                               "was_training = model.training before model.eval(), and call "
-                               "model.train(was_training) at the end.")
+                     in_place=N_("on {where}: the accuracy is right, but your function changed its arguments: "
+                                 "the model (its train/eval mode or its weights) or the list of batches is not "
+                                 "as it was. Remember "
+                                 "was_training = model.training before model.eval(), and call "
+                                 "model.train(was_training) at the end."))
 
 
 q3 = Exercise(
@@ -318,27 +322,29 @@ Q4_KEYS = ("bag of words", "probe")
 
 
 def _check_q4(answer) -> str:
-    guess = predicted_dict(answer, Q4_KEYS, "prediction", "test accuracies between 0 and 1", low=0.0, high=1.0,
-                           must="a test accuracy (a number between 0 and 1)", in_range="between 0 and 1",
-                           blank="your guess, a number between 0 and 1")
+    guess = predicted_dict(answer, Q4_KEYS, "prediction", _("test accuracies between 0 and 1"), low=0.0, high=1.0,
+                           must=_("a test accuracy (a number between 0 and 1)"), in_range=_("between 0 and 1"),
+                           blank=_("your guess, a number between 0 and 1"))
     measured = few_shot_accuracies(Q4_SIZE)
-    report = ", ".join(f"{k}: you said {guess[k]:.2f}, measured {measured[k]:.2f}" for k in Q4_KEYS)
+    report = _(", ").join(_("{key}: you said {guess:.2f}, measured {measured:.2f}").format(
+        key=k, guess=guess[k], measured=measured[k]) for k in Q4_KEYS)
     off = [k for k in Q4_KEYS if abs(guess[k] - measured[k]) > Q4_TOLERANCE]
     if off:
         why = []
         if "probe" in off and guess["probe"] < measured["probe"]:
-            why.append("the probe only fits one linear layer (770 numbers) on top of features that already separate "
-                       "positive from negative: 100 sentences are plenty")
+            why.append(_("the probe only fits one linear layer (770 numbers) on top of features that already "
+                         "separate positive from negative: 100 sentences are plenty"))
         if "bag of words" in off and guess["bag of words"] > measured["bag of words"]:
-            why.append("the bag of words only knows the words of its 100 sentences: most test sentences "
-                       "share few of them")
+            why.append(_("the bag of words only knows the words of its 100 sentences: most test sentences "
+                         "share few of them"))
         if "bag of words" in off and guess["bag of words"] < measured["bag of words"]:
-            why.append("a handful of very common words (great, bad, not, love) already carry much of the signal")
+            why.append(_("a handful of very common words (great, bad, not, love) already carry much of the signal"))
         if "probe" in off and guess["probe"] > measured["probe"]:
-            why.append("even good features need some data: the probe loses a few points")
-        raise CheckFailed(f"{report}. Off by more than {Q4_TOLERANCE:.2f} on {', '.join(off)}"
-                          + (": " + "; ".join(why) if why else "") + ".")
-    return f"{report}: both within {Q4_TOLERANCE:.2f}. Pretrained features need far fewer labelled sentences."
+            why.append(_("even good features need some data: the probe loses a few points"))
+        raise CheckFailed(_("{report}. Off by more than {tolerance:.2f} on {keys}").format(
+            report=report, tolerance=Q4_TOLERANCE, keys=", ".join(off)) + (_(": ") + _("; ").join(why) if why else "") + _("."))
+    return _("{report}: both within {tolerance:.2f}. Pretrained features need far fewer labelled sentences.").format(
+        report=report, tolerance=Q4_TOLERANCE)
 
 
 q4 = Exercise(

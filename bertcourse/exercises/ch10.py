@@ -63,15 +63,15 @@ Q1_DIAGNOSES = [
 
 def _as_pair(got, where, *args):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailed(f"on {where}: return a pair (global_batch, steps), got {got!r:.60}")
+        raise CheckFailed(_("on {where}: return a pair (global_batch, steps), got {got:.60}").format(where=where, got=repr(got)))
     return tuple(int(as_number(x, where, whole=True)) for x in got)
 
 
 def _check_q1(answer) -> str:
     run_cases(answer, _ref_plan, Q1_CASES, Q1_DIAGNOSES, prepare=_as_pair,
               compare=equal_values(N_("on {where}: expected (global_batch, steps) = {expected}, got {got}")))
-    return (f"correct on all {len(Q1_CASES)} cases: N processes of b pairs learn from N x b pairs per "
-            f"step, and an epoch has N times fewer steps")
+    return _("correct on all {n} cases: N processes of b pairs learn from N x b pairs per step, and an epoch has "
+             "N times fewer steps").format(n=len(Q1_CASES))
 
 
 q1 = Exercise(
@@ -104,30 +104,33 @@ Q2_CASES = [(10, 2), (10, 3), (7, 4), (3, 3), (5, 1), (2, 4)]
 def _check_q2(answer) -> str:
     for n, world_size in Q2_CASES:
         batches = [f"batch {i}" for i in range(n)]
-        where = f"{n} batches, world_size={world_size}"
+        where = _("{n} batches, world_size={world_size}").format(n=n, world_size=world_size)
         shares = []
         for rank in range(world_size):
             got = call_answer(answer, (batches, world_size, rank), f"{where}, rank={rank}")
             if not isinstance(got, (list, tuple)):
-                raise CheckFailed(f"on {where}, rank={rank}: return a list of batches, got {type(got).__name__}")
+                raise CheckFailed(_("on {where}, rank={rank}: return a list of batches, got {type}").format(
+                    where=where, rank=rank, type=type(got).__name__))
             if any(b not in batches for b in got):
-                raise CheckFailed(f"on {where}, rank={rank}: {got!r} holds something that is not one of the batches")
+                raise CheckFailed(_("on {where}, rank={rank}: {got!r} holds something that is not one of the "
+                                    "batches").format(where=where, rank=rank, got=got))
             shares.append(list(got))
         sizes = [len(s) for s in shares]
         if len(set(sizes)) > 1:
-            raise CheckFailed(f"on {where}: the processes get {sizes} batches; they must all get the same "
-                              f"number, or the ones with more wait forever in an all-reduce that the others "
-                              f"never join (leave out the last len(batches) % world_size)")
+            raise CheckFailed(_("on {where}: the processes get {sizes} batches; they must all get the same "
+                                "number, or the ones with more wait forever in an all-reduce that the others "
+                                "never join (leave out the last len(batches) % world_size)").format(where=where, sizes=sizes))
         used = [b for s in shares for b in s]
         if len(used) != len(set(used)):
             twice = next(b for b in used if used.count(b) > 1)
-            raise CheckFailed(f"on {where}: {twice!r} goes to two processes; each batch must go to one")
+            raise CheckFailed(_("on {where}: {twice!r} goes to two processes; each batch must go to one").format(
+                where=where, twice=twice))
         if sizes[0] != n // world_size:
-            raise CheckFailed(f"on {where}: each process gets {sizes[0]} batches, but {n // world_size} "
-                              f"each are possible: only len(batches) % world_size = {n % world_size} "
-                              f"should be left out")
-    return ("correct: equal shares, no batch twice, as many as possible (the package deals them out "
-            "like cards: rank, rank + N, ... — shard_batches)")
+            raise CheckFailed(_("on {where}: each process gets {got} batches, but {possible} each are possible: only "
+                                "len(batches) % world_size = {left} should be left out").format(
+                where=where, got=sizes[0], possible=n // world_size, left=n % world_size))
+    return _("correct: equal shares, no batch twice, as many as possible (the package deals them out "
+             "like cards: rank, rank + N, ... — shard_batches)")
 
 
 q2 = Exercise(
@@ -172,15 +175,15 @@ Q3_CASES = [
 
 def _as_tensor_list(got, where, grads):
     if not isinstance(got, (list, tuple)) or len(got) != len(grads[0]):
-        raise CheckFailed(f"on {where}: return a list with one averaged tensor per parameter "
-                          f"({len(grads[0])}), got {type(got).__name__}"
-                          + (f" of length {len(got)}" if isinstance(got, (list, tuple)) else ""))
+        raise CheckFailed(_("on {where}: return a list with one averaged tensor per parameter ({n}), got "
+                            "{type}").format(where=where, n=len(grads[0]), type=type(got).__name__)
+                          + (_(" of length {n}").format(n=len(got)) if isinstance(got, (list, tuple)) else ""))
     return list(got)
 
 
 def _compare_lists(got, expected, where):
     for i, (a, e) in enumerate(zip(got, expected)):
-        compare_tensors(a, e, f"on {where}, parameter {i}")
+        compare_tensors(a, e, _("on {where}, parameter {i}").format(where=where, i=i))
 
 
 Q3_DIAGNOSES = [
@@ -220,35 +223,37 @@ def average_gradients(grads):
 # ---------------------------------------------------------------------------------------
 
 Q4_CHOICES = {
-    "A": "Keep the learning rate: each process still sees a batch of the same size.",
-    "B": "Start from 4 times the learning rate (the global batch is 4 times larger), with a warm-up, "
-         "and check the loss curve: a larger batch averages away noise, so each step can go further.",
-    "C": "Divide it by 4: four processes each take a step, so the model moves four times as far.",
-    "D": "Multiply it by 16: four processes and four times the data per step.",
+    "A": N_("Keep the learning rate: each process still sees a batch of the same size."),
+    "B": N_("Start from 4 times the learning rate (the global batch is 4 times larger), with a warm-up, "
+            "and check the loss curve: a larger batch averages away noise, so each step can go further."),
+    "C": N_("Divide it by 4: four processes each take a step, so the model moves four times as far."),
+    "D": N_("Multiply it by 16: four processes and four times the data per step."),
 }
 
 Q4_WHY_NOT = {
-    "A": "the optimizer takes one step per global batch, whose gradient is the average over 4 x 128 "
-         "pairs: less noisy than one batch of 128. Kept as it is, the run makes 4 times fewer steps at "
-         "the same step size and learns slower per pair seen.",
-    "C": "the processes do not take separate steps: after the all-reduce they all take the *same* step, "
-         "with the averaged gradient. There is one step per global batch.",
-    "D": "the gradient is averaged, not summed, over the 4 x 128 pairs: the global batch is 4 times "
-         "larger, not 16.",
+    "A": N_("the optimizer takes one step per global batch, whose gradient is the average over 4 x 128 "
+            "pairs: less noisy than one batch of 128. Kept as it is, the run makes 4 times fewer steps at "
+            "the same step size and learns slower per pair seen."),
+    "C": N_("the processes do not take separate steps: after the all-reduce they all take the *same* step, "
+            "with the averaged gradient. There is one step per global batch."),
+    "D": N_("the gradient is averaged, not summed, over the 4 x 128 pairs: the global batch is 4 times "
+            "larger, not 16."),
 }
 
 
 def _check_q4(answer) -> str:
     if not isinstance(answer, str):
-        raise CheckFailed(f"lr_choice must be one letter as a string, e.g. 'A', got {type(answer).__name__}")
+        raise CheckFailed(_("lr_choice must be one letter as a string, e.g. 'A', got {type}").format(
+            type=type(answer).__name__))
     letter = answer.strip().upper().rstrip(")").strip()
     if letter not in Q4_CHOICES:
-        raise CheckFailed(f"lr_choice must be one of {', '.join(Q4_CHOICES)}, got {answer!r}")
+        raise CheckFailed(_("lr_choice must be one of {choices}, got {answer!r}").format(
+            choices=", ".join(Q4_CHOICES), answer=answer))
     if letter != "B":
-        raise CheckFailed(f"{letter} is not the best choice: {Q4_WHY_NOT[letter]}")
-    return ("B: the linear scaling rule (Goyal et al., 2017) as a starting point, with a warm-up; it holds "
-            "up to some batch size and then breaks down, and for Adam a smaller factor (such as sqrt(4) = 2) "
-            "is often used: a rule to try, then check the curve.")
+        raise CheckFailed(_("{letter} is not the best choice: {why}").format(letter=letter, why=_(Q4_WHY_NOT[letter])))
+    return _("B: the linear scaling rule (Goyal et al., 2017) as a starting point, with a warm-up; it holds "
+             "up to some batch size and then breaks down, and for Adam a smaller factor (such as sqrt(4) = 2) "
+             "is often used: a rule to try, then check the curve.")
 
 
 q4 = Exercise(

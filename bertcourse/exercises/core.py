@@ -195,9 +195,9 @@ def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
         raise CheckFailed(_("{what}: expected a real tensor (dtype {expected}), got the complex dtype {got}; "
                             "the answer has no imaginary part.").format(what=what, expected=expected.dtype, got=got.dtype))
     if expected.is_floating_point() and not (got.is_floating_point() or got.is_complex()):
-        raise CheckFailed(_("{what}: expected a floating-point tensor (dtype {expected}), got dtype {got}, "
-                            "which cannot hold fractions; compute with floats (true division /, or "
-                            ".float()).").format(what=what, expected=expected.dtype, got=got.dtype))
+        raise CheckFailed(_("{what}: expected a floating-point tensor (dtype {expected}), got dtype {got}, which cannot "
+                            "hold fractions; compute with floats (true division /, or .float()).").format(
+            what=what, expected=expected.dtype, got=got.dtype))
     got = got.detach().cpu()
     if got.dtype == torch.bool or expected.dtype == torch.bool:
         bad = got != expected
@@ -206,10 +206,9 @@ def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
         bad = ~torch.isclose(got.to(wide), expected.detach().cpu().to(wide), atol=atol, rtol=rtol, equal_nan=True)
     if bad.any():
         idx = tuple(int(i) for i in bad.nonzero()[0])
-        raise CheckFailed(_("{what}: first difference at index {idx}: expected {expected}, got {got} "
-                            "({bad} of {n} entries differ)").format(
-            what=what, idx=idx, expected=_show_entry(expected[idx]), got=_show_entry(got[idx]),
-            bad=int(bad.sum()), n=bad.numel()))
+        raise CheckFailed(_("{what}: first difference at index {idx}: expected {expected}, got {got} ({bad} of {n} "
+                            "entries differ)").format(what=what, idx=idx, expected=_show_entry(expected[idx]),
+                                                      got=_show_entry(got[idx]), bad=int(bad.sum()), n=bad.numel()))
 
 
 def _show_entry(x: torch.Tensor) -> str:
@@ -396,8 +395,7 @@ def _error_note(e: BaseException) -> str:
 
 
 def _raised_message(where: str, e: BaseException) -> str:
-    return _("on {where}, your code raised {error}{note}").format(where=where, error=_describe_error(e),
-                                                                  note=_error_note(e))
+    return _("on {where}, your code raised {error}{note}").format(where=where, error=_describe_error(e), note=_error_note(e))
 
 
 def _require_function(answer) -> None:
@@ -622,10 +620,11 @@ class Exercise:
             :class:`CheckFailed`. It may call :func:`run_cases`.
         hints: tiered hints; each ``hint()`` call shows the next one.
         solution: reference solution as code text (shown by ``solution()``).
+        fields: values for ``{placeholders}`` in the hints, filled after translating them.
     """
 
     def __init__(self, name: str, var: str, checker: Callable[[Any], str],
-                 hints: Sequence[str], solution: str):
+                 hints: Sequence[str], solution: str, fields: dict | None = None):
         _need(isinstance(name, str), "Exercise", "name", "a str", name)
         _need(isinstance(var, str) and var.isidentifier(), "Exercise", "var",
               "the answer's name in the notebook (an identifier)", var)
@@ -633,9 +632,10 @@ class Exercise:
         _need(isinstance(hints, Sequence) and not isinstance(hints, str)
               and all(isinstance(h, str) for h in hints), "Exercise", "hints", "a list of str", hints)
         _need(isinstance(solution, str), "Exercise", "solution", "the solution's code as a str", solution)
+        _need(fields is None or isinstance(fields, dict), "Exercise", "fields", "a dict or None", fields)
         if not hints:
             raise ValueError("an exercise needs at least one hint")
-        self.name, self.var, self.checker = name, var, checker
+        self.name, self.var, self.checker, self.fields = name, var, checker, fields
         self.hints, self._solution, self._hints_shown = list(hints), solution, 0
 
     def __repr__(self) -> str:
@@ -688,7 +688,8 @@ class Exercise:
         """Print the next hint (they get more specific)."""
         i = min(self._hints_shown, len(self.hints) - 1)
         self._hints_shown += 1
-        text = _Printed(_("Hint {i}/{n}: {hint}").format(i=i + 1, n=len(self.hints), hint=_(self.hints[i])))
+        hint = _(self.hints[i]).format(**self.fields) if self.fields is not None else _(self.hints[i])
+        text = _Printed(_("Hint {i}/{n}: {hint}").format(i=i + 1, n=len(self.hints), hint=hint))
         print(text)
         return text
 
