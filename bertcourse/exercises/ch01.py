@@ -86,9 +86,9 @@ q1 = Exercise(
     checker=_check_q1,
     hints=[
         N_("Q is (batch, queries, d) and K is (batch, keys, d). The scores Q K^T must be "
-        "(batch, queries, keys): transpose only the last two axes of K."),
+           "(batch, queries, keys): transpose only the last two axes of K."),
         N_("scores = Q @ K.transpose(-2, -1) / math.sqrt(d) with d = Q.shape[-1]; then a softmax "
-        "so that each query's weights over the keys sum to 1."),
+           "so that each query's weights over the keys sum to 1."),
         N_("torch.softmax(scores, dim=-1): the last axis is the keys axis."),
     ],
     solution=N_('''
@@ -179,11 +179,11 @@ q2 = Exercise(
     checker=_check_q2,
     hints=[
         N_("Build a boolean mask of shape (batch, 1, keys): key j is visible when j < valid_len. "
-        "torch.arange(num_keys) compared with valid_lens[:, None, None] broadcasts to it."),
+           "torch.arange(num_keys) compared with valid_lens[:, None, None] broadcasts to it."),
         N_("Before the softmax, replace the hidden scores by a very negative number "
-        "(scores.masked_fill(~visible, -1e6)) so that exp() makes them 0."),
+           "(scores.masked_fill(~visible, -1e6)) so that exp() makes them 0."),
         N_("A row with valid_len 0 has every score replaced, so the softmax is uniform there: "
-        "multiply the result by the mask (or masked_fill(~visible, 0.0)) to make it all zeros."),
+           "multiply the result by the mask (or masked_fill(~visible, 0.0)) to make it all zeros."),
     ],
     solution=N_('''
 def my_masked_softmax(scores, valid_lens):
@@ -261,7 +261,7 @@ q3 = Exercise(
     checker=_check_q3,
     hints=[
         N_("Three steps: scores = Q K^T / sqrt(d); weights = masked softmax of the scores; "
-        "output = weights @ V. The output has shape (batch, queries, d_v)."),
+           "output = weights @ V. The output has shape (batch, queries, d_v)."),
         N_("Reuse the masked softmax from Q2 (or bertcourse.attention.masked_softmax) for step 2."),
         N_("return masked_softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), valid_lens) @ V"),
     ],
@@ -296,11 +296,11 @@ Q4_DIAGNOSES = [
                                      "are three d×d matrices whatever h is; add W_o.")),
     (lambda d, h, b: h * 4 * d * d + (4 * d * h if b else 0),
      N_("you multiplied by the number of heads. The heads share one d×d matrix per projection "
-     "(each head gets d/h of its columns), so the count does not depend on h.")),
+        "(each head gets d/h of its columns), so the count does not depend on h.")),
     (lambda d, h, b: 3 * d * d + (3 * d if b else 0),
      N_("you forgot the output projection W_o (a fourth d×d matrix, plus its bias).")),
     (lambda d, h, b: 4 * d * d, N_("you forgot the biases: with bias=True each of the 4 projections "
-                                "also has d biases.")),
+                                   "also has d biases.")),
     (lambda d, h, b: 4 * d * d + 4 * d, N_("you counted biases when bias=False.")),
 ]
 
@@ -318,9 +318,9 @@ q4 = Exercise(
     checker=_check_q4,
     hints=[
         N_("Count the matrices: W_q, W_k, W_v project d -> d, and W_o projects the concatenated "
-        "heads (d numbers) back to d."),
+           "heads (d numbers) back to d."),
         N_("Splitting into heads only reshapes the d outputs of each projection into h groups of "
-        "d/h; it adds no parameters. With biases, each projection also has d biases."),
+           "d/h; it adds no parameters. With biases, each projection also has d biases."),
     ],
     solution=N_('''
 def mha_param_count(d, heads, bias):
@@ -396,7 +396,7 @@ q5 = Exercise(
         N_("Section 2's table: without the scale, the mean largest weight at d = {d} is about 0.9. That "
            "mean mixes rows that are practically one-hot (entropy near 0) with rows where two keys nearly tie."),
         N_("A row split 0.5 / 0.5 between two keys has entropy ln 2 ≈ 0.69; a row with 0.99 on one key about "
-        "0.06. If about a quarter of the rows are near-ties and the rest practically one-hot, the mean is ..."),
+           "0.06. If about a quarter of the rows are near-ties and the rest practically one-hot, the mean is ..."),
     ],
     solution=N_('''
 # Without 1/sqrt(d), q·k has variance d = 256 (standard deviation 16): the best of 16 keys

@@ -69,7 +69,7 @@ Q1_DIAGNOSES = [
      N_("sine and cosine are swapped: even columns 2j hold the sine, odd columns 2j+1 the cosine.")),
     (lambda i, d: _row_from(i, d, lambda i, c, d: i / 10000 ** (c / d)),
      N_("the exponent uses the column index itself; both columns of a pair (2j and 2j+1) share "
-     "the exponent 2j/d, so the cosine column must use the same frequency as the sine before it.")),
+        "the exponent 2j/d, so the cosine column must use the same frequency as the sine before it.")),
     (lambda i, d: _row_from(i, d, lambda i, c, d: i / 10000 ** ((c // 2) / d)),
      N_("the exponent is j/d; it must be 2j/d (j numbers the pairs, 2j is the even column).")),
     (lambda i, d: _row_from(i, d, lambda i, c, d: i * 10000 ** ((c - c % 2) / d)),
@@ -90,9 +90,9 @@ q1 = Exercise(
     hints=[
         N_("Return a tensor of shape (d,). Column pair j covers columns 2j (sine) and 2j+1 (cosine)."),
         N_("The angle of pair j is i / 10000 ** (2 * j / d); the even column gets its sine, the odd "
-        "column its cosine."),
+           "column its cosine."),
         N_("With tensors: two_j = torch.arange(0, d, 2); angle = i / 10000 ** (two_j / d); "
-        "p[0::2] = sin(angle); p[1::2] = cos(angle)[: d // 2] (an odd d has one cosine fewer)."),
+           "p[0::2] = sin(angle); p[1::2] = cos(angle)[: d // 2] (an odd d has one cosine fewer)."),
     ],
     solution=N_('''
 def position_encoding(i, d):
@@ -135,7 +135,7 @@ Q2_CASES = [
 Q2_DIAGNOSES = [
     (lambda k, j, d: _block(k * _w(j, d), transpose=True),
      N_("this is the transpose: it is right for column vectors (M @ p), but here p is a row "
-     "vector multiplied on the right (p @ M). Check: [sin a, cos a] @ M must give sin(a + b) first.")),
+        "vector multiplied on the right (p @ M). Check: [sin a, cos a] @ M must give sin(a + b) first.")),
     (lambda k, j, d: _block(float(k)),
      N_("the angle is k * w_j, not k: pair j turns by w_j = 1 / 10000^(2j/d) radians per position.")),
     (lambda k, j, d: _block(_w(j, d)),
@@ -156,11 +156,11 @@ q2 = Exercise(
     checker=_check_q2,
     hints=[
         N_("Write a = i * w and b = k * w with w = 1 / 10000 ** (2 * j / d). You need M with "
-        "[sin(a + b), cos(a + b)] = [sin a, cos a] @ M for every a."),
+           "[sin(a + b), cos(a + b)] = [sin a, cos a] @ M for every a."),
         N_("Addition theorems: sin(a + b) = sin a cos b + cos a sin b; "
-        "cos(a + b) = cos a cos b - sin a sin b. Read the coefficients of sin a and cos a off."),
+           "cos(a + b) = cos a cos b - sin a sin b. Read the coefficients of sin a and cos a off."),
         N_("Row vector times M: the first column of M gives the first output, so "
-        "M = [[cos b, -sin b], [sin b, cos b]]."),
+           "M = [[cos b, -sin b], [sin b, cos b]]."),
     ],
     solution=N_('''
 def rotation_block(k, j, d):
@@ -184,7 +184,7 @@ Q3_CASES = [(N_("d=8"), (8,)), (N_("d=2 (a single pair)"), (2,)), (N_("d=64"), (
 
 Q3_DIAGNOSES = [
     (lambda d: 1 / frequencies(d), N_("you returned 10000^(2j/d), the number of positions per *radian*; "
-                                   "a full turn is 2 pi radians.")),
+                                      "a full turn is 2 pi radians.")),
     (lambda d: frequencies(d), N_("you returned the frequencies w_j; the wavelength is 2 pi / w_j.")),
     (lambda d: 2 * math.pi * 10000 ** (torch.arange(d // 2, dtype=torch.float64) / d),
      N_("the exponent is 2j/d, not j/d.")),
@@ -204,9 +204,9 @@ q3 = Exercise(
     checker=_check_q3,
     hints=[
         N_("Pair j turns by w_j = 1 / 10000^(2j/d) radians per position. After how many positions "
-        "has it turned a full circle?"),
+           "has it turned a full circle?"),
         N_("A full turn is 2 pi radians: the wavelength is 2 pi / w_j = 2 pi * 10000^(2j/d). "
-        "Return a tensor with one entry per pair, j = 0 .. ceil(d/2) - 1."),
+           "Return a tensor with one entry per pair, j = 0 .. ceil(d/2) - 1."),
     ],
     solution=N_('''
 def wavelengths(d):
@@ -240,7 +240,7 @@ Q4_TOO_LONG = (N_("a sequence of 7 positions with a table of max_len=5"),
 Q4_DIAGNOSES = [
     (lambda E, P: (E + P[: E.shape[1]]) * math.sqrt(E.shape[-1]),
      N_("you scaled the sum: that multiplies the positions by sqrt(d) too, so they drown the tokens. "
-     "Scale only E, then add P.")),
+        "Scale only E, then add P.")),
     (lambda E, P: E + P[: E.shape[1]] * math.sqrt(E.shape[-1]),
      N_("you scaled the positions; scale the token embeddings E instead.")),
     (lambda E, P: E + P[: E.shape[1]], N_("you forgot to multiply the token embeddings by sqrt(d).")),
@@ -274,10 +274,10 @@ q4 = Exercise(
     checker=_check_q4,
     hints=[
         N_("E is (batch, seq, d), P is (max_len, d). The result is E * sqrt(d) + P[:seq], shape "
-        "(batch, seq, d); P[:seq] broadcasts over the batch."),
+           "(batch, seq, d); P[:seq] broadcasts over the batch."),
         N_("Scale only E: (E + P) * sqrt(d) would scale the positions too."),
         N_("Before adding: if seq > P.shape[0], raise ValueError(f'... max_len={P.shape[0]} ...'). "
-        "Slicing P[:seq] never fails by itself: it silently returns fewer rows."),
+           "Slicing P[:seq] never fails by itself: it silently returns fewer rows."),
     ],
     solution=N_('''
 def embed_with_positions(E, P):
@@ -367,9 +367,9 @@ q5 = Exercise(
     checker=_check_q5,
     hints=[
         N_("Section 1: shuffle the input rows and the output rows are shuffled the same way. So each "
-        "ordering gives the *same three vectors*, one per word, only in another order."),
+           "ordering gives the *same three vectors*, one per word, only in another order."),
         N_("The first position shows the output of whichever word stands first. How many different words "
-        "can stand first? And does the order of the three outputs change their mean?"),
+           "can stand first? And does the order of the three outputs change their mean?"),
     ],
     solution=N_('''
 # Without positions each word's output depends only on the word and on the set of words

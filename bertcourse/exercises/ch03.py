@@ -65,15 +65,15 @@ Q1_CASES = [
 Q1_DIAGNOSES = [
     (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, unbiased=True),
      N_("you used the unbiased variance (divide by d - 1; torch.var's default). Layer norm divides "
-     "by d: use X.var(-1, unbiased=False) or ((S - mean) ** 2).mean(-1).")),
+        "by d: use X.var(-1, unbiased=False) or ((S - mean) ** 2).mean(-1).")),
     (lambda X, Y, g, b, e: X + _norm(Y, g, b, e),
      N_("you normalised Y and then added X (that is pre-norm-like). Add & norm is LayerNorm(X + Y): "
-     "add first, then normalise the sum.")),
+        "add first, then normalise the sum.")),
     (lambda X, Y, g, b, e: _norm(Y, g, b, e),
      N_("you forgot the residual connection: normalise X + Y, not Y alone.")),
     (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, dim=1),
      N_("you normalised over the sequence axis (dim=1). Layer norm normalises each position over its "
-     "own features (dim=-1).")),
+        "own features (dim=-1).")),
     (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, eps_outside=True),
      N_("eps goes inside the square root: (S - mean) / sqrt(var + eps).")),
     (lambda X, Y, g, b, e: _norm(X + Y, torch.ones_like(g), torch.zeros_like(b), e),
@@ -91,9 +91,9 @@ q1 = Exercise(
     checker=_check_q1,
     hints=[
         N_("Add first: S = X + Y, shape (batch, seq, d). Then normalise every position over its d "
-        "features."),
+           "features."),
         N_("mean = S.mean(-1, keepdim=True); var = S.var(-1, unbiased=False, keepdim=True); "
-        "normalised = (S - mean) / sqrt(var + eps)."),
+           "normalised = (S - mean) / sqrt(var + eps)."),
         N_("Finally scale and shift: normalised * gamma + beta (both have shape (d,))."),
     ],
     solution=N_('''
@@ -137,7 +137,7 @@ Q2_CASES = [
 Q2_DIAGNOSES = [
     (lambda X, W1, b1, W2, b2: (X @ W1 + b1).relu() @ W2 + b2,
      N_("nn.Linear stores its weight as (out_features, in_features) and computes x @ W.T + b: "
-     "transpose the weights (X @ W1.T).")),
+        "transpose the weights (X @ W1.T).")),
     (lambda X, W1, b1, W2, b2: (X @ W1.T + b1) @ W2.T + b2,
      N_("you forgot the ReLU between the two layers (without it, two linear layers are one).")),
     (lambda X, W1, b1, W2, b2: ((X @ W1.T + b1).relu() @ W2.T + b2).relu(),
@@ -157,9 +157,9 @@ q2 = Exercise(
     checker=_check_q2,
     hints=[
         N_("FFN(x) = W2 relu(W1 x + b1) + b2, applied to every position. X is (batch, seq, d), "
-        "W1 is (ffn_hiddens, d) and W2 is (d, ffn_hiddens), stored like nn.Linear's weights."),
+           "W1 is (ffn_hiddens, d) and W2 is (d, ffn_hiddens), stored like nn.Linear's weights."),
         N_("With row vectors: H = relu(X @ W1.T + b1) has shape (batch, seq, ffn_hiddens); "
-        "the output is H @ W2.T + b2."),
+           "the output is H @ W2.T + b2."),
     ],
     solution=N_('''
 def ffn(X, W1, b1, W2, b2):
@@ -187,15 +187,15 @@ Q3_CASES = [
 Q3_DIAGNOSES = [
     (lambda q, k: ~causal_mask(q, k),
      N_("the mask is inverted: in the course (and in scaled_dot_product_attention) True means "
-     "*may attend*. (nn.Transformer's masks use the opposite meaning.)")),
+        "*may attend*. (nn.Transformer's masks use the opposite meaning.)")),
     (lambda q, k: torch.ones(q, k).tril(k - q - 1).bool(),
      N_("each query must also see itself: key j is allowed when j <= i (use <=, not <).")),
     (lambda q, k: torch.ones(q, k).triu(k - q).bool(),
      N_("that lets queries see the future: the allowed keys are on and *below* the diagonal.")),
     (lambda q, k: torch.ones(q, k).tril().bool(),
      N_("with more keys than queries the queries are the *last* positions: query i is position "
-     "num_keys - num_queries + i, so align the diagonal to the bottom-right (tril with "
-     "diagonal=num_keys - num_queries).")),
+        "num_keys - num_queries + i, so align the diagonal to the bottom-right (tril with "
+        "diagonal=num_keys - num_queries).")),
 ]
 
 
@@ -216,11 +216,11 @@ q3 = Exercise(
     checker=_check_q3,
     hints=[
         N_("Return a (num_queries, num_keys) boolean tensor, True where the query may attend. With "
-        "as many keys as queries, query i sees keys 0..i: the lower triangle with the diagonal."),
+           "as many keys as queries, query i sees keys 0..i: the lower triangle with the diagonal."),
         N_("When decoding with a cache there are more keys than queries: the queries are the "
-        "*last* num_queries positions, so query i is position num_keys - num_queries + i."),
+           "*last* num_queries positions, so query i is position num_keys - num_queries + i."),
         N_("k = torch.arange(num_keys)[None, :]; i = torch.arange(num_queries)[:, None]; "
-        "return k <= i + (num_keys - num_queries)"),
+           "return k <= i + (num_keys - num_queries)"),
     ],
     solution=N_('''
 def my_causal_mask(num_queries, num_keys):
@@ -263,12 +263,12 @@ Q4_DIAGNOSES = [
      N_("you forgot the FFN's biases (ffn_hiddens + d numbers).")),
     (lambda d, f, h, b: h * _attn(d, h, b) + _ffn(d, f) + 4 * d,
      N_("the attention's parameter count does not depend on the number of heads: the heads split "
-     "the d columns of each projection (4 d² weights, + 4d biases with bias=True).")),
+        "the d columns of each projection (4 d² weights, + 4d biases with bias=True).")),
     (lambda d, f, h, b: 3 * d * d + (3 * d if b else 0) + _ffn(d, f) + 4 * d,
      N_("you forgot the attention's output projection W_o (d² weights, + d biases).")),
     (lambda d, f, h, b: 4 * d * d + 4 * d + _ffn(d, f) + 4 * d,
      N_("with bias=False the attention projections have no biases (the FFN and the layer norms "
-     "still do).")),
+        "still do).")),
 ]
 
 
@@ -287,7 +287,7 @@ q4 = Exercise(
     hints=[
         N_("Three parts: multi-head attention, the FFN, and two layer norms (one per add & norm)."),
         N_("Attention: W_q, W_k, W_v, W_o are d × d each, plus d biases each when bias=True; the heads "
-        "do not change the count. FFN: d × ffn_hiddens + ffn_hiddens, then ffn_hiddens × d + d."),
+           "do not change the count. FFN: d × ffn_hiddens + ffn_hiddens, then ffn_hiddens × d + d."),
         N_("Each layer norm has a scale and a shift of d numbers."),
     ],
     solution=N_('''
@@ -372,7 +372,7 @@ q5 = Exercise(
     hints=[
         N_("In the decoder's masked self-attention, which positions may position t attend to?"),
         N_("The cross-attention reads the encoder output, which did not change; the FFN works on each "
-        "position separately. So a change can only travel through the masked self-attention."),
+           "position separately. So a change can only travel through the masked self-attention."),
         N_("Count the positions from {position} to {last}: does position {position} itself count?"),
     ],
     solution=N_('''

@@ -97,9 +97,9 @@ def _q1_sep_between_missing(a, b):
 Q1_DIAGNOSES = [
     # first: with an empty B it looks the same as a pair without its last [SEP]
     (_q1_empty_b_is_single, N_("tokens_b=None means a single text, but an empty list is still a pair: "
-                            "test `tokens_b is None`, not `if tokens_b:`.")),
+                               "test `tokens_b is None`, not `if tokens_b:`.")),
     (_q1_first_sep_is_b, N_("the first [SEP] belongs to sentence A: it gets segment 0 (only B and the "
-                         "last [SEP] get 1).")),
+                            "last [SEP] get 1).")),
     (_q1_last_sep_is_a, N_("the last [SEP] belongs to sentence B: it gets segment 1.")),
     (_q1_no_last_sep, N_("a pair ends with a second [SEP] after B: [CLS] A [SEP] B [SEP].")),
     (_q1_sep_between_missing, N_("a pair needs a [SEP] between A and B: [CLS] A [SEP] B [SEP].")),
@@ -137,9 +137,9 @@ q1 = Exercise(
     hints=[
         N_("Start with ['[CLS]', *tokens_a, '[SEP]'] and one segment id 0 for each of those tokens."),
         N_("Only if tokens_b is not None (an empty list still counts as a pair): append *tokens_b "
-        "and a final '[SEP]', each with segment id 1."),
+           "and a final '[SEP]', each with segment id 1."),
         N_("[0] * n makes a list of n zeros; the first [SEP] is part of sentence A (segment 0), "
-        "the last [SEP] part of sentence B (segment 1)."),
+           "the last [SEP] part of sentence B (segment 1)."),
     ],
     solution=N_('''
 def my_tokens_and_segments(tokens_a, tokens_b=None):
@@ -171,13 +171,13 @@ def _q2_cases() -> list:
 Q2_DIAGNOSES = [
     (lambda a, b: [0] * (a + 1) + [1] * (b + 2),
      N_("off by one at the [SEP] boundary: the first [SEP] (position len_a + 1) belongs to A, "
-     "segment 0.")),
+        "segment 0.")),
     (lambda a, b: [0] * (a + 3) + [1] * b, N_("the last [SEP] belongs to B: it gets segment 1.")),
     (lambda a, b: [0] * (a + 2) + [1] * b, N_("you forgot the last [SEP]: a pair has len_a + len_b + 3 tokens.")),
     (lambda a, b: [0] * (a + 1) + [1] * (b + 1), N_("you left out one [SEP]: [CLS] A [SEP] B [SEP] "
                                                   "has len_a + len_b + 3 tokens.")),
     (lambda a, b: [0] * a + [1] * b, N_("the special tokens need segment ids too: [CLS] A [SEP] B [SEP] "
-                                     "has len_a + len_b + 3 tokens.")),
+                                        "has len_a + len_b + 3 tokens.")),
 ]
 
 
@@ -195,7 +195,7 @@ q2 = Exercise(
     hints=[
         N_("Write the pair out: [CLS] A [SEP] B [SEP] has len_a + len_b + 3 tokens."),
         N_("Segment 0 covers [CLS], the len_a tokens of A and the first [SEP]: len_a + 2 zeros. "
-        "Segment 1 covers the len_b tokens of B and the last [SEP]: len_b + 1 ones."),
+           "Segment 1 covers the len_b tokens of B and the last [SEP]: len_b + 1 ones."),
     ],
     solution=N_('''
 def pair_segment_ids(len_a, len_b):
@@ -325,11 +325,11 @@ q3 = Exercise(
     checker=_check_q3,
     hints=[
         N_("Three lookups, each (batch, seq, num_hiddens) or broadcastable to it: "
-        "encoder.token_embedding(tokens), encoder.segment_embedding(segments), and the first "
-        "seq rows of encoder.pos_embedding.weight."),
+           "encoder.token_embedding(tokens), encoder.segment_embedding(segments), and the first "
+           "seq rows of encoder.pos_embedding.weight."),
         N_("Positions are 0, 1, ..., seq-1 whatever the tokens are: "
-        "encoder.pos_embedding.weight[:tokens.shape[1]] has shape (seq, num_hiddens) and "
-        "broadcasts over the batch."),
+           "encoder.pos_embedding.weight[:tokens.shape[1]] has shape (seq, num_hiddens) and "
+           "broadcasts over the batch."),
         N_("Then normalise the sum with encoder.embedding_norm (a LayerNorm with learned scale and shift)."),
     ],
     solution=N_('''
@@ -380,10 +380,10 @@ Q4_DIAGNOSES = [
      N_("the segment table has config.num_segments rows (2 in BERT, but read it from the config).")),
     (lambda c: (c.vocab_size + c.num_segments + 2) * c.num_hiddens,
      N_("you forgot the position table: BERT's positions are learned, max_len × num_hiddens "
-     "parameters (the sinusoids of chapter 2 have none).")),
+        "parameters (the sinusoids of chapter 2 have none).")),
     (lambda c: (c.vocab_size + 2) * c.num_hiddens,
      N_("you counted only the token table (and the layer norm): the segment and position tables "
-     "are parameters too.")),
+        "are parameters too.")),
     (lambda c: c.vocab_size * c.num_hiddens,
      N_("you counted only the token table: add the segment and position tables and the layer norm.")),
 ]
@@ -406,7 +406,7 @@ q4 = Exercise(
     checker=_check_q4,
     hints=[
         N_("The embedding layer has three tables, each with num_hiddens columns: one row per token "
-        "of the vocabulary, per segment and per position."),
+           "of the vocabulary, per segment and per position."),
         N_("After the sum comes a LayerNorm with a scale and a shift vector of num_hiddens each."),
     ],
     solution=N_('''
@@ -488,9 +488,9 @@ q5 = Exercise(
     checker=_check_q5,
     hints=[
         N_("Your Q4 counts the embedding layer. For a block, chapter 3's Q4: attention 4d² + 4d, FFN "
-        "2·d·ffn + ffn + d, two layer norms 4d."),
+           "2·d·ffn + ffn + d, two layer norms 4d."),
         N_("BERT-base: d = 768, ffn = 3,072, 12 blocks, vocabulary 30,522. Tiny: d = 64, ffn = 128, 2 blocks, "
-        "vocabulary 3,000, max_len 64."),
+           "vocabulary 3,000, max_len 64."),
         N_("Roughly: a block is about 4d² + 2·d·ffn, the embeddings about vocab_size × d. Divide."),
     ],
     solution=N_('''

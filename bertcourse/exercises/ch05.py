@@ -53,7 +53,7 @@ Q1_CASES = [(20, 0.15), (100, 0.15), (13, 0.15), (10, 0.15), (30, 0.15), (3, 0.1
 Q1_DIAGNOSES = [
     (lambda n, p: max(1, round(p * n)),
      N_("Python's round() rounds halves to the nearest EVEN number (round(4.5) = 4, round(2.5) = 2); "
-     "the rule here rounds halves up: floor(x + 0.5).")),
+        "the rule here rounds halves up: floor(x + 0.5).")),
     (lambda n, p: math.floor(p * n + 0.5),
      N_("every sequence needs at least one prediction: when 0.15 · n rounds to 0, choose 1.")),
     (lambda n, p: round(p * n),
@@ -165,10 +165,10 @@ q2 = Exercise(
     checker=_check_q2,
     hints=[
         N_("One uniform number u per chosen token decides: u < 0.8 -> mask_id; 0.8 <= u < 0.9 -> "
-        "the random id; u >= 0.9 -> the original label."),
+           "the random id; u >= 0.9 -> the original label."),
         N_("torch.where(condition, a, b) picks a where the condition holds, else b; nest two of them."),
         N_("torch.where(u < 0.8, mask_id, torch.where(u < 0.9, random_ids, labels)) — with "
-        "torch.full_like(labels, mask_id) for the first branch if your torch wants a tensor."),
+           "torch.full_like(labels, mask_id) for the first branch if your torch wants a tensor."),
     ],
     solution=N_('''
 def apply_80_10_10(labels, u, random_ids, mask_id):
@@ -258,8 +258,8 @@ q3 = Exercise(
     checker=_check_q3,
     hints=[
         N_("logits are (batch, max_preds, vocab), labels and weights (batch, max_preds). Get one "
-        "cross-entropy per slot: F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1), "
-        "reduction='none')."),
+           "cross-entropy per slot: F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1), "
+           "reduction='none')."),
         N_("Multiply each slot's loss by its weight, sum, and divide by the sum of the weights."),
         N_("Guard the division: weights.sum().clamp(min=1e-8), so a batch without predictions gives 0."),
     ],
@@ -319,7 +319,7 @@ q4 = Exercise(
     hints=[
         N_("The result is (batch, num_preds, hidden): out[b, i] = X[b, pred_positions[b, i]]."),
         N_("Advanced indexing with two index tensors that broadcast: a (batch, 1) column of batch "
-        "indices and the (batch, num_preds) positions."),
+           "indices and the (batch, num_preds) positions."),
         N_("X[torch.arange(X.shape[0])[:, None], pred_positions]"),
     ],
     solution=N_('''
@@ -396,7 +396,7 @@ q5 = Exercise(
         N_("Take one chosen token and look at its left neighbour. If it is an ordinary token, it was chosen "
            "too with probability about {mask_prob}, and a chosen token becomes [MASK] with probability 0.8."),
         N_("So one neighbour shows [MASK] with probability about 0.4 × 0.8 = 0.32, and both neighbours must "
-        "avoid it. Then correct a little upwards: [CLS] and [SEP] are neighbours that are never masked."),
+           "avoid it. Then correct a little upwards: [CLS] and [SEP] are neighbours that are never masked."),
     ],
     solution=N_('''
 # A neighbour shows [MASK] when it was chosen (40 %) and then masked (80 %): about 0.32.

@@ -94,10 +94,10 @@ q1 = Exercise(
     checker=_check_q1,
     hints=[
         N_("The labels follow Hugging Face: 0 = IsNext (B is the sentence after A), 1 = NotNext "
-        "(B is a random sentence of another paragraph)."),
+           "(B is a random sentence of another paragraph)."),
         N_("A paragraph stays on one entity. If B talks about somebody or something else, uses the "
-        "wrong pronoun (she after a man, it after a person), or is a first sentence that introduces "
-        "someone ('meet ...'), it is probably random."),
+           "wrong pronoun (she after a man, it after a person), or is a first sentence that introduces "
+           "someone ('meet ...'), it is probably random."),
     ],
     solution=N_('''
 pair_labels = [
@@ -190,7 +190,7 @@ def _q2_result(got, where, *args) -> tuple:
 def _check_q2(answer) -> str:
     run_cases(answer, _ref_truncate, Q2_CASES, Q2_DIAGNOSES, prepare=_q2_result,
               compare=equal_values(N_("on {where}: expected A={expected[0]}, B={expected[1]}; "
-                                   "got A={got[0]}, B={got[1]}")),
+                                      "got A={got[0]}, B={got[1]}")),
               in_place=N_("on {where}: the result is right, but you changed the lists you were given "
                           "(the caller's sentences lost tokens). Copy them first: "
                           "a, b = list(tokens_a), list(tokens_b)."))
@@ -203,10 +203,10 @@ q2 = Exercise(
     checker=_check_q2,
     hints=[
         N_("The pair takes len(A) + len(B) + 3 positions ([CLS], [SEP], [SEP]). While that is more "
-        "than max_len, remove one token."),
+           "than max_len, remove one token."),
         N_("Which one? The last token of the longer sentence; of B when both are equally long."),
         N_("Work on copies (list(tokens_a)) so that the caller's lists stay as they were; list.pop() "
-        "removes the last element."),
+           "removes the last element."),
     ],
     solution=N_('''
 def my_truncate_pair(tokens_a, tokens_b, max_len):
@@ -286,9 +286,9 @@ q3 = Exercise(
     checker=_check_q3,
     hints=[
         N_("Three steps: cls = encoded[:, 0] (batch, hidden); pooled = tanh(cls @ pool_w.T + pool_b); "
-        "logits = pooled @ cls_w.T + cls_b (batch, 2)."),
+           "logits = pooled @ cls_w.T + cls_b (batch, 2)."),
         N_("The weights are stored like nn.Linear's: pool_w is (hidden_out, hidden_in), cls_w is (2, hidden). "
-        "F.linear(x, w, b) computes x @ w.T + b."),
+           "F.linear(x, w, b) computes x @ w.T + b."),
     ],
     solution=N_('''
 def nsp_logits_by_hand(encoded, pool_w, pool_b, cls_w, cls_b):
@@ -359,9 +359,9 @@ q4 = Exercise(
     checker=_check_q4,
     hints=[
         N_("For each pair: log-probabilities log_softmax(logits) over the 2 classes, pick the one of "
-        "its label, negate. Then average over the batch."),
+           "its label, negate. Then average over the batch."),
         N_("torch.log_softmax(logits, dim=-1) is (batch, 2); .gather(1, labels[:, None]) picks each "
-        "row's label column."),
+           "row's label column."),
         N_("-torch.log_softmax(logits, -1)[torch.arange(len(labels)), labels].mean()"),
     ],
     solution=N_('''
@@ -447,7 +447,7 @@ q5 = Exercise(
     hints=[
         N_("Section 3: the NSP head reads one hidden state of the last layer. Which one?"),
         N_("That state was computed by attention over the layer below it. Which positions' keys and "
-        "values did the [CLS] query read — all 32, or only some?"),
+           "values did the [CLS] query read — all 32, or only some?"),
         N_("Padded keys get a weight of exactly 0 in every query's softmax."),
     ],
     solution=N_('''

@@ -127,11 +127,11 @@ q1 = Exercise(
     checker=_check_q1,
     hints=[
         N_("mlm_logits is (batch, num_preds, vocab): flatten it to (batch * num_preds, vocab) and the "
-        "labels to (batch * num_preds,) so that every prediction slot is one row."),
+           "labels to (batch * num_preds,) so that every prediction slot is one row."),
         N_("F.cross_entropy(logits, labels, reduction='none') gives one loss per slot. Padding slots "
-        "(weight 0) must not count: multiply by the flattened weights."),
+           "(weight 0) must not count: multiply by the flattened weights."),
         N_("Divide the weighted sum by the number of real predictions, mlm_weights.sum() (clamp it to at "
-        "least a tiny number so that a batch without predictions gives 0, not NaN)."),
+           "least a tiny number so that a batch without predictions gives 0, not NaN)."),
     ],
     solution=N_('''
 def mlm_loss_by_hand(mlm_logits, mlm_labels, mlm_weights):
@@ -202,11 +202,11 @@ q2 = Exercise(
     checker=_check_q2,
     hints=[
         N_("The model's guess for a slot is the token with the highest logit: mlm_logits.argmax(dim=-1), "
-        "shape (batch, num_preds)."),
+           "shape (batch, num_preds)."),
         N_("A slot is right when the guess equals the label, and it only counts when it is a real "
-        "prediction: real = mlm_weights > 0."),
+           "prediction: real = mlm_weights > 0."),
         N_("accuracy = (right & real).sum() / real.sum(), as a float tensor (clamp the denominator to at "
-        "least 1)."),
+           "least 1)."),
     ],
     solution=N_('''
 def mlm_top1_accuracy(mlm_logits, mlm_labels, mlm_weights):
@@ -246,9 +246,9 @@ Q3_DIAGNOSES = [
     (lambda n, p: 0, N_("every sequence gets at least one prediction")),
     (lambda n, p: math.floor(n * p + 0.5), _just_below_half),
     (lambda n, p: round(n * p), N_("Python's round() rounds halves to the even number (round(2.5) == 2); "
-                                "round half up instead: math.floor(x + 0.5)")),
+                                   "round half up instead: math.floor(x + 0.5)")),
     (lambda n, p: math.floor(n * p), N_("you rounded down; BERT's count rounds to the nearest whole number "
-                                     "(half up)")),
+                                        "(half up)")),
     (lambda n, p: math.ceil(n * p), N_("you rounded up; round to the nearest whole number (half up)")),
 ]
 
@@ -267,7 +267,7 @@ q3 = Exercise(
     hints=[
         N_("BERT predicts about mask_prob of the ordinary tokens: start from x = num_tokens * mask_prob."),
         N_("Round x to the nearest whole number, halves up: math.floor(x + 0.5) (Python's round() sends "
-        "2.5 to 2). A product like 90 * 0.35 is 31.4999999...: add a tiny 1e-9 before rounding."),
+           "2.5 to 2). A product like 90 * 0.35 is 31.4999999...: add a tiny 1e-9 before rounding."),
         N_("A sequence always gets at least one prediction: max(1, ...)."),
     ],
     solution=N_('''
@@ -321,7 +321,7 @@ q4 = Exercise(
     hints=[
         N_("Look at the model's guess: what kind of word is it? Is it the kind the blank asks for?"),
         N_("Compare the 'right kind of word' and 'right fact' accuracies in the table above: which does "
-        "the model reach first?"),
+           "the model reach first?"),
     ],
     solution=N_('''
 why_wrong = "B"   # the guess is a town (grammar learned), just not the capital of this country (fact)
@@ -409,9 +409,9 @@ q5 = Exercise(
     checker=_check_q5,
     hints=[
         N_("Section 1: with init_bert_weights (every weight N(0, 0.02²)) the logits are all close to 0, the "
-        "softmax is nearly uniform, and the first loss is ln|V|. What changes when the weights are larger?"),
+           "softmax is nearly uniform, and the first loss is ln|V|. What changes when the weights are larger?"),
         N_("Without it, nn.Embedding's table is N(0, 1), and the MLM decoder uses that same table. A logit is "
-        "the dot product of a normalised hidden state (64 entries of size about 1) with a row of the table."),
+           "the dot product of a normalised hidden state (64 entries of size about 1) with a row of the table."),
         N_("Logits with a spread of several units make a peaked softmax. Is the peak on the right token?"),
     ],
     solution=N_('''

@@ -67,13 +67,13 @@ def _only_block_number_differs(got, hf: str) -> bool:
 Q1_DIAGNOSES = [
     (Symptom(lambda got, hf: hf.startswith("bert.") and isinstance(got, str) and "bert." in got),
      N_("BertForPreTraining checkpoints put 'bert.' in front of the encoder's names; "
-     "strip it first, the rest is the same as in BertModel.")),
+        "strip it first, the rest is the same as in BertModel.")),
     (Symptom(_only_block_number_differs), N_("the block number is the same on both sides (both count from 0).")),
     (Symptom(lambda got, hf: ".output." in hf and ".attention." not in hf and isinstance(got, str)
              and (".W_o." in got or "addnorm1" in got)),
      N_("encoder.layer.{i}.output.* (without 'attention') is the feed-forward part: "
-     "output.dense is ffn.dense2 and output.LayerNorm is addnorm2.ln; "
-     "attention.output.* is the attention's W_o and addnorm1.")),
+        "output.dense is ffn.dense2 and output.LayerNorm is addnorm2.ln; "
+        "attention.output.* is the attention's W_o and addnorm1.")),
     (Symptom(lambda got, hf: not (isinstance(got, str) and (got.endswith(".weight") or got.endswith(".bias")))),
      N_("keep the suffix: the .weight or .bias at the end stays the same.")),
     (Symptom(lambda got, hf: True), N_("look the layer up in the table NAME_MAP (bertcourse.hf_weights.mapping_table()).")),
@@ -93,12 +93,12 @@ q1 = Exercise(
     checker=_check_q1,
     hints=[
         N_("Split the name at the dots: 'encoder.layer.3.attention.self.query.weight' -> the block "
-        "number 3, the layer 'attention.self.query' and the suffix 'weight'."),
+           "number 3, the layer 'attention.self.query' and the suffix 'weight'."),
         N_("A dict from the HF layer ('attention.self.query', 'intermediate.dense', 'output.LayerNorm', …) "
-        "to the course layer ('attention.W_q', 'ffn.dense1', 'addnorm2.ln', …) does most of the work; "
-        "remove a leading 'bert.' first."),
+           "to the course layer ('attention.W_q', 'ffn.dense1', 'addnorm2.ln', …) does most of the work; "
+           "remove a leading 'bert.' first."),
         N_("The table is printed in the notebook: bertcourse.hf_weights.mapping_table(). Watch out for "
-        "'attention.output.dense' (W_o) vs 'output.dense' (ffn.dense2)."),
+           "'attention.output.dense' (W_o) vs 'output.dense' (ffn.dense2)."),
     ],
     solution=N_('''
 def to_course_name(hf_name):
@@ -181,9 +181,9 @@ q2 = Exercise(
     checker=_check_q2,
     hints=[
         N_("hidden is (batch, seq, d) and mask is (batch, seq); you want (batch, d). Make the mask "
-        "(batch, seq, 1) with unsqueeze(-1) and turn it into floats so that it can multiply hidden."),
+           "(batch, seq, 1) with unsqueeze(-1) and turn it into floats so that it can multiply hidden."),
         N_("Sum hidden * mask over the seq axis (dim=1), then divide by the number of real tokens of "
-        "each row: mask.sum(1) (shape (batch, 1) after the unsqueeze)."),
+           "each row: mask.sum(1) (shape (batch, 1) after the unsqueeze)."),
         N_("m = mask.unsqueeze(-1).float(); return (hidden * m).sum(1) / m.sum(1)"),
     ],
     solution=N_('''
@@ -254,10 +254,10 @@ q3 = Exercise(
     checker=_check_q3,
     hints=[
         N_("Each row weights[..., i, :] is a distribution over the keys. Its entropy is "
-        "-sum_j w_j log w_j, in nats (torch.log is the natural log). The result has one number per "
-        "row: the shape of weights without its last axis."),
+           "-sum_j w_j log w_j, in nats (torch.log is the natural log). The result has one number per "
+           "row: the shape of weights without its last axis."),
         N_("Padded keys have weight exactly 0 and log(0) = -inf, so 0 * log(0) is NaN. Take the log of "
-        "weights.clamp_min(1e-30) instead: the product is then 0 * (-69) = 0."),
+           "weights.clamp_min(1e-30) instead: the product is then 0 * (-69) = 0."),
         N_("return -(weights * weights.clamp_min(1e-30).log()).sum(-1)"),
     ],
     solution=N_('''
@@ -337,9 +337,9 @@ q4 = Exercise(
     checker=_check_q4,
     hints=[
         N_("weights is (layers, heads, n, n); the answer is (layers, heads). For query i (i = 1 .. n-1) "
-        "you need weights[..., i, i-1]; average them."),
+           "you need weights[..., i, i-1]; average them."),
         N_("Those entries form a diagonal just below the main one: "
-        "weights.diagonal(offset=-1, dim1=-2, dim2=-1) has shape (layers, heads, n-1)."),
+           "weights.diagonal(offset=-1, dim1=-2, dim2=-1) has shape (layers, heads, n-1)."),
         N_("return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)"),
     ],
     solution=N_('''
@@ -414,9 +414,9 @@ q5 = Exercise(
     checker=_check_q5,
     hints=[
         N_("Section 7: paraphrases scored about 0.6 to 0.75, unrelated sentences about 0. These two sentences "
-        "have opposite meanings — and exactly the same word pieces."),
+           "have opposite meanings — and exactly the same word pieces."),
         N_("The sentence embedding is the mean of the last hidden states. How much of a token's last hidden "
-        "state is about the token itself, and how much about its position and its neighbours?"),
+           "state is about the token itself, and how much about its position and its neighbours?"),
     ],
     solution=N_('''
 # The embedding is the mean of the tokens' last states, and both sentences have the same

@@ -102,10 +102,10 @@ q1 = Exercise(
     checker=_check_q1,
     hints=[
         N_("Two factors multiply the peak: a warm-up ramp that reaches 1 after warmup_steps steps, and a "
-        "decay that goes from 1 at step 0 to 0 at step = steps."),
+           "decay that goes from 1 at step 0 to 0 at step = steps."),
         N_("warm-up: min(1, (step + 1) / warmup_steps) (1 when warmup_steps is 0); decay: 1 - step / steps."),
         N_("warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps); "
-        "return peak * warm * (1 - step / steps)"),
+           "return peak * warm * (1 - step / steps)"),
     ],
     solution=N_('''
 def learning_rate(step, steps, warmup_steps, peak):
@@ -162,11 +162,11 @@ q2 = Exercise(
     checker=_check_q2,
     hints=[
         N_("The result is a (len(texts), len(vocab)) float tensor of zeros; row r gets a 1 in column "
-        "vocab[w] for every word w of texts[r] that is in vocab."),
+           "vocab[w] for every word w of texts[r] that is in vocab."),
         N_("Use words(text) (from bertcourse.probing) to get the lower-cased words; a word that occurs "
-        "twice still gives 1, and words not in vocab are skipped."),
+           "twice still gives 1, and words not in vocab are skipped."),
         N_("X = torch.zeros(len(texts), len(vocab)); for r, t in enumerate(texts): for w in words(t): "
-        "if w in vocab: X[r, vocab[w]] = 1.0"),
+           "if w in vocab: X[r, vocab[w]] = 1.0"),
     ],
     solution=N_('''
 from bertcourse.probing import words
@@ -287,11 +287,11 @@ q3 = Exercise(
     checker=_check_q3,
     hints=[
         N_("Remember whether the model was training (model.training), switch to model.eval(), and run "
-        "every batch inside `with torch.no_grad():`."),
+           "every batch inside `with torch.no_grad():`."),
         N_("For a batch b: logits = model(b['tokens'], valid_lens=b['mask']); count "
-        "(logits.argmax(-1) == b['labels']).sum() and the number of labels; divide at the end."),
+           "(logits.argmax(-1) == b['labels']).sum() and the number of labels; divide at the end."),
         N_("Put the mode back at the end with model.train(was_training) (a try/finally makes it survive "
-        "an error)."),
+           "an error)."),
     ],
     solution=N_('''
 def evaluate_accuracy(model, loader):
@@ -353,8 +353,8 @@ q4 = Exercise(
     checker=_check_q4,
     hints=[
         N_("With 2,400 sentences the bag of words reached about 0.8 and the probe about 0.9 (the table above). "
-        "Which of the two needs the data more: the one that learns every word from the training set, or "
-        "the one whose features come from pretraining on a billion sentence pairs?"),
+           "Which of the two needs the data more: the one that learns every word from the training set, or "
+           "the one whose features come from pretraining on a billion sentence pairs?"),
         N_("Chance is 0.5. A bag of words trained on 100 sentences has seen only a few hundred distinct words."),
         N_("The probe drops only a few points; the bag of words drops much more."),
     ],

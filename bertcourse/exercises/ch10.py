@@ -54,10 +54,10 @@ Q1_DIAGNOSES = [
      N_("each optimizer step uses N batches (one per process), so an epoch has N times fewer steps.")),
     (lambda n, N, b: (N * b, math.ceil(math.ceil(n / b) / N)),
      N_("you rounded the steps up: when the batches do not divide evenly, some process would have one "
-     "batch fewer and the others would wait for it forever; the last batches % N are left out.")),
+        "batch fewer and the others would wait for it forever; the last batches % N are left out.")),
     (lambda n, N, b: (N * b, n // (N * b)),
      N_("the last, shorter batch of the epoch is still a batch: count ceil(num_pairs / batch_size) "
-     "batches, then divide by N (rounding down).")),
+        "batches, then divide by N (rounding down).")),
 ]
 
 
@@ -80,11 +80,11 @@ q1 = Exercise(
     checker=_check_q1,
     hints=[
         N_("One optimizer step: every process computes the gradients of its own batch, then they are "
-        "averaged. How many pairs is that?"),
+           "averaged. How many pairs is that?"),
         N_("An epoch is cut into ceil(num_pairs / batch_size) batches (the last one may be shorter). Each "
-        "step uses one batch per process."),
+           "step uses one batch per process."),
         N_("Every process must do the same number of steps: batches // world_size (the rest is left out "
-        "this epoch)."),
+           "this epoch)."),
     ],
     solution=N_('''
 def global_batch_and_steps(num_pairs, world_size, batch_size):
@@ -139,7 +139,7 @@ q2 = Exercise(
     checker=_check_q2,
     hints=[
         N_("Every process receives the same list `batches` (the same seed gives the same epoch order) and "
-        "must pick its own part of it."),
+           "must pick its own part of it."),
         N_("Leave out the last len(batches) % world_size batches, so that the rest divides evenly."),
         N_("Then deal them out like cards: batches[rank::world_size] of what is left."),
     ],
@@ -189,7 +189,7 @@ def _compare_lists(got, expected, where):
 Q3_DIAGNOSES = [
     (lambda grads: [sum(g[i] for g in grads) for i in range(len(grads[0]))],
      N_("you returned the sum over the processes: an all-reduce with SUM gives that, and DDP then divides "
-     "by the number of processes, so that the step is the one for the mean loss of the global batch.")),
+        "by the number of processes, so that the step is the one for the mean loss of the global batch.")),
     (lambda grads: list(grads[0]), N_("you returned rank 0's gradients: the others' batches are lost.")),
 ]
 
@@ -205,9 +205,9 @@ q3 = Exercise(
     checker=_check_q3,
     hints=[
         N_("grads[r][i] is the gradient of parameter i on process r. Every process ends up with the same "
-        "result, one tensor per parameter."),
+           "result, one tensor per parameter."),
         N_("For parameter i, combine grads[0][i], grads[1][i], ...: which combination gives the gradient of "
-        "the mean loss over all N batches?"),
+           "the mean loss over all N batches?"),
         N_("The mean over the processes: sum(g[i] for g in grads) / len(grads), for every i."),
     ],
     solution=N_('''
