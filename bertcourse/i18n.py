@@ -74,8 +74,9 @@ def catalog_path(lang: str = "zh") -> pathlib.Path:
 def _read_catalog(path=None):
     import polib      # here, not at the top: English needs no catalog (and no polib)
     if path is None:
-        resource = importlib.resources.files("bertcourse").joinpath(
-            "locale", "zh", "LC_MESSAGES", f"{DOMAIN}.po")
+        resource = importlib.resources.files("bertcourse")      # one joinpath step at a time (Python 3.9)
+        for part in ("locale", "zh", "LC_MESSAGES", f"{DOMAIN}.po"):
+            resource = resource.joinpath(part)
         return polib.pofile(resource.read_text(encoding="utf-8"))
     path = pathlib.Path(path)
     if not path.is_file():
