@@ -23,6 +23,7 @@ from matplotlib.patches import Rectangle
 from .._checks import check_positive_int
 from ..batching import shard_batches
 from ..distributed import data_parallel_plan
+from ..i18n import gettext as _
 from . import FigureWidget
 
 __all__ = ["RANK_COLOURS", "epoch_layout", "draw_epoch", "draw_data_parallelism", "DataParallelPlanner"]
@@ -152,18 +153,20 @@ class DataParallelPlanner(FigureWidget):
         check_positive_int("num_pairs", num_pairs)
         self.num_pairs, self.base_lr = num_pairs, base_lr
         style = {"description_width": "150px"}
-        self.world_size = W.IntSlider(value=world_size, min=1, max=8, description="processes N", style=style)
+        self.world_size = W.IntSlider(value=world_size, min=1, max=8, description=_("processes N"), style=style)
         self.batch_size = W.SelectionSlider(options=[16, 32, 64, 128, 256, 512], value=batch_size,
-                                            description="batch per process", style=style)
+                                            description=_("batch per process"), style=style)
         self.info = W.HTML()
         super().__init__([self.world_size, self.batch_size])
         self.widget = W.VBox([self.world_size, self.batch_size, self.info, self.output])
 
     def compute(self) -> dict:
         state = epoch_layout(self.num_pairs, self.batch_size.value, self.world_size.value, self.base_lr)
-        state["message"] = (f"global batch {state['global_batch']:,} pairs; {state['steps_per_epoch']:,} steps per "
-                            f"epoch; {len(state['left_out'])} batch(es) left out; learning rate to start from: "
-                            f"{state['lr']:.3g} for AdamW (square-root rule; SGD's linear rule: {state['lr_sgd']:.3g})")
+        state["message"] = _("global batch {batch:,} pairs; {steps:,} steps per epoch; {left} batch(es) left out; "
+                             "learning rate to start from: {lr:.3g} for AdamW (square-root rule; SGD's linear "
+                             "rule: {lr_sgd:.3g})").format(
+            batch=state["global_batch"], steps=state["steps_per_epoch"], left=len(state["left_out"]), lr=state["lr"],
+            lr_sgd=state["lr_sgd"])
         return state
 
     def draw(self, state: dict) -> Figure:
