@@ -35,7 +35,7 @@ stays English in the built notebook (so `build` always works and shows what is m
 cell) gains one line, SWITCH_LINE, that switches the package's exercise feedback and widget
 labels to Chinese. Outputs: a code cell whose source is the same as in the existing Chinese
 notebook keeps that notebook's outputs; any other code cell gets none until the Chinese
-notebooks are executed (`python tools/run_notebooks.py --zh`).
+notebooks are executed (`python tools/run_notebooks.py --lang zh`).
 
 `check` exits non-zero naming (file, msgctxt, first words) every paragraph without an entry,
 untranslated or fuzzy entry, every entry whose paragraph is gone but that is not obsolete,
