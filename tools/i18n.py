@@ -49,6 +49,7 @@ import copy
 import difflib
 import importlib
 import pathlib
+import re
 import sys
 
 import nbformat
@@ -296,6 +297,34 @@ def catalog_problems(notebook: pathlib.Path, po_path: pathlib.Path) -> list[str]
     return problems
 
 
+# Text that is not prose: fenced code, math, inline code, link targets, HTML tags, bare URLs.
+NOT_PROSE = re.compile(r"```.*?```|~~~.*?~~~|\$\$.*?\$\$|\$[^$\n]+\$|`[^`\n]*`|\]\([^)]*\)|<[^>]+>|https?://\S+",
+                       re.DOTALL)
+MIN_CHINESE_SHARE = 0.6     # issue 24: at least 60 % of the letters of each chapter are Chinese
+
+
+def is_chinese(char: str) -> bool:
+    """A CJK unified ideograph (the basic block or extension A)."""
+    return "\u4e00" <= char <= "\u9fff" or "\u3400" <= char <= "\u4dbf"
+
+
+def chinese_share(markdown: str) -> float:
+    """The share of Chinese characters among the letters of `markdown`'s prose.
+
+    Code (fenced and inline), math ($...$, $$...$$), link targets, HTML tags and URLs are left
+    out first: they stay English in any translation. Letters are what `str.isalpha` says
+    (Latin letters and CJK ideographs; digits and punctuation are not letters). Text without
+    letters has share 0.
+    """
+    prose = NOT_PROSE.sub(" ", markdown)
+    letters = [c for c in prose if c.isalpha()]
+    return sum(map(is_chinese, letters)) / len(letters) if letters else 0.0
+
+
+def markdown_of(nb) -> str:
+    return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
 def notebook_problems(notebook: pathlib.Path, po_path: pathlib.Path, out: pathlib.Path) -> list[str]:
     if not out.exists():
         return [f"{out.as_posix()}: missing (run `python tools/i18n.py build`)"]
@@ -303,6 +332,10 @@ def notebook_problems(notebook: pathlib.Path, po_path: pathlib.Path, out: pathli
     actual = nbformat.read(str(out), as_version=4)
     want, have = cell_sources(expected), cell_sources(actual)
     if want == have:
+        share = chinese_share(markdown_of(actual))
+        if share < MIN_CHINESE_SHARE:
+            return [f"{out.as_posix()}: {share:.0%} of the prose letters are Chinese, "
+                    f"at least {MIN_CHINESE_SHARE:.0%} expected"]
         return []
     for i, (w, h) in enumerate(zip(want, have)):
         if w != h:
