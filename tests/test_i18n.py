@@ -6,6 +6,7 @@ chapter is translated, built and in step with its English notebook.
 from __future__ import annotations
 
 import pathlib
+import re
 import shutil
 import sys
 import types
@@ -293,3 +294,23 @@ def test_a_translated_chapter_is_mostly_chinese_with_code_cells_as_in_english():
 def test_the_chinese_edition_is_complete_and_in_step():
     problems = i18n.check(ROOT)
     assert not problems, f"{len(problems)} problem(s), e.g.:\n" + "\n".join(problems[:40])
+
+
+# --- the Chinese README --------------------------------------------------------------------
+
+BADGE_LINK = re.compile(r"https://(?:colab\.research\.google\.com|mybinder\.org)/[^\s)]+")
+
+
+def test_the_chinese_readme_has_the_english_badges_opening_the_chinese_notebooks():
+    """Same repository, reference and chapters as README.md's badges, under notebooks/zh/."""
+    english = BADGE_LINK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    chinese = BADGE_LINK.findall((ROOT / "README.zh-CN.md").read_text(encoding="utf-8"))
+    notebook_links = [u for u in english if "notebooks/" in u]
+    assert len(notebook_links) == 2 * len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    assert sorted(u.replace("notebooks/", "notebooks/zh/") for u in notebook_links) == \
+           sorted(u for u in chinese if "notebooks/" in u)
+
+
+def test_the_readmes_link_each_other():
+    assert "(README.zh-CN.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(README.md)" in (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
