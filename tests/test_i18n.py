@@ -314,3 +314,25 @@ def test_the_chinese_readme_has_the_english_badges_opening_the_chinese_notebooks
 def test_the_readmes_link_each_other():
     assert "(README.zh-CN.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
     assert "(README.md)" in (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+
+
+def test_a_reviewed_entry_forgets_the_old_english(tmp_path):
+    """Once the translator removes `#, fuzzy`, the next edit compares with the reviewed English."""
+    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
+    po_path = i18n.catalog_path(notebook, tmp_path)
+    i18n.update_catalog(notebook, po_path)
+    translate_all(po_path)
+    for new in ("Last words!", "Last words!!"):
+        nb = nbformat.read(str(notebook), as_version=4)
+        nb.cells[2].source = nb.cells[2].source.rsplit("\n\n", 1)[0] + "\n\n" + new
+        nbformat.write(nb, str(notebook))
+        po = i18n.update_catalog(notebook, po_path)
+        entry = po.find(new, msgctxt="aaaa0003")
+        entry.flags.remove("fuzzy")                       # reviewed, #| msgid left in place
+        po.save(str(po_path))
+    po = i18n.update_catalog(notebook, po_path)
+    assert po.find("Last words!!", msgctxt="aaaa0003").previous_msgid is None
+    nb.cells[2].source = nb.cells[2].source.replace("Last words!!", "Final words.")
+    nbformat.write(nb, str(notebook))
+    entry = i18n.update_catalog(notebook, po_path).find("Final words.", msgctxt="aaaa0003")
+    assert entry.previous_msgid == "Last words!!" and "fuzzy" in entry.flags

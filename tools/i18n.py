@@ -194,6 +194,8 @@ def update_catalog(notebook: pathlib.Path, po_path: pathlib.Path, rel: str | Non
             entry = copy.copy(previous)
             entry.obsolete = False
             entry.occurrences = [occurrence]
+            if "fuzzy" not in entry.flags:    # a reviewed entry: the old English is history
+                entry.previous_msgid = entry.previous_msgctxt = None
         else:
             entry = polib.POEntry(msgctxt=cid, msgid=text, msgstr="", occurrences=[occurrence])
             source, moved = inherited.get((cid, text), (None, False))
@@ -201,9 +203,10 @@ def update_catalog(notebook: pathlib.Path, po_path: pathlib.Path, rel: str | Non
                 entry.msgstr = source.msgstr
                 entry.flags = ["fuzzy"]
                 # keep the English the translation was made for, through several edits
-                entry.previous_msgid = source.previous_msgid or source.msgid
+                still_fuzzy = "fuzzy" in source.flags
+                entry.previous_msgid = (still_fuzzy and source.previous_msgid) or source.msgid
                 if moved:
-                    entry.previous_msgctxt = source.previous_msgctxt or source.msgctxt
+                    entry.previous_msgctxt = (still_fuzzy and source.previous_msgctxt) or source.msgctxt
         po.append(entry)
     for e in old:
         key = (e.msgctxt, e.msgid)
