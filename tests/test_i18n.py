@@ -336,3 +336,39 @@ def test_a_reviewed_entry_forgets_the_old_english(tmp_path):
     nbformat.write(nb, str(notebook))
     entry = i18n.update_catalog(notebook, po_path).find("Final words.", msgctxt="aaaa0003")
     assert entry.previous_msgid == "Last words!!" and "fuzzy" in entry.flags
+
+
+# --- the Chinese notebooks' outputs --------------------------------------------------------
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
+
+
+def printed_text(cell) -> str:
+    """What a code cell shows as text: streams, text/plain results and errors."""
+    parts = []
+    for output in cell.outputs:
+        if output.output_type == "stream":
+            parts.append(output.text)
+        elif output.output_type == "error":
+            parts.append(f"{output.ename}: {output.evalue}")
+        else:
+            parts.append(output.get("data", {}).get("text/plain", ""))
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("zh_notebook", ZH_NOTEBOOKS, ids=[p.name for p in ZH_NOTEBOOKS])
+def test_a_chinese_notebook_is_executed_and_prints_what_the_english_one_prints(zh_notebook):
+    """Committed executed (nbval needs outputs to compare), and a cell that prints no Chinese
+    prints exactly what the English notebook's cell prints: the code is the same."""
+    english = {c.id: c for c in nbformat.read(str(ROOT / "notebooks" / zh_notebook.name),
+                                              as_version=4).cells}
+    zh = nbformat.read(str(zh_notebook), as_version=4)
+    code = [c for c in zh.cells if c.cell_type == "code"]
+    unexecuted = [c.id for c in code if c.execution_count is None]
+    assert not unexecuted, (f"{zh_notebook.name}: cells {unexecuted} were never run: "
+                            f"python tools/run_notebooks.py --lang zh {zh_notebook.name[:2]}")
+    differ = [c.id for c in code
+              if c.id in english and "NBVAL_IGNORE_OUTPUT" not in c.source
+              and not CJK.search(printed_text(c)) and printed_text(c) != printed_text(english[c.id])]
+    assert not differ, f"{zh_notebook.name}: cells {differ} print what the English cells do not"
