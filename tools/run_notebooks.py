@@ -1,15 +1,19 @@
 """Re-execute every course notebook in place, top to bottom, in a fresh kernel.
 
-    python tools/run_notebooks.py                 # all notebooks
+    python tools/run_notebooks.py                 # all notebooks, English then Chinese
     python tools/run_notebooks.py 01 03           # only those whose name starts so
+    python tools/run_notebooks.py --lang zh 01    # only the Chinese edition's (notebooks/zh/)
 
 Run it whenever the package changes: nbval (in `pytest`) compares the committed outputs
 with a fresh run, so the committed outputs must be exactly what a fresh kernel prints.
-It also makes sure each notebook's first code cell is the Colab install cell below, and
-prints each notebook's wall time and peak memory (of the kernel process).
+It also makes sure each English notebook's first code cell is the Colab install cell below,
+and prints each notebook's wall time and peak memory (of the kernel process). The Chinese
+notebooks are generated from the English ones (`python tools/i18n.py build`, which copies that
+cell and adds the line switching the language), so they are executed as they are.
 """
 from __future__ import annotations
 
+import argparse
 import pathlib
 import resource
 import sys
@@ -40,9 +44,10 @@ def ensure_colab_cell(nb) -> None:
         nb.cells.insert(0 if nb.cells[0].cell_type == "code" else 1, nbformat.v4.new_code_cell(COLAB_CELL))
 
 
-def run(path: pathlib.Path) -> tuple[float, float]:
+def run(path: pathlib.Path, english: bool = True) -> tuple[float, float]:
     nb = nbformat.read(path, as_version=4)
-    ensure_colab_cell(nb)
+    if english:
+        ensure_colab_cell(nb)
     start = time.perf_counter()
     client = NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
@@ -55,13 +60,23 @@ def run(path: pathlib.Path) -> tuple[float, float]:
     return seconds, peak_mb
 
 
-def main(prefixes: list[str]) -> None:
-    paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    if prefixes:
-        paths = [p for p in paths if any(p.name.startswith(x) for x in prefixes)]
-    for p in paths:
-        seconds, peak = run(p)
-        print(f"{p.name}: {seconds:.1f} s, peak RSS of any kernel so far {peak:.0f} MB", flush=True)
+LANGUAGES = {"en": ROOT / "notebooks", "zh": ROOT / "notebooks" / "zh"}
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("prefixes", nargs="*", help="notebook name prefixes, e.g. 01 03 (default: all)")
+    parser.add_argument("--lang", choices=sorted(LANGUAGES), action="append",
+                        help="only this edition (repeatable; default: en, then zh)")
+    args = parser.parse_args(argv)
+    for lang in args.lang or ["en", "zh"]:
+        paths = sorted(LANGUAGES[lang].glob("[0-9][0-9]_*.ipynb"))
+        if args.prefixes:
+            paths = [p for p in paths if any(p.name.startswith(x) for x in args.prefixes)]
+        for p in paths:
+            seconds, peak = run(p, english=lang == "en")
+            print(f"{p.relative_to(ROOT / 'notebooks')}: {seconds:.1f} s, "
+                  f"peak RSS of any kernel so far {peak:.0f} MB", flush=True)
 
 
 if __name__ == "__main__":
