@@ -63,7 +63,7 @@ def test_first_code_cell_is_the_colab_install_cell(course_notebook, run_notebook
     assert first is not None, f"{course_notebook.name} has no code cell"
     assert first.source == run_notebooks.colab_cell(course_notebook.name), (
         f"{course_notebook.name}: the first code cell is not the Colab install cell; "
-        f"run `python tools/run_notebooks.py --colab-cell {course_notebook.name[:2]}`")
+        f"run `python tools/run_notebooks.py --links`")
     assert not first.outputs, f"{course_notebook.name}: the Colab cell printed something off Colab"
 
 

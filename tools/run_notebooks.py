@@ -2,7 +2,7 @@
 
     python tools/run_notebooks.py                 # all notebooks
     python tools/run_notebooks.py 01 03           # only those whose name starts so
-    python tools/run_notebooks.py --colab-cell    # only rewrite the Colab install cells, no run
+    python tools/run_notebooks.py --links         # only rewrite the Colab cells and README badges
 
 Run it whenever the package changes: nbval (in `pytest`) compares the committed outputs
 with a fresh run, so the committed outputs must be exactly what a fresh kernel prints.
@@ -10,9 +10,10 @@ It also makes sure each notebook's first code cell is the Colab install cell bel
 prints each notebook's wall time and peak memory (of the kernel process).
 
 The Colab cell installs the course from the repository and git reference that pyproject.toml's
-``[tool.bertcourse]`` names (the one setting: a fork or a release changes it there, then runs
-``--colab-cell``, which rewrites only that cell's source and leaves outputs, execution counts
-and cell ids as they are: the cell does nothing off Colab, so nothing else changes).
+``[tool.bertcourse]`` names, and the README badges open them: the one setting. A fork or a
+release changes it there, then runs ``--links``, which rewrites the README badges and only the
+Colab cells' sources, leaving outputs, execution counts and cell ids as they are (the cell
+does nothing off Colab, so no output changes and nothing is re-executed).
 """
 from __future__ import annotations
 
@@ -93,6 +94,28 @@ def rewrite_colab_cell(path: pathlib.Path) -> bool:
     return True
 
 
+# The badges' links: Colab opens a file at a git reference, Binder builds the repository at one.
+COLAB_LINK = re.compile(r"https://colab\.research\.google\.com/github/[^/\s)]+/[^/\s)]+/blob/[^/\s)]+/")
+BINDER_LINK = re.compile(r"https://mybinder\.org/v2/gh/[^/\s)]+/[^/\s)]+/[^?\s)]+\?")
+READMES = ("README.md", "README.zh-CN.md")
+
+
+def rewrite_links(text: str, repository: str, ref: str) -> str:
+    """``text`` (a README) with every Colab and Binder badge link pointed at ``repository`` and
+    ``ref``; the notebook each link opens stays the same."""
+    text = COLAB_LINK.sub(f"https://colab.research.google.com/github/{repository}/blob/{ref}/", text)
+    return BINDER_LINK.sub(f"https://mybinder.org/v2/gh/{repository}/{ref}?", text)
+
+
+def rewrite_readme_links(path: pathlib.Path) -> bool:
+    """Point ``path``'s badges at [tool.bertcourse]; whether it changed."""
+    before = path.read_text(encoding="utf-8")
+    after = rewrite_links(before, REPO, REF)
+    if after != before:
+        path.write_text(after, encoding="utf-8")
+    return after != before
+
+
 def run(path: pathlib.Path) -> tuple[float, float]:
     nb = nbformat.read(path, as_version=4)
     ensure_colab_cell(nb, path.name)
@@ -109,13 +132,18 @@ def run(path: pathlib.Path) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> None:
-    colab_only = "--colab-cell" in argv
-    prefixes = [a for a in argv if a != "--colab-cell"]
+    links_only = "--links" in argv
+    prefixes = [a for a in argv if a != "--links"]
     paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if prefixes:
         paths = [p for p in paths if any(p.name.startswith(x) for x in prefixes)]
+    if links_only:
+        for readme in (ROOT / name for name in READMES):
+            if readme.exists():
+                changed = rewrite_readme_links(readme)
+                print(f"{readme.name}: badges {'rewritten' if changed else 'already up to date'} ({REPO}@{REF})")
     for p in paths:
-        if colab_only:
+        if links_only:
             changed = rewrite_colab_cell(p)
             print(f"{p.name}: Colab cell {'rewritten' if changed else 'already up to date'} "
                   f"({REPO}@{REF})", flush=True)
