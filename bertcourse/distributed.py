@@ -270,10 +270,10 @@ _NOTES = {
         "the terminal, or os.environ['GLOO_SOCKET_IFNAME'] = 'lo0' before starting torchrun from "
         "Python), and run again."),
     "Linux": (
-        "Linux (where the course is tested; this advice is not): the error above says what failed. If the processes "
-        "cannot find each other on one machine, name the loopback interface "
-        "(GLOO_SOCKET_IFNAME=lo); if a port is taken, use torchrun --standalone, which picks a "
-        "free one."),
+        "Linux (where the course is tested; this advice is not): the error above says what "
+        "failed. If the processes cannot find each other on one machine, name the loopback "
+        "interface (GLOO_SOCKET_IFNAME=lo); if a port is taken, use torchrun --standalone, which "
+        "picks a free one."),
 }
 
 
@@ -281,7 +281,8 @@ def platform_notes(system: str | None = None) -> str:
     """What to try when torchrun's processes cannot start or find each other, for the
     operating system ``system``: ``platform.system()``'s name (``"Windows"``, ``"Darwin"``,
     ``"Linux"``) or ``sys.platform``'s (``"win32"``, ``"darwin"``, ``"linux"``), any case;
-    default: this machine's. Only the Linux advice is tested here; the rest says so."""
+    default: this machine's. The advice itself is not tested here (the course is tested on
+    Linux, where torchrun works as it is), and each note says so."""
     if system is None:
         system = platform.system()
     if not isinstance(system, str):
