@@ -25,7 +25,10 @@ module holds what the course's training loop needs for that:
 * :func:`global_mean_loss` — a loss averaged over the items of *all* ranks (e.g. the MLM
   predictions, whose number differs from rank to rank), scaled for DDP's averaging;
 * :func:`data_parallel_plan` and :func:`allreduce_seconds` — the arithmetic: global batch,
-  steps per epoch, and what the all-reduce costs on a given link.
+  steps per epoch, and what the all-reduce costs on a given link;
+* :func:`launch` and :func:`platform_notes` — starting ``torchrun`` from Python (chapter 10's
+  notebook) without leaving files in the temporary directory, and what to try when the
+  processes cannot start or find each other on Windows or macOS.
 
 The :class:`~bertcourse.training.Trainer` uses them by itself when it runs under torchrun.
 """
@@ -34,16 +37,19 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import platform
+import subprocess
+import tempfile
 
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from ._checks import check_finite_number, check_instance, check_positive_int, check_tensor
+from ._checks import check_finite_number, check_instance, check_path, check_positive_int, check_str_list, check_tensor
 
 __all__ = ["resolve_device", "device_of", "move_to", "launched_by_torchrun", "init_distributed", "world",
            "is_main_process", "shutdown_distributed", "StepModule", "data_parallel", "agree", "step_seed",
-           "global_mean_loss", "data_parallel_plan", "allreduce_seconds"]
+           "global_mean_loss", "data_parallel_plan", "allreduce_seconds", "platform_notes", "launch"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,7 +152,10 @@ def init_distributed(device: torch.device, timeout_s: int = 600) -> tuple[int, i
         if device.type == "cuda":
             torch.cuda.set_device(device)
         backend = "nccl" if device.type == "cuda" else "gloo"
-        torch.distributed.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+        try:
+            torch.distributed.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+        except (RuntimeError, ValueError) as e:     # the processes could not meet: say what to try
+            raise RuntimeError(f"could not join the {backend} process group: {e}\n{platform_notes()}") from e
     return world()
 
 
@@ -283,3 +292,88 @@ def allreduce_seconds(num_params: int, world_size: int, gbytes_per_s: float, byt
     check_finite_number("latency_s", latency_s, low=0)
     steps = 2 * (world_size - 1)
     return steps * latency_s + steps / world_size * num_params * bytes_per_value / (gbytes_per_s * 1e9)
+
+
+# ---------------------------------------------------------------------------------------
+# Starting the processes, on the learner's operating system
+# ---------------------------------------------------------------------------------------
+
+_NOTES = {
+    "Windows": (
+        "Windows (advice untested here: the course is tested on Linux): PyTorch's Windows builds "
+        "have no libuv, which recent versions ask for when the processes meet (the error says "
+        "'use_libuv was requested but PyTorch was built without libuv support'). Set USE_LIBUV=0 "
+        "(PowerShell: $env:USE_LIBUV = \"0\"; cmd: set USE_LIBUV=0) and run again. If torchrun "
+        "still fails, run the course in WSL 2 (Linux on Windows)."),
+    "Darwin": (
+        "macOS (advice untested here: the course is tested on Linux): gloo looks for its network "
+        "interface through the machine's host name, which on some Macs does not resolve. Name "
+        "the loopback interface: GLOO_SOCKET_IFNAME=lo0 (e.g. export GLOO_SOCKET_IFNAME=lo0 in "
+        "the terminal, or os.environ['GLOO_SOCKET_IFNAME'] = 'lo0' before starting torchrun from "
+        "Python), and run again."),
+    "Linux": (
+        "Linux (where the course is tested; this advice is not): the error above says what "
+        "failed. If the processes cannot find each other on one machine, name the loopback "
+        "interface (GLOO_SOCKET_IFNAME=lo); if a port is taken, use torchrun --standalone, which "
+        "picks a free one."),
+}
+
+
+def platform_notes(system: str | None = None) -> str:
+    """What to try when torchrun's processes cannot start or find each other, for the
+    operating system ``system``: ``platform.system()``'s name (``"Windows"``, ``"Darwin"``,
+    ``"Linux"``) or ``sys.platform``'s (``"win32"``, ``"darwin"``, ``"linux"``), any case;
+    default: this machine's. The advice itself is not tested here (the course is tested on
+    Linux, where torchrun works as it is), and each note says so."""
+    if system is None:
+        system = platform.system()
+    if not isinstance(system, str):
+        raise TypeError(f"system must be an operating system's name such as 'Windows', 'Darwin' or "
+                        f"'Linux' (a str), got {type(system).__name__} ({system!r})")
+    if not system.strip():
+        raise ValueError("system must be an operating system's name such as 'Windows', 'Darwin' or "
+                         "'Linux', got an empty string")
+    key = system.strip().lower()
+    if key.startswith(("win", "cygwin", "msys")):
+        return _NOTES["Windows"]
+    if key in ("darwin", "macos", "mac"):
+        return _NOTES["Darwin"]
+    if key.startswith("linux"):
+        return _NOTES["Linux"]
+    return (f"{system} (advice untested here: the course is tested on Linux): the error above says "
+            f"what failed; torchrun's gloo backend needs the processes to reach each other over TCP "
+            f"(try GLOO_SOCKET_IFNAME set to the loopback interface's name).")
+
+
+def launch(command, cwd, *, env: dict | None = None, timeout_s: int = 600) -> str:
+    """Run ``command`` (a list of str, e.g. ``[sys.executable, "-m", "torch.distributed.run",
+    ...]``) in the folder ``cwd`` and return what it printed (stdout).
+
+    Why not ``subprocess.run`` alone: torchrun writes its logs to a ``torchelastic_*`` folder in
+    the temporary directory and never removes it, so the command gets a private temporary
+    directory (``TMPDIR``, ``TEMP``, ``TMP``) that is deleted when it ends. When the command
+    fails (or runs past ``timeout_s`` seconds), a RuntimeError gives the end of its error output
+    and :func:`platform_notes` (what to try on this operating system) instead of a stack trace
+    from the processes."""
+    check_str_list("command", command, what="strings (the program and its arguments)", allow_empty=False)
+    check_path("cwd", cwd)
+    if not os.path.isdir(cwd):
+        raise FileNotFoundError(f"cwd must be an existing folder to run the command in, got {os.fspath(cwd)!r}")
+    if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                              for k, v in env.items())):
+        raise TypeError(f"env must be None or a dict of str to str (environment variables), got {env!r:.80}")
+    check_positive_int("timeout_s", timeout_s)
+    shown = " ".join(command[:4]) + (" ..." if len(command) > 4 else "")
+    with tempfile.TemporaryDirectory(prefix="bertcourse-launch-") as tmp:
+        child_env = {**(os.environ if env is None else env), "TMPDIR": tmp, "TEMP": tmp, "TMP": tmp}
+        try:
+            result = subprocess.run(command, cwd=cwd, env=child_env, capture_output=True, text=True,
+                                    timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"{shown} did not finish within {timeout_s} s (timeout_s); its processes "
+                               f"may be waiting for each other.\n{platform_notes()}") from None
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
+        raise RuntimeError(f"{shown} failed (exit code {result.returncode}). The end of its error "
+                           f"output:\n{tail}\n\n{platform_notes()}")
+    return result.stdout

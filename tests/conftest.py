@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 @pytest.fixture(scope="session")
 def run_notebooks():
-    """tools/run_notebooks.py (REPO, COLAB_CELL, ...) as a module."""
+    """tools/run_notebooks.py (REPO, REF, colab_cell, ...) as a module."""
     return importlib.import_module("run_notebooks")
 
 

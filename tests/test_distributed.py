@@ -333,15 +333,22 @@ def test_global_mean_loss_alone_and_its_wrong_inputs():
 # torchrun and the command line: Ctrl-C stops every rank, rank 0 saves, --resume continues
 # ---------------------------------------------------------------------------------------
 
-def test_torchrun_ctrl_c_stops_all_ranks_and_resume_continues(tmp_path):
+def test_torchrun_ctrl_c_stops_all_ranks_and_resume_continues(tmp_path, monkeypatch):
+    """Also: torchrun leaves a torchelastic_* folder in the temp dir on every run, so the first
+    run gets a temp dir inside tmp_path, and the resumed run goes through launch (chapter 10's
+    notebook does), which must leave nothing in a fresh temp dir."""
     import json
+    import tempfile
+    from bertcourse.distributed import launch
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", f"--master-port={free_port()}",
            "-m", "bertcourse.pretrain", "--config", "tiny", "--out", str(out), "--num-paragraphs", "60",
            "--batch-size", "8", "--eval-every", "100000", "--quiet", "--amp", "off", "--device", "cpu"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    (tmp_path / "tmp").mkdir()
     # torchrun passes the Ctrl-C on to both ranks
-    _, text, err = interrupt_cli(cmd + ["--steps", "100000"], "data-parallel: 2 processes", 2, env=env)
+    _, text, err = interrupt_cli(cmd + ["--steps", "100000"], "data-parallel: 2 processes", 2,
+                                 env={**env, "TMPDIR": str(tmp_path / "tmp")})
     assert "a global batch of 16 pairs per optimizer step" in text, text
     assert text.count("interrupted at step") == 1 and "--resume" in text, (text, err)   # rank 0 alone prints
     assert "Traceback" not in text
@@ -349,11 +356,13 @@ def test_torchrun_ctrl_c_stops_all_ranks_and_resume_continues(tmp_path):
         info = json.load(f)
     step = info["step"]
     assert step > 0 and info["history"]["stopped_by"] == "interrupt"
-    r = subprocess.run(cmd + ["--steps", str(step + 2), "--resume"], capture_output=True, text=True, timeout=300,
-                       env=env)
-    assert r.returncode == 0, r.stderr
-    assert f"resuming from step {step}" in r.stdout and f"done: {step + 2} steps" in r.stdout
-    assert r.stdout.count("done:") == 1
+    fresh = tmp_path / "fresh-tmp"
+    fresh.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(fresh))
+    printed = launch(cmd + ["--steps", str(step + 2), "--resume"], cwd=tmp_path, env=env, timeout_s=300)
+    assert f"resuming from step {step}" in printed and f"done: {step + 2} steps" in printed
+    assert printed.count("done:") == 1
+    assert list(fresh.iterdir()) == [], f"left in the temp dir: {sorted(p.name for p in fresh.iterdir())}"
 
 
 def test_the_arithmetic_of_data_parallelism():
@@ -375,3 +384,91 @@ def test_the_arithmetic_of_data_parallelism():
         allreduce_seconds(10, 2, 0)
     with pytest.raises(ValueError, match="batch_size must be > 0"):
         data_parallel_plan(10, 0, 2)
+
+
+# ---------------------------------------------------------------------------------------
+# Starting the processes: advice per operating system, and nothing left in the temp dir
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("system, words", [
+    ("Windows", ["USE_LIBUV=0", "untested", "WSL"]), ("win32", ["USE_LIBUV=0"]), ("CYGWIN_NT-10.0", ["USE_LIBUV=0"]),
+    ("Darwin", ["GLOO_SOCKET_IFNAME=lo0", "untested"]), ("darwin", ["GLOO_SOCKET_IFNAME=lo0"]),
+    ("Linux", ["GLOO_SOCKET_IFNAME=lo", "--standalone", "tested"]), ("linux", ["GLOO_SOCKET_IFNAME=lo"]),
+    ("FreeBSD", ["FreeBSD", "untested", "GLOO_SOCKET_IFNAME"]),
+])
+def test_platform_notes_give_each_system_its_advice(system, words):
+    from bertcourse.distributed import platform_notes
+    notes = platform_notes(system)
+    for word in words:
+        assert word in notes, (system, word, notes)
+    assert ("USE_LIBUV" in notes) == (words[0] == "USE_LIBUV=0"), "the libuv advice is for Windows only"
+    assert ("lo0" in notes) == (system.lower() == "darwin"), "lo0 is macOS's loopback interface"
+
+
+def test_platform_notes_default_to_this_system_and_name_wrong_input(monkeypatch):
+    import platform
+    from bertcourse.distributed import platform_notes
+    monkeypatch.setattr(platform, "system", lambda: "Windows")
+    assert platform_notes() == platform_notes("Windows")
+    with pytest.raises(TypeError, match="system must be an operating system's name.*got int"):
+        platform_notes(3)
+    with pytest.raises(ValueError, match="system must be .*got an empty string"):
+        platform_notes("  ")
+
+
+def test_init_distributed_failure_says_what_to_try(monkeypatch):
+    """When the processes cannot meet (here: PyTorch's Windows error, simulated), the error says
+    what to try on this system instead of only torch's message."""
+    import platform
+    monkeypatch.setattr(platform, "system", lambda: "Windows")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("use_libuv was requested but PyTorch was built without libuv support")
+
+    monkeypatch.setattr(torch.distributed, "init_process_group", fail)
+    with pytest.raises(RuntimeError, match=r"(?s)could not join the gloo process group: use_libuv.*USE_LIBUV=0"):
+        init_distributed(torch.device("cpu"))
+
+
+def test_launch_returns_the_output_and_cleans_the_temp_dir(tmp_path, monkeypatch):
+    """A command that writes a temporary file (as torchrun does) leaves nothing in the temp dir."""
+    import tempfile
+    from bertcourse.distributed import launch
+    fresh = tmp_path / "tmp"
+    fresh.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(fresh))
+    code = "import tempfile; print(tempfile.mkdtemp(prefix='torchelastic_'), end='')"
+    made = launch([sys.executable, "-c", code], cwd=tmp_path)
+    assert made.startswith(str(fresh)), "the command should get a private folder in the temp dir"
+    assert list(fresh.iterdir()) == [], f"left behind: {list(fresh.iterdir())}"
+
+
+def test_launch_failure_shows_the_error_output_and_the_advice(tmp_path, monkeypatch):
+    import platform
+    from bertcourse.distributed import launch
+    monkeypatch.setattr(platform, "system", lambda: "Darwin")
+    with pytest.raises(RuntimeError, match=r"(?s)failed \(exit code 3\).*gloo could not connect.*GLOO_SOCKET_IFNAME=lo0"):
+        launch([sys.executable, "-c", "import sys; print('gloo could not connect', file=sys.stderr); sys.exit(3)"],
+               cwd=tmp_path)
+    with pytest.raises(RuntimeError, match=r"did not finish within 1 s \(timeout_s\)"):
+        launch([sys.executable, "-c", "import time; time.sleep(30)"], cwd=tmp_path, timeout_s=1)
+
+
+def test_launch_names_wrong_input(tmp_path):
+    from bertcourse.distributed import launch
+    with pytest.raises(TypeError, match="command must be a list of strings.*got a str"):
+        launch("torchrun --standalone", cwd=tmp_path)
+    with pytest.raises(ValueError, match="command must hold at least one"):
+        launch([], cwd=tmp_path)
+    with pytest.raises(TypeError, match="command must be a list of strings.*PosixPath|command must be a list of strings.*Path"):
+        launch([sys.executable, tmp_path], cwd=tmp_path)
+    with pytest.raises(FileNotFoundError, match="cwd must be an existing folder.*nowhere"):
+        launch([sys.executable, "-c", "pass"], cwd=tmp_path / "nowhere")
+    with pytest.raises(TypeError, match="cwd must be a path"):
+        launch([sys.executable, "-c", "pass"], cwd=3)
+    with pytest.raises(TypeError, match="env must be None or a dict of str to str"):
+        launch([sys.executable, "-c", "pass"], cwd=tmp_path, env={"OMP_NUM_THREADS": 1})
+    with pytest.raises(ValueError, match="timeout_s must be > 0"):
+        launch([sys.executable, "-c", "pass"], cwd=tmp_path, timeout_s=0)
