@@ -230,7 +230,9 @@ def build(out: pathlib.Path, notebooks_dir: pathlib.Path) -> list[str]:
 
 
 def write_root(out: pathlib.Path, langs: list[str]) -> None:
-    """DIR/index.html: a tiny page that sends the reader on to the English edition."""
+    """DIR/index.html: a tiny page that sends the reader on to the English edition; and
+    DIR/.nojekyll, so that GitHub Pages serves the _static/ and _images/ folders as they are."""
+    (out / ".nojekyll").write_text("")
     links = " · ".join(f'<a href="{lang}/index.html">{"中文" if lang == "zh" else "English"}</a>'
                        for lang in langs)
     (out / "index.html").write_text(
