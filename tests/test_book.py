@@ -100,8 +100,17 @@ def site(tmp_path_factory):
 # --------------------------------------------------------------------------- the build
 
 def test_build_does_not_import_torch(site):
-    # The watcher itself works: it is the same hook that sees every other import.
     assert site["torch_imports"] == [], f"the book's build imported {site['torch_imports']}"
+
+
+def test_the_torch_watch_sees_a_lookup_of_torch(tmp_path):
+    # The watch above would also pass if it never ran: show that it records a lookup
+    # (find_spec asks the finders without importing torch, so this costs nothing).
+    (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    log = tmp_path / "log.txt"
+    subprocess.run([sys.executable, "-c", "import importlib.util; importlib.util.find_spec('torch')"],
+                   env=dict(os.environ, BOOK_TORCH_LOG=str(log), PYTHONPATH=str(tmp_path)), check=True)
+    assert log.read_text().split() == ["torch"]
 
 
 def test_build_warns_about_nothing(site):
@@ -120,6 +129,18 @@ def test_both_editions_have_every_chapter(site):
             # the download button gives the committed notebook, byte for byte
             assert (out / lang / "_sources" / f"{stem}.ipynb").read_bytes() == \
                 (folder / f"{stem}.ipynb").read_bytes()
+
+
+def test_every_widget_becomes_a_note(site):
+    for lang, folder in [("en", site["notebooks"]), ("zh", site["notebooks"] / "zh")]:
+        for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+            nb = nbformat.read(path, as_version=4)
+            widgets = sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                          for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+            page = (site["out"] / lang / f"{path.stem}.html").read_text(encoding="utf-8")
+            assert widgets > 0, path                      # every chapter has a widget
+            assert page.count('class="bc-widget-note"') == widgets, (lang, path.name)
+            assert "VBox(" not in page and "HBox(" not in page, (lang, path.name)
 
 
 def test_chapter_pages_show_what_a_reader_needs(site):
