@@ -84,7 +84,8 @@ def site(tmp_path_factory):
     torch_log = tmp / "torch-imports.txt"
     torch_log.touch()
     env = dict(os.environ, BOOK_TORCH_LOG=str(torch_log),
-               PYTHONPATH=os.pathsep.join([str(tmp / "watch"), os.environ.get("PYTHONPATH", "")]))
+               PYTHONPATH=os.pathsep.join(filter(None, [str(tmp / "watch"),
+                                                        os.environ.get("PYTHONPATH")])))
     out = tmp / "site"
     start = time.perf_counter()
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--out", str(out),
