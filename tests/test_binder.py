@@ -80,7 +80,8 @@ def _requirements() -> dict[str, Version]:
     pins = {}
     for line in (ROOT / "requirements.txt").read_text().splitlines():
         line = line.split("#")[0].strip()
-        if not line or line == "-e .":
+        # -r requirements-book.txt: the book's builder (Sphinx), which Binder does not need
+        if not line or line == "-e ." or line.startswith("-r "):
             continue
         req = Requirement(line)
         (spec,) = req.specifier
