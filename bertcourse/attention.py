@@ -42,6 +42,7 @@ from ._checks import (
     shape_str,
 )
 from .kernels import dropout, fast_path, linear
+from .utils import evaluation_mode
 
 __all__ = [
     "causal_mask",
@@ -413,17 +414,15 @@ def inspect_attention(model: nn.Module, keep_weights: bool = True, eval_mode: bo
     check_bool("keep_weights", keep_weights)
     check_bool("eval_mode", eval_mode)
     layers = [m for m in model.modules() if isinstance(m, DotProductAttention)]
-    kept, was_training = [m.store_weights for m in layers], model.training
+    kept = [m.store_weights for m in layers]
     try:
         for m in layers:
             m.store_weights = keep_weights
-        if eval_mode:
-            model.eval()
-        yield model
+        with evaluation_mode(model) if eval_mode else contextlib.nullcontext():
+            yield model
     finally:
         for m, on in zip(layers, kept):
             m.store_weights = on
-        model.train(was_training)
 
 
 def entropy(weights: torch.Tensor) -> torch.Tensor:

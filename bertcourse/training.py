@@ -41,10 +41,11 @@ from tqdm.auto import tqdm
 
 from ._checks import check_finite_number, check_positive_int
 from .attention import inspect_attention
-from .distributed import agree, data_parallel, move_to, resolve_device, step_seed, world
+from .distributed import agree, data_parallel, device_of, move_to, resolve_device, step_seed, world
+from .utils import evaluation_mode
 
 __all__ = ["TrainConfig", "History", "Trainer", "make_optimizer", "lr_factor", "optimizer_step",
-           "plot_history", "cpu_has_fast_bf16", "autocast"]
+           "plot_history", "cpu_has_fast_bf16", "autocast", "evaluation_batches", "evaluation_mode"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -138,9 +139,27 @@ def cpu_has_fast_bf16() -> bool:
         return False
 
 
-def autocast(amp: bool, device_type: str = "cpu"):
-    """bf16 autocast on ``device_type`` (``"cpu"`` or ``"cuda"``) when ``amp`` is true, else nothing."""
+def autocast(amp: bool | None, device_type: str = "cpu"):
+    """The one autocast helper: bf16 autocast on ``device_type`` (``"cpu"`` or ``"cuda"``) when
+    ``amp`` is true; nothing when it is false or None (None: keep whatever the caller set)."""
     return torch.autocast(device_type, dtype=torch.bfloat16) if amp else contextlib.nullcontext()
+
+
+def evaluation_batches(model: nn.Module, loader: Iterable, max_batches: int | None = None,
+                       amp: bool | None = None):
+    """The one evaluation loop: yields ``loader``'s batches (at most ``max_batches``) moved to
+    the model's device, while the model is in ``eval()`` mode (restored afterwards), without
+    gradients and under :func:`autocast` (``amp``). A task computes its own metric on them::
+
+        for batch in evaluation_batches(model, loader):
+            correct += (model(batch["x"]).argmax(-1) == batch["y"]).sum()
+    """
+    if max_batches is not None:
+        check_positive_int("max_batches", max_batches)
+    device = device_of(model)
+    with evaluation_mode(model), torch.no_grad(), autocast(amp, device.type):
+        for batch in itertools.islice(loader, max_batches):
+            yield move_to(batch, device)
 
 
 def make_optimizer(model: nn.Module, lr: float = 1e-3, weight_decay: float = 0.01,
@@ -522,14 +541,9 @@ class Trainer:
         model's mode is restored) and record the result in the history."""
         if self.eval_fn is None:
             return None
-        was_training = self.model.training
-        self.model.eval()
         batches = (move_to(b, self.device) for b in itertools.islice(self.eval_loader, self.cfg.eval_batches))
-        try:
-            with torch.no_grad(), autocast(self.amp, self.device.type):
-                ev = self.eval_fn(self.model, batches)
-        finally:
-            self.model.train(was_training)
+        with evaluation_mode(self.model), torch.no_grad(), autocast(self.amp, self.device.type):
+            ev = self.eval_fn(self.model, batches)
         if not isinstance(ev, dict):
             raise TypeError(f"eval_fn must return a dict of metrics, got {type(ev).__name__}")
         self.history.evals.append({"step": self.step, **ev})

@@ -38,6 +38,7 @@ from ._checks import (
 from .attention import MultiHeadAttention
 from .kernels import add_dropout, fast_path, linear
 from .positional import PositionalEncoding
+from .utils import evaluation_mode
 
 __all__ = ["ACTIVATIONS", "get_activation", "PositionWiseFFN", "AddNorm", "EncoderBlock", "DecoderBlock",
            "TransformerEmbedding", "TransformerEncoder", "TransformerDecoder", "DecoderCache",
@@ -454,9 +455,7 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_valid_lens=None,
     restored afterwards.
     """
     _check_decode_args(model, src, bos_id, eos_id, pad_id, max_len)
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluation_mode(model):
         enc_outputs = model.encoder(src, src_valid_lens)
         batch = src.shape[0]
         out = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
@@ -472,8 +471,6 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_valid_lens=None,
             if bool(finished.all()):
                 break
         return out[:, 1:]
-    finally:
-        model.train(was_training)
 
 
 def _check_decode_args(model, src, bos_id, eos_id, pad_id, max_len) -> None:

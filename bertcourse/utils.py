@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import random
@@ -15,7 +16,7 @@ from pygments.lexers import PythonLexer
 
 from ._checks import check_bool, check_int
 
-__all__ = ["set_seed", "show_source", "hide_input_checks", "hide_fast_paths", "HIDDEN_CHECKS", "FAST_PATH", "SourceCode",
+__all__ = ["set_seed", "evaluation_mode", "show_source", "hide_input_checks", "hide_fast_paths", "HIDDEN_CHECKS", "FAST_PATH", "SourceCode",
            "cached"]
 
 
@@ -25,6 +26,21 @@ def set_seed(seed: int = 0) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+@contextlib.contextmanager
+def evaluation_mode(model):
+    """``with evaluation_mode(model):`` the model in ``eval()`` mode (dropout off) inside the
+    block, and back in the mode it had afterwards, also when the block raises. The one way the
+    package evaluates, decodes or inspects a model that may be training."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 class SourceCode:

@@ -22,7 +22,6 @@ linear probe on frozen features. This module is the fine-tuning itself, one sect
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import functools
@@ -45,7 +44,7 @@ from ..memory import release_memory
 from ..pretrain import init_bert_weights
 from ..probing import POOLINGS, LogisticRegression
 from ..reviews import Review, SentimentDataset, collate_reviews, encode_texts, review_loader, special_ids
-from ..training import TrainConfig, Trainer, autocast
+from ..training import TrainConfig, Trainer, evaluation_batches, evaluation_mode
 
 __all__ = [
     # the classifier
@@ -303,29 +302,23 @@ def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = N
     keeps whatever the caller set (the Trainer sets it)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    device = device_of(model)
-    was_training = model.training
-    model.eval()
     correct, total, loss_sum = 0, 0, 0.0
     try:
-        with torch.no_grad(), (autocast(amp, device.type) if amp is not None else _nullcontext()):
-            for batch in loader:
-                _check_batch(batch)
-                batch = move_to(batch, device)
-                logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
-                loss_sum += float(nn.functional.cross_entropy(logits, batch["labels"], reduction="sum"))
-                correct += int((logits.argmax(-1) == batch["labels"]).sum())
-                total += len(batch["labels"])
+        for batch in evaluation_batches(model, map(_checked, loader), amp=amp):
+            logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
+            loss_sum += float(nn.functional.cross_entropy(logits, batch["labels"], reduction="sum"))
+            correct += int((logits.argmax(-1) == batch["labels"]).sum())
+            total += len(batch["labels"])
     finally:
-        model.train(was_training)
         release_memory()
     if total == 0:
         raise ValueError("loader gave no batches")
     return {"acc": correct / total, "loss": loss_sum / total, "n": total}
 
 
-def _nullcontext():
-    return contextlib.nullcontext()
+def _checked(batch: dict) -> dict:
+    _check_batch(batch)
+    return batch
 
 
 def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs: int = RECIPE["epochs"],
@@ -414,23 +407,12 @@ def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str], batch_
     dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
     loader = DataLoader(dataset, batch_size=batch_size,
                         collate_fn=functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16))
-    device = device_of(model)
-    was_training = model.training
-    model.eval()
     try:
-        out = []
-        with _autocast(amp, device):
-            for batch in loader:
-                batch = move_to(batch, device)
-                out.append(model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1).cpu())
+        out = [model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1).cpu()
+               for batch in evaluation_batches(model, loader, amp=bool(amp))]
     finally:
-        model.train(was_training)
         release_memory()
     return torch.cat(out)
-
-
-def _autocast(amp, device: torch.device):
-    return autocast(bool(amp), device.type)
 
 
 @torch.no_grad()
@@ -457,12 +439,8 @@ def token_contributions(model: BERTClassifier, tokenizer, text: str, target: int
     variants = [ids] + [ids[:i] + ids[i + 1:] for i in body]
     pad = special_ids(tokenizer)["[PAD]"]
     batch = move_to(collate_reviews([(torch.tensor(v), 0) for v in variants], pad), device_of(model))
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluation_mode(model):
         probs = model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1)[:, target].cpu()
-    finally:
-        model.train(was_training)
     p, p_without = float(probs[0]), probs[1:]
     return {"pieces": pieces[1:-1], "p": p, "p_without": p_without, "contributions": p - p_without}
 

@@ -25,20 +25,20 @@ line (:mod:`bertcourse.cli`)::
 """
 from __future__ import annotations
 
-import itertools
 from typing import Iterable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import check_positive_int, check_tensor, shape_str
+from .._checks import check_tensor, shape_str
 from ..batching import trim_batch
 from ..bert import BERTModel, mlm_loss
 from ..data import IS_NEXT, NOT_NEXT, check_batch
-from ..distributed import device_of, move_to
+from ..distributed import device_of
 from ..positional import LearnedPositionalEmbedding
-from ..training import History, TrainConfig, Trainer, autocast, lr_factor, make_optimizer, optimizer_step
+from ..training import (History, TrainConfig, Trainer, autocast, evaluation_batches, lr_factor, make_optimizer,
+                        optimizer_step)
 
 __all__ = ["mlm_loss", "nsp_loss", "pretraining_losses", "init_bert_weights", "training_step",
            "pretraining_step", "mlm_accuracy", "evaluate", "nsp_predictions", "pretrain",
@@ -163,7 +163,12 @@ def mlm_accuracy(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights
     return correct.float() / real.sum().clamp(min=1)
 
 
-@torch.no_grad()
+def _trimmed(batch: dict) -> dict:
+    """A checked batch without its unused padding columns (what the evaluation loops read)."""
+    check_batch(batch)
+    return trim_batch(batch)
+
+
 def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
              amp: bool = False) -> dict:
     """Held-out metrics: ``{"mlm_acc", "nsp_acc", "mlm_loss", "nsp_loss", "num_preds",
@@ -175,35 +180,24 @@ def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
     is restored afterwards.
     """
     _check_pretraining_model(model)
-    if max_batches is not None:
-        check_positive_int("max_batches", max_batches)
-    device = device_of(model)
-    was_training = model.training
-    model.eval()
     mlm_correct = mlm_total = mlm_loss_sum = 0.0
     nsp_correct = nsp_total = nsp_loss_sum = 0.0
-    try:
-        for batch in itertools.islice(loader, max_batches):
-            check_batch(batch)
-            batch = move_to(trim_batch(batch), device)
-            with autocast(amp, device.type):
-                _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"],
-                                                  batch["valid_lens"], batch["pred_positions"])
-            mlm_logits, nsp_logits = mlm_logits.float(), nsp_logits.float()
-            w = batch["mlm_weights"].float()
-            real = w > 0
-            labels = batch["mlm_labels"]
-            per_slot = F.cross_entropy(mlm_logits.reshape(-1, mlm_logits.shape[-1]), labels.reshape(-1),
-                                       reduction="none").reshape(labels.shape)
-            mlm_loss_sum += float((per_slot * w).sum())
-            mlm_correct += float(((mlm_logits.argmax(-1) == labels) & real).sum())
-            mlm_total += float(w.sum())
-            nsp_labels = batch["nsp_labels"]
-            nsp_loss_sum += float(F.cross_entropy(nsp_logits, nsp_labels, reduction="sum"))
-            nsp_correct += float((nsp_logits.argmax(-1) == nsp_labels).sum())
-            nsp_total += len(nsp_labels)
-    finally:
-        model.train(was_training)
+    for batch in evaluation_batches(model, map(_trimmed, loader), max_batches, amp):
+        _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"],
+                                          batch["valid_lens"], batch["pred_positions"])
+        mlm_logits, nsp_logits = mlm_logits.float(), nsp_logits.float()
+        w = batch["mlm_weights"].float()
+        real = w > 0
+        labels = batch["mlm_labels"]
+        per_slot = F.cross_entropy(mlm_logits.reshape(-1, mlm_logits.shape[-1]), labels.reshape(-1),
+                                   reduction="none").reshape(labels.shape)
+        mlm_loss_sum += float((per_slot * w).sum())
+        mlm_correct += float(((mlm_logits.argmax(-1) == labels) & real).sum())
+        mlm_total += float(w.sum())
+        nsp_labels = batch["nsp_labels"]
+        nsp_loss_sum += float(F.cross_entropy(nsp_logits, nsp_labels, reduction="sum"))
+        nsp_correct += float((nsp_logits.argmax(-1) == nsp_labels).sum())
+        nsp_total += len(nsp_labels)
     if mlm_total == 0 or nsp_total == 0:
         raise ValueError("loader gave no predictions to evaluate (is it empty?)")
     return {"mlm_acc": mlm_correct / mlm_total, "nsp_acc": nsp_correct / nsp_total,
@@ -211,25 +205,16 @@ def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
             "num_preds": int(mlm_total), "num_pairs": int(nsp_total)}
 
 
-@torch.no_grad()
 def nsp_predictions(model: BERTModel, loader: Iterable) -> torch.Tensor:
     """The model's NSP label (0 = IsNext, 1 = NotNext) for every pair of ``loader``, in the
     loader's order: ``(num_pairs,)`` long. With an unshuffled loader over a
     :class:`~bertcourse.data.PretrainDataset`, entry ``i`` belongs to ``dataset.pairs[i]``.
     Runs in ``eval()`` mode and restores the model's mode afterwards."""
     _check_pretraining_model(model)
-    device = device_of(model)
-    was_training = model.training
-    model.eval()
     out = []
-    try:
-        for batch in loader:
-            check_batch(batch)
-            batch = move_to(trim_batch(batch), device)
-            encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
-            out.append(model.nsp(model.pooler(encoded)).argmax(-1))
-    finally:
-        model.train(was_training)
+    for batch in evaluation_batches(model, map(_trimmed, loader)):
+        encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
+        out.append(model.nsp(model.pooler(encoded)).argmax(-1))
     if not out:
         raise ValueError("loader gave no batches (is it empty?)")
     return torch.cat(out).cpu()
