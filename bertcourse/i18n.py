@@ -32,6 +32,8 @@ import importlib.resources
 import pathlib
 import sys
 
+import polib
+
 __all__ = ["LANGUAGES", "catalog_path", "catalog_problems", "extract_messages", "get_language",
            "gettext", "gettext_noop", "set_language", "update_catalog"]
 
@@ -72,7 +74,6 @@ def catalog_path(lang: str = "zh") -> pathlib.Path:
 
 
 def _read_catalog(path=None):
-    import polib      # here, not at the top: English needs no catalog (and no polib)
     if path is None:
         resource = importlib.resources.files("bertcourse")      # one joinpath step at a time (Python 3.9)
         for part in ("locale", "zh", "LC_MESSAGES", f"{DOMAIN}.po"):

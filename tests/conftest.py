@@ -18,11 +18,11 @@ ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
 
 def pytest_generate_tests(metafunc):
     # A test that takes `course_notebook` runs once per chapter, so it grows as chapters land;
-    # `zh_notebook`: once per chapter of the Chinese edition.
+    # `zh_course_notebook`: once per chapter of the Chinese edition.
     if "course_notebook" in metafunc.fixturenames:
         metafunc.parametrize("course_notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-    if "zh_notebook" in metafunc.fixturenames:
-        metafunc.parametrize("zh_notebook", ZH_NOTEBOOKS, ids=[f"zh/{p.name}" for p in ZH_NOTEBOOKS])
+    if "zh_course_notebook" in metafunc.fixturenames:
+        metafunc.parametrize("zh_course_notebook", ZH_NOTEBOOKS, ids=[f"zh/{p.name}" for p in ZH_NOTEBOOKS])
 
 
 @pytest.fixture(scope="session")

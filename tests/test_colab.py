@@ -237,7 +237,7 @@ NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"
 def colab_nbval(colab_env, asked_for):
     """One nbval run over every notebook this session's tests ask for (kernel start-up and
     imports are paid once per notebook, not once per test)."""
-    wanted = asked_for(NBVAL_TEST, "zh_notebook")
+    wanted = asked_for(NBVAL_TEST, "zh_course_notebook")
     plan = colab_check.capability_plan()
     run = colab_check.run_nbval(colab_env.python, wanted, env=plan.env if plan else None,
                                 probe=colab_check.colab_probe(colab_env.versions))
@@ -260,13 +260,13 @@ def test_every_chapter_has_its_chinese_edition_for_the_colab_run():
     assert zh == sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def test_notebook_passes_nbval_with_colabs_versions(zh_notebook, colab_env, colab_nbval, record_property):
+def test_notebook_passes_nbval_with_colabs_versions(zh_course_notebook, colab_env, colab_nbval, record_property):
     """nbval on the Chinese edition of each chapter with Colab's versions and lower CPU kernels.
     Its code cells are the English ones (tools/i18n.py check proves it) plus the language switch,
     so this is the English chapter's code in Colab's environment; the English notebook itself is
     compared in the main run."""
     run, plan = colab_nbval
-    name = zh_notebook.name
+    name = zh_course_notebook.name
     cells = run.cells.get(name, [])
     assert cells, f"{name}: nbval ran no cell:\n{run.output[-3000:]}"
     probe = run.probes.get(name, {})
