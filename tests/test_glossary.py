@@ -1,5 +1,6 @@
-"""Every chapter ends with a glossary (词汇表) and a Chinese summary (本章小结), and GLOSSARY.md
-is generated from the glossary cells, so the two cannot drift apart.
+"""Every chapter ends with a glossary (词汇表), and GLOSSARY.md is generated from the glossary
+cells, so the two cannot drift apart. The chapter's Chinese summary is the Chinese edition's 小结
+(the translation of the English "Summary"), not a second summary in the English notebook.
 
 To change a term: edit the chapter's glossary cell, then run `python tools/make_glossary.py`.
 """
@@ -39,14 +40,39 @@ def test_every_chapter_has_a_glossary(course_notebook, make_glossary):
         assert "† not a d2l-zh term" in text, f"{course_notebook.name}: explain the † under the table"
 
 
-def test_every_chapter_has_a_chinese_summary(course_notebook, make_glossary):
+# The Chinese summary the English notebooks used to end with; it moved into the Chinese edition.
+OLD_SUMMARY_HEADING = "### 本章小结"
+# The heading of the Chinese edition's summary: "## 小结" or, in numbered chapters, "## 10. 小结".
+ZH_SUMMARY_HEADING = re.compile(r"#{2,3} (?:\d+\. )?小结")
+
+
+def test_the_english_chapter_carries_no_chinese_summary(course_notebook):
     nb = nbformat.read(course_notebook, as_version=4)
-    text = make_glossary.section(nb, make_glossary.SUMMARY_HEADING)
-    assert text is not None, (f"{course_notebook.name} has no Chinese summary: add a markdown cell "
-                              f"that starts with the line {make_glossary.SUMMARY_HEADING!r}")
-    bullets = [line for line in text.splitlines() if line.startswith("* ")]
+    found = [cell.id for cell in nb.cells if cell.cell_type == "markdown"
+             and any(line.strip() == OLD_SUMMARY_HEADING for line in cell.source.splitlines())]
+    assert not found, (f"{course_notebook.name}: cell(s) {found} hold a {OLD_SUMMARY_HEADING!r}; the "
+                       f"Chinese summary is the Chinese edition's 小结 (translate the English Summary)")
+
+
+def test_every_chinese_chapter_has_a_summary(zh_notebook):
+    nb = nbformat.read(zh_notebook, as_version=4)
+    bodies = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        lines = cell.source.splitlines()
+        for i, line in enumerate(lines):
+            if ZH_SUMMARY_HEADING.fullmatch(line.strip()):
+                body = []
+                for rest in lines[i + 1:]:
+                    if re.match(r"#{1,3} ", rest):
+                        break
+                    body.append(rest)
+                bodies.append(body)
+    assert len(bodies) == 1, f"zh/{zh_notebook.name}: {len(bodies)} sections headed 小结, expected 1"
+    bullets = [line for line in bodies[0] if line.startswith("* ")]
     assert len(bullets) >= 3 and all(CJK.search(b) for b in bullets), \
-        f"{course_notebook.name}: the 本章小结 needs at least 3 bullet points in Chinese"
+        f"zh/{zh_notebook.name}: the 小结 needs at least 3 bullet points in Chinese"
 
 
 def test_glossary_md_is_what_make_glossary_writes(make_glossary):

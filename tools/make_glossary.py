@@ -6,9 +6,10 @@
 Every chapter ends with a glossary: a markdown section under the line GLOSSARY_HEADING that
 holds one table with the header TABLE_HEADER — the English term, the Chinese term that d2l-zh
 (《动手学深度学习》) uses, and one line of meaning. A Chinese term that d2l-zh does not use is
-marked with a dagger (†). After it comes a section under SUMMARY_HEADING, the chapter's summary
-in Chinese. (A section runs from its heading line to the next heading of level 1 to 3 or the
-end of the cell; the course puts each in a cell of its own.) GLOSSARY.md collects every chapter's table, in chapter order,
+marked with a dagger (†). The chapter's summary in Chinese is not here: it is the Chinese
+edition's translation of the English "Summary" (小结, see CONTRIBUTING.md, "Translating"). (A
+section runs from its heading line to the next heading of level 1 to 3 or the end of the cell;
+the course puts the glossary in a cell of its own.) GLOSSARY.md collects every chapter's table, in chapter order,
 followed by an index of all terms; tests/test_glossary.py checks that it is up to date and
 that no chapter lacks a glossary. Never edit GLOSSARY.md by hand: edit the notebook, then run
 this script.
@@ -23,7 +24,6 @@ import nbformat
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GLOSSARY_HEADING = "### Glossary (词汇表)"
-SUMMARY_HEADING = "### 本章小结"
 TABLE_HEADER = "| English | 中文 (d2l-zh) | meaning |"
 DAGGER = "†"
 
