@@ -179,7 +179,6 @@ def update_catalog(path=None, root=None) -> tuple[int, int]:
     add new strings untranslated, record where each is used, mark entries that no code
     uses obsolete (kept at the end of the file, so an edited string's old translation is
     still there to copy). Returns ``(added, made_obsolete)``."""
-    import polib
     path = catalog_path() if path is None else pathlib.Path(path)
     catalog = _read_catalog(path) if path.is_file() else polib.POFile()
     if not path.is_file():
