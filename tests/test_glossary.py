@@ -54,8 +54,8 @@ def test_the_english_chapter_carries_no_chinese_summary(course_notebook):
                        f"Chinese summary is the Chinese edition's 小结 (translate the English Summary)")
 
 
-def test_every_chinese_chapter_has_a_summary(zh_notebook):
-    nb = nbformat.read(zh_notebook, as_version=4)
+def test_every_chinese_chapter_has_a_summary(zh_course_notebook):
+    nb = nbformat.read(zh_course_notebook, as_version=4)
     bodies = []
     for cell in nb.cells:
         if cell.cell_type != "markdown":
@@ -69,10 +69,10 @@ def test_every_chinese_chapter_has_a_summary(zh_notebook):
                         break
                     body.append(rest)
                 bodies.append(body)
-    assert len(bodies) == 1, f"zh/{zh_notebook.name}: {len(bodies)} sections headed 小结, expected 1"
+    assert len(bodies) == 1, f"zh/{zh_course_notebook.name}: {len(bodies)} sections headed 小结, expected 1"
     bullets = [line for line in bodies[0] if line.startswith("* ")]
     assert len(bullets) >= 3 and all(CJK.search(b) for b in bullets), \
-        f"zh/{zh_notebook.name}: the 小结 needs at least 3 bullet points in Chinese"
+        f"zh/{zh_course_notebook.name}: the 小结 needs at least 3 bullet points in Chinese"
 
 
 def test_glossary_md_is_what_make_glossary_writes(make_glossary):
