@@ -22,8 +22,8 @@ standard error in ``benchmarks/README.md`` is the second. The bag of words and t
 convex fits (full-batch L-BFGS from zeros) and do not depend on the seed at all.
 
 Results go to ``benchmarks/spread.json`` after every method, so an interrupted run loses at
-most the method it was in. A script, not a test: one (configuration, seed) takes 1.5-5 minutes
-on one thread.
+most the method it was in. A script, not a test: one (configuration, seed) is a few CPU-minutes on
+one thread (float32 about twice bf16); on the shared 2-core machine they took 15 to 40 minutes each.
 """
 from __future__ import annotations
 
