@@ -24,6 +24,17 @@ SHARED = {  # the test files with one expensive session fixture each
 }
 
 
+# The edit-test loop's quick tier, `pytest tests -m "not slow"` (CONTRIBUTING.md): everything but
+# the notebooks and these files, which run notebooks, browsers, subprocesses or trainings.
+SLOW_FILES = {"test_browser.py", "test_book.py", "test_colab.py", "test_portability.py", "test_distributed.py",
+              "test_finetune.py", "test_training.py", "test_checkpoints.py", "test_cli.py", "test_hf_weights.py",
+              "test_probing.py", "test_public_inputs.py", "test_spread.py", "test_seq2seq.py"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: not in the quick tier (pytest tests -m 'not slow')")
+
+
 def _in_ci() -> bool:       # as tests/ci.py's in_ci
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
@@ -45,6 +56,13 @@ def stage_of(path: pathlib.Path) -> str:
 
 
 _STAGE_SECONDS: dict = {}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        path = pathlib.Path(str(item.fspath))
+        if path.suffix == ".ipynb" or path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_runtest_logreport(report):
