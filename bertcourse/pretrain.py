@@ -31,7 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_positive_int, check_tensor, shape_str
+from ._checks import (check_finite_number, check_instance, check_optimizer, check_positive_int, check_tensor,
+                      shape_str)
 from .bert import BERTModel
 from .data import IS_NEXT, NOT_NEXT, check_batch
 from .distributed import device_of, move_to
@@ -149,6 +150,8 @@ def init_bert_weights(model: nn.Module, std: float = 0.02) -> nn.Module:
     ``sqrt(num_hiddens)`` and the first MLM loss is far above ``ln(vocab)``. With std 0.02
     the first predictions are nearly uniform and the loss starts at ``ln(vocab)``.
     """
+    check_instance("model", model, nn.Module, "e.g. a bertcourse BERTModel")
+    check_finite_number("std", std, low=0, low_open=True)
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Embedding)):
             module.weight.normal_(0.0, std)
@@ -168,6 +171,7 @@ def training_step(model: BERTModel, optimizer: torch.optim.Optimizer, batch: dic
                   amp: bool = False, clip: float | None = 1.0, fused: bool = True) -> dict:
     """One full training step: forward, both losses, backward, clip, optimizer step.
     Returns the losses as floats ``{"loss", "mlm_loss", "nsp_loss", "grad_norm"}``."""
+    check_optimizer("optimizer", optimizer)     # before the forward pass, not deep inside the step
     losses = pretraining_losses(model, batch, amp=amp, fused=fused)
     grad_norm = optimizer_step(optimizer, losses["loss"], clip)     # backward, clip, step
     return {**{k: float(v.detach()) for k, v in losses.items()}, "grad_norm": grad_norm}

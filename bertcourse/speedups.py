@@ -22,7 +22,7 @@ import platform
 import torch
 import torch.nn.functional as F
 
-from ._checks import check_bool, check_positive_int, check_probability, check_tensor, shape_str
+from ._checks import check_bool, check_int_list, check_positive_int, check_probability, check_tensor, shape_str
 from .attention import MultiHeadAttention, key_mask
 from .data import check_batch
 from .transformer import EncoderBlock, get_activation
@@ -96,7 +96,7 @@ class LengthBucketSampler(torch.utils.data.Sampler):
             raise ValueError(f"rank must be in 0..world_size-1 = 0..{world_size - 1}, got {rank}")
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-        self.lengths = torch.as_tensor(lengths)
+        self.lengths = torch.tensor(check_int_list("lengths", lengths, low=0), dtype=torch.long)
         if self.lengths.dim() != 1 or len(self.lengths) == 0:
             raise ValueError(f"lengths must be a non-empty 1-D sequence, got shape {shape_str(self.lengths)}")
         self.batch_size, self.pool_batches = batch_size, pool_batches

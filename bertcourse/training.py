@@ -35,7 +35,7 @@ from typing import Callable, Iterable
 import torch
 from torch import nn
 
-from ._checks import check_finite_number, check_positive_int
+from ._checks import check_betas, check_finite_number, check_optimizer, check_positive_int
 from .attention import inspect_attention
 from .distributed import agree, data_parallel, move_to, resolve_device, step_seed, world
 
@@ -142,6 +142,10 @@ def make_optimizer(model: nn.Module, lr: float = 1e-3, weight_decay: float = 0.0
     layer-norm parameters are not decayed (as in BERT). Frozen parameters are left out."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_finite_number("lr", lr, low=0, low_open=True)
+    check_finite_number("weight_decay", weight_decay, low=0)
+    betas = check_betas("betas", betas)
+    check_finite_number("eps", eps, low=0, low_open=True)
     decay, no_decay = [], []
     for p in model.parameters():     # a tied weight appears once
         if p.requires_grad:
@@ -180,6 +184,9 @@ def lr_factor(step: int, progress: float, warmup_steps: int, final_ratio: float 
 def optimizer_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, clip: float | None = 1.0) -> float:
     """Backward pass, gradient clipping and one optimizer step; returns the gradient norm
     (before clipping). The gradients are cleared first, so nothing accumulates by accident."""
+    check_optimizer("optimizer", optimizer)
+    if clip is not None:
+        check_finite_number("clip", clip, low=0, low_open=True)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
