@@ -185,6 +185,9 @@ def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
     _need_tolerance("compare_tensors", "rtol", rtol)
     if not isinstance(got, torch.Tensor):
         raise CheckFailed(f"{what}: expected a torch.Tensor, got {type(got).__name__}")
+    if type(got) not in (torch.Tensor, torch.nn.Parameter):   # a subclass can override every comparison
+        raise CheckFailed(f"{what}: expected a plain torch.Tensor, got the subclass {type(got).__name__}; "
+                          f"return the values as a torch.Tensor")
     if got.is_meta:
         raise CheckFailed(f"{what}: you returned a tensor on the 'meta' device, which has a shape "
                           f"but no values; compute the values.")
@@ -239,7 +242,26 @@ def equal_values(message: str | Callable[[Any, Any, str], str] =
     return compare
 
 
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+
+
+def _plain(x) -> bool:
+    """True for built-in values (exact types, not subclasses) and lists, tuples and dicts of them."""
+    if type(x) in _PLAIN:
+        return True
+    if type(x) in (list, tuple):
+        return all(_plain(v) for v in x)
+    if type(x) is dict:
+        return all(_plain(k) and _plain(v) for k, v in x.items())
+    return False
+
+
 def _plain_equal(got, expected) -> bool:
+    # `got == expected` asks `got` first: an object whose __eq__ always says True (or a
+    # subclass of int or str that does) would pass every case. So `got` must be a plain
+    # value where a plain value is expected, and of the expected type otherwise.
+    if not (_plain(got) if _plain(expected) else type(got) is type(expected)):
+        return False
     try:
         same = got == expected
         return same if isinstance(same, bool) else False
