@@ -97,10 +97,14 @@ def check_int(name: str, value, *, low: int | None = None, high: int | None = No
         raise ValueError(f"{name} must be an int with {lo}{name}{hi}, got {value}")
 
 
-def check_bool(name: str, value) -> None:
-    """Raise TypeError unless ``value`` is True or False (``"no"`` would count as true)."""
+def check_bool(name: str, value, *, allow_none: bool = False) -> None:
+    """Raise TypeError unless ``value`` is True or False (``"no"`` would count as true), or
+    None where ``allow_none`` (None meaning "decide for me", e.g. ``amp=None``)."""
+    if allow_none and value is None:
+        return
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} ({value!r})")
+        extra = ", or None" if allow_none else ""
+        raise TypeError(f"{name} must be True or False{extra}, got {type(value).__name__} ({value!r})")
 
 
 def check_choice(name: str, value, choices) -> None:

@@ -33,7 +33,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from ._checks import check_bool, check_choice, check_positive_int, check_tensor, shape_str
+from ._checks import (check_bool, check_choice, check_finite_number, check_instance, check_positive_int,
+                      check_tensor, shape_str)
 from .bert import BERTConfig, BERTEncoder, Pooler
 from .distributed import device_of, move_to
 from .memory import release_memory
@@ -208,6 +209,7 @@ def build_classifier(source="minilm", num_classes: int = 2, pooling: str = "mean
 
     The new head is initialised from ``seed``. The classifier is in training mode.
     """
+    check_positive_int("seed", seed, allow_zero=True)
     import copy
 
     from .hf_weights import Pretrained, load_pretrained
@@ -300,6 +302,7 @@ def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = N
     Runs in ``eval()`` mode (dropout off) without gradients and puts the model's mode back
     afterwards. ``amp``: ``True``/``False`` to switch bf16 autocast on or off here; ``None``
     keeps whatever the caller set (the Trainer sets it)."""
+    check_bool("amp", amp, allow_none=True)
     from .training import autocast
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -362,8 +365,11 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     check_positive_int("evals_per_epoch", evals_per_epoch)
     check_bool("train_word_embeddings", train_word_embeddings)
     check_bool("checkpointing", checkpointing)
-    if isinstance(warmup_ratio, bool) or not isinstance(warmup_ratio, (int, float)) or not 0 <= warmup_ratio <= 1:
-        raise ValueError(f"warmup_ratio must be a number in [0, 1], got {warmup_ratio!r}")
+    check_finite_number("warmup_ratio", warmup_ratio, low=0, high=1)
+    check_positive_int("seed", seed, allow_zero=True)
+    check_bool("progress", progress)
+    check_bool("plot", plot)
+    check_instance("desc", desc, str, "the progress bar's label")
     train_loader = review_loader(train, tokenizer, batch_size, shuffle=True, seed=seed)
     steps = epochs * len(train_loader)
     # evaluation in batches of the training size: fewer padded tokens than larger batches (so
@@ -408,6 +414,9 @@ def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str], batch_
                   allow_untrained: bool = False, amp: bool = False) -> torch.Tensor:
     """Class probabilities ``(len(texts), num_classes)`` (column 1 = P(positive)), in eval
     mode. Raises :class:`UntrainedClassifierError` for a classifier that was never trained."""
+    check_positive_int("batch_size", batch_size)
+    check_bool("allow_untrained", allow_untrained)
+    check_bool("amp", amp)
     if isinstance(texts, str):
         raise TypeError("texts must be a list of str; wrap a single text in a list: [text]")
     _check_trained(model, allow_untrained)
@@ -447,6 +456,7 @@ def token_contributions(model: BERTClassifier, tokenizer, text: str, target: int
     Returns ``{"pieces": [str], "p": float, "p_without": (n,) tensor, "contributions": (n,) tensor}``.
     One batch of ``n + 1`` sentences, in eval mode and float32.
     """
+    check_bool("allow_untrained", allow_untrained)
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     _check_trained(model, allow_untrained)
@@ -535,6 +545,11 @@ def encoder_parameters(vocab_size: int, hidden: int, layers: int, ffn: int | Non
     Embeddings (token, position, segment; ``embedding_size`` < ``hidden`` adds ALBERT's
     projection) + layer norm, ``layers`` blocks (four ``hidden²`` attention projections,
     two FFN layers, two layer norms; one block if ``shared_layers``) and the pooler."""
+    for name, v in (("ffn", ffn), ("embedding_size", embedding_size)):
+        if v is not None:
+            check_positive_int(name, v)
+    check_bool("shared_layers", shared_layers)
+    check_bool("pooler", pooler)
     for name, v in (("vocab_size", vocab_size), ("hidden", hidden), ("layers", layers),
                     ("max_positions", max_positions)):
         check_positive_int(name, v)

@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import (check_finite_number, check_instance, check_optimizer, check_positive_int, check_tensor,
-                      shape_str)
+from ._checks import (check_bool, check_finite_number, check_instance, check_optimizer, check_positive_int,
+                      check_tensor, shape_str)
 from .bert import BERTModel
 from .data import IS_NEXT, NOT_NEXT, check_batch
 from .distributed import device_of, move_to
@@ -114,6 +114,8 @@ def pretraining_losses(model: BERTModel, batch: dict, amp: bool = False,
     materialising the ``(predictions, vocab)`` logits
     (:func:`~bertcourse.speedups.fused_mlm_loss`). ``fused=False``: the model's own forward.
     """
+    check_bool("amp", amp)
+    check_bool("fused", fused)
     check_batch(batch)
     _check_pretraining_model(model)
     batch = trim_batch(batch)
@@ -171,6 +173,8 @@ def training_step(model: BERTModel, optimizer: torch.optim.Optimizer, batch: dic
                   amp: bool = False, clip: float | None = 1.0, fused: bool = True) -> dict:
     """One full training step: forward, both losses, backward, clip, optimizer step.
     Returns the losses as floats ``{"loss", "mlm_loss", "nsp_loss", "grad_norm"}``."""
+    check_bool("amp", amp)
+    check_bool("fused", fused)
     check_optimizer("optimizer", optimizer)     # before the forward pass, not deep inside the step
     losses = pretraining_losses(model, batch, amp=amp, fused=fused)
     grad_norm = optimizer_step(optimizer, losses["loss"], clip)     # backward, clip, step
@@ -181,6 +185,7 @@ def pretraining_step(fused: bool = True):
     """The step function the shared :class:`~bertcourse.training.Trainer` calls:
     ``step(model, batch) -> {"loss", "mlm_loss", "nsp_loss"}`` (the Trainer does the
     backward pass, the clipping and the optimizer step, and autocast when ``amp`` is on)."""
+    check_bool("fused", fused)
     def step(model, batch):
         return pretraining_losses(model, batch, fused=fused)
     return step
@@ -218,6 +223,7 @@ def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
     ``eval()`` mode (no dropout: training mode would make the numbers noisy) and its mode
     is restored afterwards.
     """
+    check_bool("amp", amp)
     _check_pretraining_model(model)
     if max_batches is not None:
         check_positive_int("max_batches", max_batches)
@@ -296,6 +302,9 @@ def pretrain(model: BERTModel, train_loader: Iterable, eval_loader: Iterable | N
     (the model keeps what it learned; ``history.stopped_by == "interrupt"``). It trains on
     ``cfg.device`` and comes back to where it was.
     """
+    check_bool("progress", progress)
+    check_bool("plot", plot)
+    check_bool("fused", fused)
     _check_pretraining_model(model)
     eval_fn = None if eval_loader is None else evaluate
     home = device_of(model)

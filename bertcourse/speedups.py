@@ -130,6 +130,7 @@ def bucketed_loader(dataset, batch_size: int, seed: int = 0, pool_batches: int =
     hold pairs of similar length (:class:`LengthBucketSampler`), seeded by ``seed``. With
     ``world_size`` processes, process ``rank`` gets its share (every process must pass the
     same ``seed``)."""
+    check_positive_int("seed", seed, allow_zero=True)
     lengths = getattr(dataset, "lengths", None)   # a PretrainDataset knows them; others are read
     if lengths is None:
         lengths = [int(dataset[i]["valid_lens"]) for i in range(len(dataset))]
@@ -458,6 +459,8 @@ def fused_mlm_loss(features: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
     benchmark CPU; 32 and 256 were 10-30 % slower), gradients turned into products every
     ``block`` rows.
     """
+    check_positive_int("chunk", chunk)
+    check_positive_int("block", block)
     check_tensor("features", features, ndim=3, expected="(batch, num_preds, num_hiddens)", floating=True)
     batch, num_preds, d = features.shape
     check_tensor("weight", weight, ndim=2, expected=f"(vocab, num_hiddens={d})", floating=True)

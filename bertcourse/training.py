@@ -35,7 +35,8 @@ from typing import Callable, Iterable
 import torch
 from torch import nn
 
-from ._checks import check_betas, check_finite_number, check_optimizer, check_positive_int
+from ._checks import (check_betas, check_bool, check_finite_number, check_instance, check_optimizer,
+                      check_positive_int)
 from .attention import inspect_attention
 from .distributed import agree, data_parallel, move_to, resolve_device, step_seed, world
 
@@ -133,6 +134,8 @@ def cpu_has_fast_bf16() -> bool:
 
 def autocast(amp: bool, device_type: str = "cpu"):
     """bf16 autocast on ``device_type`` (``"cpu"`` or ``"cuda"``) when ``amp`` is true, else nothing."""
+    check_bool("amp", amp)
+    check_instance("device_type", device_type, str, "'cpu' or 'cuda'")
     return torch.autocast(device_type, dtype=torch.bfloat16) if amp else contextlib.nullcontext()
 
 
@@ -413,6 +416,7 @@ class Trainer:
                  cfg: TrainConfig | None = None, *, eval_loader: Iterable | None = None,
                  eval_fn: Callable | None = None, optimizer: torch.optim.Optimizer | None = None,
                  desc: str = "training"):
+        check_instance("desc", desc, str, "the progress bar's label")
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if not callable(step_fn):
@@ -570,6 +574,8 @@ class Trainer:
         call and carried over from one ``fit`` to the next (and through ``state_dict``).
         Under torchrun, only rank 0 shows the progress bar and the plot.
         """
+        check_bool("progress", progress)
+        check_bool("plot", plot)
         gpu = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=gpu):
             if self._rng_state is None:

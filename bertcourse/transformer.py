@@ -329,6 +329,7 @@ class DecoderCache:
     """
 
     def __init__(self, num_blks: int):
+        check_positive_int("num_blks", num_blks)
         self.blocks: list[dict] = [{} for _ in range(num_blks)]
 
     def __len__(self) -> int:
@@ -440,6 +441,7 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_valid_lens=None,
     sequence has produced ``<eos>``). The model is put in eval mode for the call and
     restored afterwards.
     """
+    check_bool("use_cache", use_cache)
     _check_decode_args(model, src, bos_id, eos_id, pad_id, max_len)
     was_training = model.training
     model.eval()

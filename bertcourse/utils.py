@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import torch
 
-from ._checks import check_bool, check_int
+from ._checks import check_bool, check_instance, check_int
 
 __all__ = ["set_seed", "show_source", "hide_input_checks", "HIDDEN_CHECKS", "SourceCode", "cached"]
 
@@ -28,6 +28,8 @@ class SourceCode:
     elsewhere (on GitHub, in a terminal, in nbval's comparison)."""
 
     def __init__(self, source: str, name: str = ""):
+        check_instance("source", source, str, "Python source text")
+        check_instance("name", name, str)
         self.source, self.name = source, name
 
     def __repr__(self) -> str:
@@ -95,6 +97,7 @@ def _is_super_init(stmt: ast.stmt) -> bool:
 def hide_input_checks(source: str) -> str:
     """``source`` (dedented Python) without the input checks at the top of each function body;
     each run of hidden statements is replaced by the line :data:`HIDDEN_CHECKS`."""
+    check_instance("source", source, str, "Python source text")
     tree = ast.parse(source)
     runs = []                                   # (first line, last line, indent), 1-based
     for node in ast.walk(tree):

@@ -70,6 +70,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from .._checks import check_bool, check_choice, check_finite_number, check_int, check_positive_int  # noqa: F401
 from .mutation import changed_arguments, in_place_detail
 
 __all__ = ["CheckFailed", "CheckResult", "Exercise", "NotAttempted", "Symptom", "as_number",

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from ..analysis import (MASK, attention_maps, check_mlm_model, encode_words, fill_mask, fill_mask_tokens,
                         hf_tokenizer, mask_word)
-from .._checks import check_tensor
+from .._checks import check_int, check_tensor
 from ..bert import BERTModel
 from . import FigureWidget
 from .drawing import draw_message
@@ -104,6 +104,7 @@ class FillMaskPlayground(FigureWidget):
 
     def __init__(self, model: BERTModel, tokenizer, text: str = "the capital of [MASK] is a big town.",
                  top_k: int = 5):
+        check_int("top_k", top_k, low=1, high=10)     # the slider's range
         check_mlm_model(model)
         hf_tokenizer(tokenizer)
         self.model, self.tokenizer = model, tokenizer

@@ -24,6 +24,7 @@ import ipywidgets as W
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from .._checks import check_int
 from ..bert import get_tokens_and_segments
 from ..data import (IS_NEXT, NOT_NEXT, WordPieceTokenizer, generate_corpus, get_tokenizer, sample_pair,
                     truncate_pair)
@@ -127,6 +128,8 @@ class PairSampler(FigureWidget):
 
     def __init__(self, tokenizer: WordPieceTokenizer | None = None, paragraphs=None,
                  seed: int = 0, max_len: int = 32):
+        check_int("seed", seed, low=0, high=99)     # the sliders' ranges
+        check_int("max_len", max_len, low=8, high=48)
         self.tokenizer = tokenizer if tokenizer is not None else get_tokenizer(0)
         self.paragraphs = paragraphs if paragraphs is not None else generate_corpus(0).train
         style = {"description_width": "70px"}
