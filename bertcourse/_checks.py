@@ -279,6 +279,7 @@ def check_tokenizer_fits(tokenizer, model) -> None:
     not keep more tokens than the model has positions (``max_len``). A pair that was not
     trained together fails here with both numbers, instead of an index error deep inside."""
     config = getattr(model, "config", None)
+    config = getattr(config, "bert", config)     # a classifier's config holds its encoder's
     if not hasattr(config, "vocab_size") or not hasattr(config, "max_len"):
         raise TypeError(f"model must be a bertcourse BERTModel (with a config), got {type(model).__name__}")
     n = vocab_size_of(tokenizer)

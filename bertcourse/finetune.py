@@ -34,7 +34,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 from ._checks import (check_bool, check_choice, check_finite_number, check_instance, check_positive_int,
-                      check_tensor, shape_str)
+                      check_tensor, check_tokenizer_fits, shape_str)
 from .bert import BERTConfig, BERTEncoder, Pooler
 from .distributed import device_of, move_to
 from .memory import release_memory
@@ -361,6 +361,7 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     from .training import TrainConfig, Trainer
     if not isinstance(model, BERTClassifier):
         raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
+    check_tokenizer_fits(tokenizer, model)
     check_positive_int("epochs", epochs)
     check_positive_int("evals_per_epoch", evals_per_epoch)
     check_bool("train_word_embeddings", train_word_embeddings)
@@ -420,6 +421,7 @@ def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str], batch_
     if isinstance(texts, str):
         raise TypeError("texts must be a list of str; wrap a single text in a list: [text]")
     _check_trained(model, allow_untrained)
+    check_tokenizer_fits(tokenizer, model)
     dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
     loader = DataLoader(dataset, batch_size=batch_size,
                         collate_fn=functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16))
@@ -460,6 +462,7 @@ def token_contributions(model: BERTClassifier, tokenizer, text: str, target: int
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     _check_trained(model, allow_untrained)
+    check_tokenizer_fits(tokenizer, model)
     n_classes = model.config.num_classes if hasattr(model, "config") else 2
     if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < n_classes:
         raise ValueError(f"target must be a class index in 0..{n_classes - 1}, got {target!r}")

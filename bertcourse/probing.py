@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from ._checks import (check_bool, check_choice, check_finite_number, check_positive_int, check_tensor,
-                      shape_str)
+                      check_tokenizer_fits, shape_str)
 from .bert import BERTEncoder
 from .distributed import device_of, move_to
 from .reviews import Review, SentimentDataset, collate_reviews, load_sentiment, stratified_indices
@@ -155,6 +155,7 @@ def sentence_features(model, tokenizer, texts: Sequence[str], pooling: str = "me
     encoder = getattr(model, "encoder", None)
     if not isinstance(encoder, BERTEncoder):
         raise TypeError(f"model must be a BERTModel or BERTClassifier, got {type(model).__name__}")
+    check_tokenizer_fits(tokenizer, model)
     pooler = getattr(model, "pooler", None)
     if pooling in ("cls", "both") and pooler is None:
         raise ValueError(f"pooling={pooling!r} needs a model with a pooler (model.pooler is None)")

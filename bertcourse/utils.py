@@ -139,6 +139,10 @@ def cached(fn):
     def wrapper(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
+        try:
+            hash((bound.args, tuple(bound.kwargs.items())))
+        except TypeError:       # e.g. a list for a seed: the function's own checks say what is wrong
+            return fn(*bound.args, **bound.kwargs)
         return cached(*bound.args, **bound.kwargs)
 
     wrapper.cache_clear = cached.cache_clear

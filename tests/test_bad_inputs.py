@@ -839,7 +839,22 @@ ISSUE_23 = [
         lambda e: A.fill_mask(e.bert, e.tok, "the [MASK]")),
     row("attention_maps-tokenizer-model-mismatch", VE, ("tokenizer", "vocab_size=50"),
         lambda e: A.attention_maps(e.bert, e.tok, "the cat")),
+    row("predict_proba-tokenizer-model-mismatch", VE, ("tokenizer", "vocab_size=50"),
+        lambda e: _finetune().predict_proba(_finetune().BERTClassifier(_finetune().ClassifierConfig(e.cfg)), e.tok,
+                                            ["the cat"], allow_untrained=True)),
+    row("sentence_features-tokenizer-model-mismatch", VE, ("tokenizer", "vocab_size=50"),
+        lambda e: _probing().sentence_features(e.bert, e.tok, ["the cat"])),
 ]
+
+
+def _finetune():
+    from bertcourse import finetune
+    return finetune
+
+
+def _probing():
+    from bertcourse import probing
+    return probing
 
 
 def _speedups():
