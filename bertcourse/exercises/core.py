@@ -72,6 +72,7 @@ import torch
 
 from .._checks import check_bool, check_choice, check_finite_number, check_int, check_positive_int  # noqa: F401
 from .mutation import changed_arguments, in_place_detail
+from .values import plain_equal
 
 __all__ = ["CheckFailed", "CheckResult", "Exercise", "NotAttempted", "Symptom", "as_number",
            "call_answer", "compare_tensors", "equal_values", "expect_raises", "message_of",
@@ -143,8 +144,8 @@ def _need_args(function: str, args) -> tuple:
 
 def _need_tolerance(function: str, name: str, value) -> None:
     _need(isinstance(value, numbers.Real) and not isinstance(value, bool), function, name, "a number", value)
-    if not value >= 0:
-        raise ValueError(f"{function}: {name} must be >= 0, got {value!r}")
+    if not (value >= 0 and math.isfinite(value)):          # an infinite tolerance would pass anything
+        raise ValueError(f"{function}: {name} must be a finite number >= 0, got {value!r}")
 
 
 # --- Seeded inputs ---
@@ -166,6 +167,8 @@ def randn(*shape: int, seed: int | torch.Generator, scale: float = 1.0) -> torch
         if n < 0:
             raise ValueError(f"randn: shape[{i}] must be >= 0, got {n}")
     _need(isinstance(scale, numbers.Real) and not isinstance(scale, bool), "randn", "scale", "a number", scale)
+    if not math.isfinite(scale):
+        raise ValueError(f"randn: scale must be a finite number, got {scale}")
     generator = seed if isinstance(seed, torch.Generator) else seeded(seed)
     return torch.randn(*shape, generator=generator) * scale
 
@@ -233,7 +236,7 @@ def equal_values(message: str | Callable[[Any, Any, str], str] =
     _need(show is None or callable(show), "equal_values", "show", "a function or None", show)
 
     def compare(got, expected, where: str) -> None:
-        if _plain_equal(got, expected):
+        if plain_equal(got, expected):
             return
         if callable(message):
             raise CheckFailed(message(got, expected, where))
@@ -241,33 +244,6 @@ def equal_values(message: str | Callable[[Any, Any, str], str] =
         raise CheckFailed(message.format(where=where, expected=e, got=g))
 
     return compare
-
-
-_PLAIN = (bool, int, float, complex, str, bytes, type(None))
-
-
-def _plain(x) -> bool:
-    """True for built-in values (exact types, not subclasses) and lists, tuples and dicts of them."""
-    if type(x) in _PLAIN:
-        return True
-    if type(x) in (list, tuple):
-        return all(_plain(v) for v in x)
-    if type(x) is dict:
-        return all(_plain(k) and _plain(v) for k, v in x.items())
-    return False
-
-
-def _plain_equal(got, expected) -> bool:
-    # `got == expected` asks `got` first: an object whose __eq__ always says True (or a
-    # subclass of int or str that does) would pass every case. So `got` must be a plain
-    # value where a plain value is expected, and of the expected type otherwise.
-    if not (_plain(got) if _plain(expected) else type(got) is type(expected)):
-        return False
-    try:
-        same = got == expected
-        return same if isinstance(same, bool) else False
-    except Exception:
-        return False
 
 
 def as_number(got, where: str, whole: bool = False):
@@ -289,6 +265,8 @@ def as_number(got, where: str, whole: bool = False):
 
 def predicted_number(value, where: str, low, high, must: str, in_range: str = "", *, whole=False, blank=""):
     """A predicted number in ``[low, high]`` (``blank``: a dict entry's placeholder text), or CheckFailed."""
+    for name, text in (("where", where), ("must", must), ("in_range", in_range)):
+        _need(isinstance(text, str), "predicted_number", name, "a str (for messages)", text)
     if blank and (value is Ellipsis or value is None):
         raise CheckFailed(f"{where} is still {'...' if value is Ellipsis else 'None'}: write {blank}")
     if isinstance(value, (str, bool)) or not (blank or isinstance(value, (int, float, torch.Tensor))):
@@ -309,6 +287,8 @@ def predicted_dict(answer, keys: Sequence[str], where: str, each: str, **number)
 
 def predicted_choice(answer, choices: dict, where: str, described: bool = False) -> str:
     """A "predict, then run" answer naming one of ``choices`` (case and outer spaces ignored)."""
+    _need_where("predicted_choice", where)
+    _need(isinstance(described, bool), "predicted_choice", "described", "True or False", described)
     if not isinstance(answer, str):
         raise CheckFailed(f"{where} must be one of {', '.join(map(repr, choices))} (a string), got "
                           f"{type(answer).__name__} {answer!r:.40}")

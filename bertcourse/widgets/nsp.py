@@ -57,7 +57,8 @@ def pair_tokens(sentence_a: str, sentence_b: str, tokenizer: WordPieceTokenizer,
 
 def label_name(label: int) -> str:
     """0 -> ``"IsNext"``, 1 -> ``"NotNext"`` (Hugging Face's convention)."""
-    if label not in LABEL_NAMES or isinstance(label, bool):
+    check_int("label", label)
+    if label not in LABEL_NAMES:
         raise ValueError(f"label must be {IS_NEXT} (IsNext) or {NOT_NEXT} (NotNext), got {label!r}")
     return LABEL_NAMES[label]
 
