@@ -104,7 +104,7 @@ class TrainConfig:
         for name in ("eval_every", "eval_batches"):
             if getattr(self, name) is not None:
                 check_positive_int(name, getattr(self, name))
-        if self.amp not in (True, False, "auto"):
+        if not (isinstance(self.amp, bool) or (isinstance(self.amp, str) and self.amp == "auto")):   # 0 == False
             raise ValueError(f"amp must be True, False or 'auto', got {self.amp!r}")
         check_positive_int("seed", self.seed, allow_zero=True)
         if not isinstance(self.device, str):

@@ -120,3 +120,15 @@ def test_input_errors_are_reported_by_rank_0_only(capsys, tmp_path, monkeypatch)
     monkeypatch.setenv("RANK", "1")          # as torchrun's second process: the same error, said once by rank 0
     code, out, err = run_main(capsys, "--out", str(tmp_path / "run"), "--seconds", "0")
     assert code == 2 and err == "" and out == ""
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--lr", "-1e-3"], "--lr must be > 0, got -1e-3"),
+    (["--warmup-ratio", "-0.1"], "--warmup-ratio must be >= 0, got -0.1"),
+    (["--epochs", "-2"], "--epochs must be > 0, got -2"),
+])
+def test_the_finetune_command_reads_negative_numbers_as_values(capsys, tmp_path, argv, message):
+    from bertcourse.finetune import main as finetune_main
+    code = finetune_main(["--out", str(tmp_path / "run"), *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err == f"error: {message}\n"
