@@ -149,7 +149,8 @@ class DataParallelPlanner(FigureWidget):
         check_int("world_size", world_size, low=1, high=8)     # the controls' ranges
         check_int("batch_size", batch_size)
         if batch_size not in (16, 32, 64, 128, 256, 512):
-            raise ValueError(f"batch_size must be one of 16, 32, 64, 128, 256, 512 (the slider's choices), got {batch_size}")
+            raise ValueError(f"batch_size must be one of 16, 32, 64, 128, 256, 512 (the slider's choices), "
+                             f"got {batch_size}")
         check_finite_number("base_lr", base_lr, low=0, low_open=True)
         check_positive_int("num_pairs", num_pairs)
         self.num_pairs, self.base_lr = num_pairs, base_lr
