@@ -96,6 +96,8 @@ class LengthBucketSampler(torch.utils.data.Sampler):
             raise ValueError(f"rank must be in 0..world_size-1 = 0..{world_size - 1}, got {rank}")
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        if isinstance(lengths, torch.Tensor) and lengths.is_floating_point() and torch.equal(lengths, lengths.round()):
+            lengths = lengths.long()      # torch.ones(n): whole numbers in a float tensor are lengths too
         self.lengths = torch.tensor(check_int_list("lengths", lengths, low=0), dtype=torch.long)
         if self.lengths.dim() != 1 or len(self.lengths) == 0:
             raise ValueError(f"lengths must be a non-empty 1-D sequence, got shape {shape_str(self.lengths)}")

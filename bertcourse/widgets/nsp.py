@@ -57,8 +57,7 @@ def pair_tokens(sentence_a: str, sentence_b: str, tokenizer: WordPieceTokenizer,
 
 def label_name(label: int) -> str:
     """0 -> ``"IsNext"``, 1 -> ``"NotNext"`` (Hugging Face's convention)."""
-    check_int("label", label)
-    if label not in LABEL_NAMES:
+    if isinstance(label, bool) or not isinstance(label, int) or label not in LABEL_NAMES:   # a list: no hashing
         raise ValueError(f"label must be {IS_NEXT} (IsNext) or {NOT_NEXT} (NotNext), got {label!r}")
     return LABEL_NAMES[label]
 
