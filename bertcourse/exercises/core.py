@@ -144,8 +144,10 @@ def _need_args(function: str, args) -> tuple:
 
 def _need_tolerance(function: str, name: str, value) -> None:
     _need(isinstance(value, numbers.Real) and not isinstance(value, bool), function, name, "a number", value)
-    if not (value >= 0 and math.isfinite(value)):          # an infinite tolerance would pass anything
-        raise ValueError(f"{function}: {name} must be a finite number >= 0, got {value!r}")
+    if not value >= 0:
+        raise ValueError(f"{function}: {name} must be >= 0, got {value!r}")
+    if math.isinf(value):           # an infinite tolerance would pass anything
+        raise ValueError(f"{function}: {name} must be a finite number, got {value!r}")
 
 
 # --- Seeded inputs ---
