@@ -56,9 +56,7 @@ def _number(name: str, convert, text: str, low: float, inclusive: bool):
     except ValueError:
         kind = "a whole number" if convert is int else "a number"
         raise argparse.ArgumentTypeError(f"{name} must be {kind}, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{name} must be a finite number, got {text}")
-    if value < low or (value == low and not inclusive):
+    if not math.isfinite(value) or value < low or (value == low and not inclusive):
         raise argparse.ArgumentTypeError(f"{name} must be {'>=' if inclusive else '>'} {low}, got {text}")
     return value
 

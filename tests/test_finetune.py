@@ -171,7 +171,7 @@ def test_finetune_runs_the_recipe_and_evaluates_per_epoch(splits, tiny_tokenizer
     assert trainer.step == 8 and [e["step"] for e in trainer.history.evals] == [4, 8]
     assert trainer.cfg.warmup_steps == 2 and trainer.history.lr[-1] < trainer.history.lr[2]
     assert not clf.training and int(clf.trained_steps) == 8
-    with pytest.raises(ValueError, match="warmup_ratio must be a number in"):
+    with pytest.raises(ValueError, match="warmup_ratio must be <= 1, got 2"):
         finetune(clf, tiny_tokenizer, train, warmup_ratio=2, progress=False, plot=False)
 
 
