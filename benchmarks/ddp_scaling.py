@@ -41,7 +41,7 @@ def worker(args) -> None:
     from bertcourse.data import load_pretrain_data
     from bertcourse.distributed import init_distributed, shutdown_distributed
     from bertcourse.pretrain import init_bert_weights, pretraining_step
-    from bertcourse.speedups import bucketed_loader
+    from bertcourse.batching import bucketed_loader
     from bertcourse.training import TrainConfig, Trainer
     torch.set_num_threads(1)
     device = torch.device("cpu")

@@ -20,7 +20,7 @@ from bertcourse.baselines import NSP_CUES, nsp_cues
 from bertcourse.corpus import generate_corpus
 from bertcourse.data import load_pretrain_data
 from bertcourse.pretrain import TrainConfig, init_bert_weights, nsp_predictions, pretrain
-from bertcourse.speedups import bucketed_loader
+from bertcourse.batching import bucketed_loader
 from bertcourse.utils import set_seed
 
 

@@ -21,7 +21,7 @@ the reference. All variants are the same model and the same loss:
                                  (weights kept), float32, PyTorch's default matrix products;
 * ``model fwd + fused CE fp32``  the course's previous default: fused attention
                                  (``scaled_dot_product_attention``) and the chunked MLM loss;
-* ``fast path fp32, MKL``        :func:`bertcourse.speedups.pretraining_features` (last block
+* ``fast path fp32, MKL``        ``BERTModel.pretraining_features`` (the layers' fast paths: last block
                                  only where the losses read it, one QKV product, attention
                                  written out with cheap dropout masks) + the chunked MLM loss,
                                  with PyTorch's default float32 products (MKL on x86);
@@ -54,7 +54,7 @@ import torch
 from bertcourse.attention import store_attention_weights
 from bertcourse.bert import BERTModel, get_config
 from bertcourse.pretrain import init_bert_weights, make_optimizer, mlm_loss, nsp_loss, training_step
-from bertcourse.speedups import fused_mlm_loss, pretraining_features, use_onednn
+from bertcourse.kernels import use_onednn
 from bertcourse.training import autocast, cpu_has_fast_bf16, optimizer_step
 
 TARGET_BEST, TARGET_FP32 = 3.0, 2.0     # times the reference, on the 2-core machine
@@ -117,8 +117,8 @@ def model_forward_step(model, opt, batch, amp: bool):
         encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
         features = model.mlm.features(encoded, batch["pred_positions"])
         nsp_logits = model.nsp(model.pooler(encoded))
-    loss = fused_mlm_loss(features, model.mlm.decoder.weight, model.mlm.decoder.bias, batch["mlm_labels"],
-                          batch["mlm_weights"]) + nsp_loss(nsp_logits.float(), batch["nsp_labels"])
+    loss = model.mlm.loss(features, batch["mlm_labels"], batch["mlm_weights"], fused=True) + \
+        nsp_loss(nsp_logits.float(), batch["nsp_labels"])
     optimizer_step(opt, loss, 1.0)
 
 
@@ -134,13 +134,14 @@ def with_onednn(on: bool, step):
 
 def compiled_step(model, opt, batch, amp: bool):
     """The fast path with its forward compiled by inductor (compiles at the first call)."""
-    forward = torch.compile(pretraining_features)
+    forward = torch.compile(model.pretraining_features)
 
     def step():
         with autocast(amp):
-            features, nsp_logits = forward(model, batch)
-        loss = fused_mlm_loss(features, model.mlm.decoder.weight, model.mlm.decoder.bias, batch["mlm_labels"],
-                              batch["mlm_weights"]) + nsp_loss(nsp_logits.float(), batch["nsp_labels"])
+            features, nsp_logits = forward(batch["tokens"], batch["segments"], batch["valid_lens"],
+                                           batch["pred_positions"])
+        loss = model.mlm.loss(features, batch["mlm_labels"], batch["mlm_weights"], fused=True) + \
+            nsp_loss(nsp_logits.float(), batch["nsp_labels"])
         optimizer_step(opt, loss, 1.0)
     return step
 

@@ -5,7 +5,9 @@ teaching, so every check names the argument, the shape it expected and the shape
 """
 from __future__ import annotations
 
+import json
 import math
+import os
 from typing import Sequence
 
 import torch
@@ -215,7 +217,6 @@ def check_path(name: str, value, *, kind: str | None = None, must_exist: bool = 
     it is an existing *folder* (both say what to pass instead). ``must_exist``:
     FileNotFoundError if nothing is there. ``what`` names the thing, e.g. "checkpoint folder".
     """
-    import os
     if kind not in (None, "file", "folder"):
         raise ValueError(f"kind must be None, 'file' or 'folder', got {kind!r}")
     thing = what or kind or "file or folder"
@@ -296,8 +297,6 @@ def check_tokenizer_fits(tokenizer, model) -> None:
 
 def read_json(path, what: str = "JSON file"):
     """Parse the JSON file ``path``; FileNotFoundError or ValueError naming the file."""
-    import json
-    import os
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{what} {path!r} does not exist")

@@ -18,23 +18,12 @@ import torch
 from ._checks import check_int, check_str_list, check_tokenizer_fits
 from .attention import inspect_attention
 from .bert import BERTModel, get_tokens_and_segments
-from .data import WordPieceTokenizer
+from .wordpiece import hf_tokenizer
 
-__all__ = ["MASK", "hf_tokenizer", "check_mlm_model", "encode_words", "mask_word", "fill_mask_tokens", "fill_mask",
+__all__ = ["MASK", "check_mlm_model", "encode_words", "mask_word", "fill_mask_tokens", "fill_mask",
            "attention_maps"]
 
 MASK = "[MASK]"
-
-
-def hf_tokenizer(tokenizer):
-    """The ``tokenizers.Tokenizer`` inside a course tokenizer (or the object itself)."""
-    from tokenizers import Tokenizer
-    if isinstance(tokenizer, WordPieceTokenizer):
-        return tokenizer.tokenizer
-    if isinstance(tokenizer, Tokenizer):
-        return tokenizer
-    raise TypeError(f"tokenizer must be a WordPieceTokenizer (bertcourse.data) or a tokenizers.Tokenizer, "
-                    f"got {type(tokenizer).__name__}")
 
 
 def _special_id(tok, token: str) -> int:

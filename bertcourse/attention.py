@@ -27,15 +27,27 @@ import contextlib
 import math
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
-from ._checks import (check_bool, check_dim, check_finite_number, check_instance, check_nonempty,
-                      check_positive_int, check_probability, check_tensor, shape_str)
+from ._checks import (
+    check_bool,
+    check_dim,
+    check_finite_number,
+    check_instance,
+    check_nonempty,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+    shape_str,
+)
+from .kernels import dropout, fast_path, linear
+from .utils import evaluation_mode
 
 __all__ = [
     "causal_mask",
     "key_mask",
+    "additive_mask",
     "masked_softmax",
     "dot_product_attention",
     "DotProductAttention",
@@ -108,6 +120,16 @@ def key_mask(valid_lens: torch.Tensor | None, scores_shape: torch.Size,
         return None
     mask = mask.expand(batch, num_queries, num_keys) if mask.dim() == 2 else mask
     return mask.unsqueeze(1) if multi_head else mask
+
+
+def additive_mask(valid_lens: torch.Tensor, num_keys: int) -> torch.Tensor:
+    """``(batch, 1, 1, num_keys)`` float32: 0 for the keys ``j < valid_lens[b]``, the most
+    negative float32 for the rest. Added to the scores before the softmax, it masks padding
+    as :func:`masked_softmax` does (for rows with at least one visible key)."""
+    check_positive_int("num_keys", num_keys)
+    check_tensor("valid_lens", valid_lens, ndim=1, expected="(batch,) integer lengths", floating=False)
+    mask = key_mask(valid_lens, (valid_lens.shape[0], 1, 1, num_keys))     # True = a real key
+    return torch.zeros(mask.shape, device=mask.device).masked_fill_(~mask, torch.finfo(torch.float32).min)
 
 
 def _bool_mask(mask: torch.Tensor, batch: int, num_queries: int, num_keys: int) -> torch.Tensor:
@@ -306,6 +328,68 @@ class MultiHeadAttention(nn.Module):
         out = self.attention(q, k, v, valid_lens, causal)  # (batch, heads, queries, d/heads)
         return self.W_o(self.merge_heads(out))
 
+    @fast_path
+    def cached(self, queries: torch.Tensor, keys_values: torch.Tensor, cache: dict, name: str,
+               valid_lens=None, causal: bool = False, append: bool = True) -> torch.Tensor:
+        """``forward(queries, K_all, V_all, valid_lens, causal)`` for step-by-step decoding,
+        keeping the projected keys and values in ``cache[name]``:
+
+        * ``append=True`` (decoder self-attention): project only the new positions
+          ``keys_values`` and append them to the keys/values of the earlier steps;
+        * ``append=False`` (cross-attention): the encoder output never changes while
+          decoding, so it is projected once and reused at every step.
+
+        Same numbers; the stored attention weights are ``(batch, heads, new queries, all keys)``.
+        """
+        if name in cache and not append:
+            k, v = cache[name]
+        else:
+            k = self.split_heads(self.W_k(keys_values))     # (batch, heads, new, d/heads)
+            v = self.split_heads(self.W_v(keys_values))
+            if name in cache:                               # append to the past along the seq axis
+                k_past, v_past = cache[name]
+                k, v = torch.cat([k_past, k], dim=2), torch.cat([v_past, v], dim=2)
+            cache[name] = (k, v)
+        q = self.split_heads(self.W_q(queries))
+        # with more keys than queries, causal=True aligns the queries with the *last* keys
+        out = self.attention(q, k, v, valid_lens, causal)
+        return self.W_o(self.merge_heads(out))
+
+    @fast_path
+    def fast_self_attention(self, X: torch.Tensor, bias: torch.Tensor,
+                            queries: torch.Tensor | None = None) -> torch.Tensor:
+        """Self-attention over ``X`` ``(batch, seq, d)``, as ``forward(Xq, X, X, mask)``, faster.
+
+        ``bias`` ``(batch, 1, 1, seq)`` is added to the scores: 0 for a real key, very negative
+        for padding (:func:`additive_mask`). ``queries`` ``(batch, r, d)``: compute the output
+        only for these rows (a subset of ``X``'s positions; the keys and values still come
+        from every position); ``None``: for every position. Returns ``(batch, r or seq, d)``.
+
+        What makes it faster: Q, K and V (or K and V) come from one matrix product; on the
+        CPU, attention is written out with cheap dropout masks (PyTorch's fused kernel falls
+        back to a slow path when dropout is on), and float32 products go to oneDNN
+        (:mod:`bertcourse.kernels`). No attention weights are kept.
+        """
+        B, n, d = X.shape
+        h = self.num_heads
+        proj = (self.W_q, self.W_k, self.W_v) if queries is None else (self.W_k, self.W_v)
+        W = torch.cat([m.weight for m in proj])             # one product instead of two or three
+        b = None if self.W_k.bias is None else torch.cat([m.bias for m in proj])
+        heads = linear(X, W, b).view(B, n, len(proj), h, d // h).permute(2, 0, 3, 1, 4)   # (k, B, h, n, d/h)
+        if queries is None:
+            q, k, v = heads
+        else:
+            q = linear(queries, self.W_q.weight, self.W_q.bias).view(B, -1, h, d // h).transpose(1, 2)
+            k, v = heads
+        p = self.attention.dropout if self.training else 0.0
+        if X.device.type == "cuda":           # the fused GPU kernels do dropout themselves
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype), dropout_p=p)
+        else:                                 # on the CPU, the fused kernel has no fast dropout: written out
+            scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(d // h)) + bias
+            weights = dropout(torch.softmax(scores, dim=-1), p, self.training)
+            out = torch.matmul(weights.to(v.dtype), v)
+        return linear(out.transpose(1, 2).reshape(B, -1, d), self.W_o.weight, self.W_o.bias)
+
 
 def store_attention_weights(model: nn.Module, on: bool = True) -> nn.Module:
     """Switch every attention layer in ``model`` between keeping its weights for
@@ -331,17 +415,15 @@ def inspect_attention(model: nn.Module, keep_weights: bool = True, eval_mode: bo
     check_bool("keep_weights", keep_weights)
     check_bool("eval_mode", eval_mode)
     layers = [m for m in model.modules() if isinstance(m, DotProductAttention)]
-    kept, was_training = [m.store_weights for m in layers], model.training
+    kept = [m.store_weights for m in layers]
     try:
         for m in layers:
             m.store_weights = keep_weights
-        if eval_mode:
-            model.eval()
-        yield model
+        with evaluation_mode(model) if eval_mode else contextlib.nullcontext():
+            yield model
     finally:
         for m, on in zip(layers, kept):
             m.store_weights = on
-        model.train(was_training)
 
 
 def entropy(weights: torch.Tensor) -> torch.Tensor:

@@ -1,20 +1,38 @@
-"""Chapters 4–6: BERT's input representation, encoder, and pretraining heads."""
+"""Chapters 4–6: BERT's input representation, encoder, pretraining heads and the MLM loss.
+
+Each layer has its plain ``forward`` (what the chapters show) and, where chapter 7's
+pretraining needs speed, a method marked ``@fast_path`` beside it that computes the same
+numbers faster (:mod:`bertcourse.kernels`; tested equal in ``tests/test_kernels.py``)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from ._checks import (check_bool, check_choice, check_dim, check_finite_number, check_hidden, check_instance,
-                      check_nonempty, check_positive_int, check_probability, check_str_list, check_tensor,
-                      shape_str)
+from ._checks import (
+    check_bool,
+    check_choice,
+    check_dim,
+    check_finite_number,
+    check_hidden,
+    check_instance,
+    check_nonempty,
+    check_positive_int,
+    check_probability,
+    check_str_list,
+    check_tensor,
+    shape_str,
+)
+from .attention import MultiHeadAttention, additive_mask
+from .kernels import dropout, fast_path, onednn_for, onednn_mm_t
 from .positional import LearnedPositionalEmbedding
 from .transformer import ACTIVATIONS, EncoderBlock, get_activation
 
 __all__ = ["get_tokens_and_segments", "BERTConfig", "CONFIGS", "get_config", "BERTEncoder",
-           "MaskLM", "Pooler", "NextSentencePred", "BERTModel", "num_parameters"]
+           "MaskLM", "mlm_loss", "Pooler", "NextSentencePred", "BERTModel", "num_parameters"]
 
 
 def get_tokens_and_segments(tokens_a: list[str], tokens_b: list[str] | None = None):
@@ -180,6 +198,40 @@ class BERTEncoder(nn.Module):
             hidden_states.append(X)
         return (X, hidden_states) if return_hidden_states else X
 
+    def supports_fast_path(self) -> bool:
+        """Whether :meth:`fast_forward` knows every block: post-norm
+        :class:`~bertcourse.transformer.EncoderBlock` with plain multi-head attention (a
+        subclass may compute something else, so it takes the plain path)."""
+        return all(type(b) is EncoderBlock and not b.norm_first and type(b.attention) is MultiHeadAttention
+                   for b in self.blks)
+
+    @fast_path
+    def fast_forward(self, tokens, segments, valid_lens, rows=None) -> torch.Tensor:
+        """``forward(tokens, segments, valid_lens)`` by the blocks' fast paths (same numbers up
+        to rounding; dropout masks are other draws from the same distribution).
+
+        ``valid_lens``: ``(batch,)`` lengths of at least 1. ``rows`` ``(batch, r)``: the last
+        block computes its output only at these positions, ``(batch, r, num_hiddens)`` (the
+        earlier blocks, and its keys and values, use every position); ``None``: everywhere.
+        Needs :meth:`supports_fast_path`.
+        """
+        self.check_inputs(tokens, segments)
+        if not self.supports_fast_path():
+            raise TypeError("fast_forward needs post-norm EncoderBlocks with MultiHeadAttention "
+                            "(see supports_fast_path); use forward for this encoder")
+        check_tensor("valid_lens", valid_lens, ndim=1, expected=f"(batch={tokens.shape[0]},) lengths >= 1",
+                     floating=False)
+        if valid_lens.shape[0] != tokens.shape[0] or int(valid_lens.min()) < 1:
+            raise ValueError(f"valid_lens must be (batch={tokens.shape[0]},) lengths of at least 1 for "
+                             f"fast_forward, got shape {shape_str(valid_lens)}, smallest {int(valid_lens.min())}")
+        bias = additive_mask(valid_lens, tokens.shape[1])          # (batch, 1, 1, seq): 0 or -inf-like
+        X = self.token_embedding(tokens)
+        X = X + (self.segment_embedding(segments) if segments is not None else self.segment_embedding.weight[0])
+        X = dropout(self.embedding_norm(self.pos_embedding(X)), self.embedding_dropout.p, self.training)
+        for i, blk in enumerate(self.blks):
+            X = blk.fast_forward(X, bias, rows if i == len(self.blks) - 1 else None)
+        return X
+
 
 # ----------------------------------------------------------------------------------------
 # Pretraining heads
@@ -210,14 +262,7 @@ class MaskLM(nn.Module):
     @staticmethod
     def gather(X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
         """``X[b, pred_positions[b, i]]`` for every b, i: ``(batch, num_preds, num_hiddens)``."""
-        check_tensor("pred_positions", pred_positions, ndim=2, expected=f"(batch={X.shape[0]}, num_preds)",
-                     floating=False)
-        if pred_positions.shape[0] != X.shape[0]:
-            raise ValueError(f"pred_positions must have shape (batch={X.shape[0]}, num_preds), got "
-                             f"shape {shape_str(pred_positions)}")
-        if pred_positions.numel() and (pred_positions.min() < 0 or pred_positions.max() >= X.shape[1]):
-            raise ValueError(f"pred_positions must lie in [0, seq={X.shape[1]}), got values from "
-                             f"{int(pred_positions.min())} to {int(pred_positions.max())}")
+        _check_positions(pred_positions, X.shape[0], X.shape[1])
         index = pred_positions.unsqueeze(-1).expand(-1, -1, X.shape[-1])
         return torch.gather(X, 1, index)
 
@@ -229,6 +274,166 @@ class MaskLM(nn.Module):
 
     def forward(self, X: torch.Tensor, pred_positions: torch.Tensor) -> torch.Tensor:
         return self.decoder(self.features(X, pred_positions))
+
+    def loss(self, features: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor,
+             fused: bool = False) -> torch.Tensor:
+        """The MLM loss (:func:`mlm_loss`) of the logits ``decoder(features)``; ``features``
+        as :meth:`features` returns them. ``fused=True``: the same value and gradients from
+        :meth:`fused_loss`, which never builds the ``(predictions, vocab)`` logits."""
+        check_bool("fused", fused)
+        if fused:
+            return self.fused_loss(features, mlm_labels, mlm_weights)
+        return mlm_loss(self.decoder(features).float(), mlm_labels, mlm_weights)
+
+    @fast_path
+    def fused_loss(self, features: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor,
+                   chunk: int = 128, block: int = 1024) -> torch.Tensor:
+        """``loss(features, mlm_labels, mlm_weights)`` without the full logits.
+
+        ``features`` ``(batch, num_preds, num_hiddens)``, ``mlm_labels`` ``(batch, num_preds)``
+        ids, ``mlm_weights`` ``(batch, num_preds)``, 1 for real predictions and 0 for padding
+        slots (dropped before any work). Same value and gradients as the plain loss (float32:
+        up to rounding; bfloat16 features: the logits are rounded to bfloat16 as autocast
+        would, softmax and loss are float32). ``chunk`` rows of logits at a time (128 was
+        fastest on the benchmark CPU; 32 and 256 were 10-30 % slower), gradients turned into
+        matrix products every ``block`` rows. Runs outside autocast (it picks its own dtypes).
+        """
+        d, vocab = self.decoder.in_features, self.decoder.out_features
+        check_tensor("features", features, ndim=3, expected=f"(batch, num_preds, num_hiddens={d})", floating=True)
+        check_dim("features", features, -1, d, f"(batch, num_preds, num_hiddens={d})")
+        _check_mlm_targets(mlm_labels, mlm_weights, features.shape[0], features.shape[1], vocab)
+        check_positive_int("chunk", chunk)
+        check_positive_int("block", block)
+        weight, bias = self.decoder.weight, self.decoder.bias
+        w = mlm_weights.reshape(-1).float()
+        real = (w != 0).nonzero().squeeze(1)
+        if real.numel() == 0:           # no prediction in the batch: loss 0, still differentiable
+            return (features.sum() + weight.sum() + bias.sum()) * 0.0
+        with torch.autocast(features.device.type, enabled=False):
+            H = features.reshape(-1, d).index_select(0, real)
+            coef = w[real] / w.sum().clamp(min=1e-8)
+            return _FusedLinearCrossEntropy.apply(H, weight.to(H.dtype),
+                                                  bias.float() if H.dtype == torch.float32 else bias,
+                                                  mlm_labels.reshape(-1)[real], coef, chunk, max(block, chunk))
+
+
+def _check_positions(pred_positions, batch: int, seq: int) -> None:
+    """``pred_positions``: ``(batch, num_preds)`` integer positions in ``[0, seq)``."""
+    check_tensor("pred_positions", pred_positions, ndim=2, expected=f"(batch={batch}, num_preds)", floating=False)
+    if pred_positions.shape[0] != batch:
+        raise ValueError(f"pred_positions must have shape (batch={batch}, num_preds), got "
+                         f"shape {shape_str(pred_positions)}")
+    if pred_positions.numel() and (pred_positions.min() < 0 or pred_positions.max() >= seq):
+        raise ValueError(f"pred_positions must lie in [0, seq={seq}), got values from "
+                         f"{int(pred_positions.min())} to {int(pred_positions.max())}")
+
+
+def _check_mlm_targets(mlm_labels, mlm_weights, batch: int, max_preds: int, vocab: int) -> None:
+    """Labels ``(batch, max_preds)`` ids in ``[0, vocab)``; weights of that shape, finite, >= 0."""
+    exp = f"(batch={batch}, max_preds={max_preds})"
+    check_tensor("mlm_labels", mlm_labels, ndim=2, expected=exp, floating=False)
+    check_tensor("mlm_weights", mlm_weights, ndim=2, expected=exp, floating=True)
+    for name, x in (("mlm_labels", mlm_labels), ("mlm_weights", mlm_weights)):
+        if tuple(x.shape) != (batch, max_preds):
+            raise ValueError(f"{name} must have shape {exp} like the predictions' first two dimensions, "
+                             f"got shape {shape_str(x)}")
+    if mlm_labels.numel() and (mlm_labels.min() < 0 or mlm_labels.max() >= vocab):
+        raise ValueError(f"mlm_labels must be ids in 0..{vocab - 1} (vocab={vocab}), "
+                         f"got values from {int(mlm_labels.min())} to {int(mlm_labels.max())}")
+    if mlm_weights.numel() and not bool(((mlm_weights >= 0) & torch.isfinite(mlm_weights)).all()):
+        raise ValueError("mlm_weights must be finite and >= 0 (1 for a real prediction, 0 for padding), got "
+                         f"values from {float(mlm_weights.min())} to {float(mlm_weights.max())}")
+
+
+def mlm_loss(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor) -> torch.Tensor:
+    """Masked-LM loss: the mean cross-entropy over the *real* predictions only.
+
+    ``mlm_logits`` (batch, max_preds, vocab), ``mlm_labels`` (batch, max_preds) integer,
+    ``mlm_weights`` (batch, max_preds) float, 1 for a real prediction and 0 for a padding
+    slot. The per-slot losses (``reduction='none'``) are multiplied by the weights, summed
+    and divided by the sum of the weights (at least 1e-8, so a batch without predictions
+    gives 0, not NaN). Pitfall: ``reduction='mean'`` first and *then* multiplying by the
+    weights does nothing useful — the padding slots have already been averaged in.
+    """
+    check_tensor("mlm_logits", mlm_logits, ndim=3, expected="(batch, max_preds, vocab)", floating=True)
+    batch, max_preds, vocab = mlm_logits.shape
+    _check_mlm_targets(mlm_labels, mlm_weights, batch, max_preds, vocab)
+    per_slot = F.cross_entropy(mlm_logits.reshape(-1, vocab), mlm_labels.reshape(-1), reduction="none")
+    weights = mlm_weights.reshape(-1).to(per_slot.dtype)
+    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
+class _FusedLinearCrossEntropy(torch.autograd.Function):
+    """Cross-entropy of ``H @ W.T + b`` against ``labels``, weighted by ``coef``, without
+    keeping the ``(N, vocab)`` logits (:meth:`MaskLM.fused_loss`).
+
+    Forward works on ``chunk`` rows at a time: logits (float32; from bfloat16 inputs they are
+    rounded to bfloat16 first, as autocast would), softmax, the loss, and already the gradient
+    of the loss with respect to the logits, ``coef * (softmax - one_hot)``. Those gradients are
+    collected for ``block`` rows (in the input dtype) and turned into the gradients of ``H``,
+    ``W`` and ``b`` with two matrix products and a sum per block. Backward only scales them.
+    Memory: ``chunk x vocab`` + ``block x vocab`` values instead of several ``N x vocab``
+    tensors; time: every pass over the logits happens while they are still in the cache.
+    """
+
+    @staticmethod
+    def forward(ctx, H, W, b, labels, coef, chunk: int, block: int):
+        N, d, V = H.shape[0], H.shape[1], W.shape[0]
+        dev = H.device
+        need_grad = any(ctx.needs_input_grad[:3])
+        loss = torch.zeros((), dtype=torch.float32, device=dev)
+        if need_grad:
+            grad_H = torch.empty_like(H)
+            grad_W = torch.zeros(W.shape, dtype=torch.float32, device=dev)
+            grad_b = torch.zeros(V, dtype=torch.float32, device=dev)
+            P = torch.empty(min(block, N), V, dtype=H.dtype, device=dev)       # d loss / d logits, one block
+            Wt = None                                                          # W transposed, for oneDNN
+        for b0 in range(0, N, block):
+            b1 = min(b0 + block, N)
+            for s in range(b0, b1, chunk):
+                e = min(s + chunk, b1)
+                if onednn_for(H, (e - s, d, V)):
+                    z = onednn_mm_t(H[s:e], W, b)
+                elif H.dtype == torch.float32:
+                    z = torch.addmm(b, H[s:e], W.t())
+                else:                           # a bfloat16 product (bias included), then float32
+                    z = torch.addmm(b.to(H.dtype), H[s:e], W.t()).float()
+                lab, c = labels[s:e], coef[s:e]
+                zmax = z.amax(dim=1)
+                picked = z.gather(1, lab[:, None]).squeeze(1)
+                p = torch.softmax(z, dim=1)
+                # log-sum-exp from the softmax: its largest entry is 1 / sum(exp(z - zmax)), never tiny
+                lse = zmax - p.amax(dim=1).log()
+                loss += ((lse - picked) * c).sum()                       # -log softmax[label], weighted
+                if need_grad:
+                    p.mul_(c[:, None])                                   # c * softmax
+                    grad_b += p.sum(dim=0)
+                    grad_b.index_add_(0, lab, -c)                        # minus c * one_hot
+                    Pc = P[s - b0:e - b0]
+                    Pc.copy_(p)
+                    Pc[torch.arange(e - s, device=dev), lab] -= c.to(Pc.dtype)
+            if need_grad:
+                Pb, Hb = P[:b1 - b0], H[b0:b1]
+                if onednn_for(H, (b1 - b0, V, d)):
+                    Wt = W.t().contiguous() if Wt is None else Wt
+                    grad_H[b0:b1] = onednn_mm_t(Pb, Wt)
+                else:
+                    torch.mm(Pb, W, out=grad_H[b0:b1])
+                if onednn_for(H, (d, b1 - b0, V)):
+                    grad_W += onednn_mm_t(Hb.t(), Pb.t()).t()                  # oneDNN is fastest as (d, V) = H^T P
+                elif H.dtype == torch.float32:
+                    grad_W.addmm_(Pb.t(), Hb)
+                else:
+                    grad_W += torch.mm(Pb.t(), Hb)
+        if need_grad:
+            ctx.save_for_backward(grad_H, grad_W.to(W.dtype), grad_b.to(b.dtype))
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_loss):
+        grad_H, grad_W, grad_b = ctx.saved_tensors
+        return (grad_H * grad_loss.to(grad_H.dtype), grad_W * grad_loss.to(grad_W.dtype),
+                grad_b * grad_loss.to(grad_b.dtype), None, None, None, None)
 
 
 class Pooler(nn.Module):
@@ -307,6 +512,33 @@ class BERTModel(nn.Module):
             if self.nsp is not None:   # None: an MLM-only checkpoint (chapter 8)
                 nsp_logits = self.nsp(self.pooler(encoded))
         return encoded, mlm_logits, nsp_logits
+
+    def pretraining_features(self, tokens, segments, valid_lens, pred_positions, fast: bool = True):
+        """What the two pretraining losses read: ``(mlm_features, nsp_logits)``,
+        ``(batch, num_preds, num_hiddens)`` (what :class:`MaskLM` feeds its decoder; its
+        :meth:`MaskLM.loss` turns them into the MLM loss) and ``(batch, 2)``.
+
+        ``fast=False``: :meth:`forward`'s computation. ``fast=True`` (where
+        :meth:`BERTEncoder.supports_fast_path`): the same numbers up to rounding, faster —
+        the losses read the last block only at ``[CLS]`` and at the predicted positions (11
+        of 64 positions in the d2l setting), so the last block computes nothing else, and
+        every block runs its fast path (:meth:`BERTEncoder.fast_forward`). ``valid_lens``
+        must then be ``(batch,)`` lengths of at least 1.
+        """
+        check_bool("fast", fast)
+        if self.mlm is None or self.nsp is None:
+            raise TypeError("pretraining_features needs the pretraining heads: build BERTModel(config, "
+                            "with_heads=True)")
+        if not (fast and self.encoder.supports_fast_path()):
+            encoded = self.encoder(tokens, segments, valid_lens)
+            return self.mlm.features(encoded, pred_positions), self.nsp(self.pooler(encoded))
+        self.encoder.check_inputs(tokens, segments)
+        _check_positions(pred_positions, *tokens.shape)
+        B, P = pred_positions.shape
+        rows = torch.cat([torch.zeros_like(pred_positions[:, :1]), pred_positions], dim=1)  # [CLS], predictions
+        X = self.encoder.fast_forward(tokens, segments, valid_lens, rows)     # (batch, 1 + P, d)
+        features = self.mlm.features(X, torch.arange(1, P + 1, device=X.device).expand(B, P))
+        return features, self.nsp(self.pooler(X))
 
 
 def num_parameters(model: nn.Module) -> int:

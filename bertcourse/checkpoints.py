@@ -13,10 +13,12 @@ import dataclasses
 import json
 import os
 
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ._checks import check_path
 from .bert import BERTConfig, BERTModel
+from .data import WordPieceTokenizer
 
 __all__ = ["MODEL_FILE", "CONFIG_FILE", "TOKENIZER_FILE", "STATE_FILE", "STATE_INFO_FILE",
            "save_checkpoint", "read_config", "load_weights", "load_trainer_state", "load_checkpoint"]
@@ -62,7 +64,6 @@ def save_checkpoint(path, model: nn.Module, tokenizer=None, trainer=None, extra:
     temporary names and renamed, so an interrupted save never leaves a half-written
     checkpoint behind.
     """
-    from safetensors.torch import save_file
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if extra is not None and not isinstance(extra, dict):
@@ -113,7 +114,6 @@ def _read_json(file: str) -> dict:
 
 
 def _read_tensors(file: str) -> dict:
-    from safetensors.torch import load_file
     try:
         return load_file(file)
     except Exception as e:        # safetensors raises its own error types for damaged files
@@ -165,7 +165,6 @@ def load_checkpoint(path) -> tuple:
     weights (ties restored), ``tokenizer`` a :class:`~bertcourse.data.WordPieceTokenizer`
     or ``None``, ``state`` the trainer state (for ``Trainer.load_state_dict``) or ``None``.
     """
-    from .data import WordPieceTokenizer
     config = read_config(path)
     name = config.get("model_class", "BERTModel")
     if name != "BERTModel":

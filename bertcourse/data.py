@@ -554,7 +554,7 @@ def load_wikitext2(split: str = "train") -> list:
     if split not in ("train", "validation", "test"):
         raise ValueError(f"split must be 'train', 'validation' or 'test', got {split!r}")
     try:
-        import datasets
+        import datasets      # lazy: optional (the [wikitext] extra), and heavy
     except ImportError:
         raise RuntimeError("load_wikitext2 needs the `datasets` package, which is not installed. "
                            + _WIKITEXT_HELP) from None

@@ -22,8 +22,13 @@ module holds what the course's training loop needs for that:
   pass (bucket by bucket, while the backward pass is still running);
 * :func:`agree` — one decision for all ranks (stop now?), so that no rank waits forever for
   a partner that has already left the loop;
+* :func:`global_mean_loss` — a loss averaged over the items of *all* ranks (e.g. the MLM
+  predictions, whose number differs from rank to rank), scaled for DDP's averaging;
 * :func:`data_parallel_plan` and :func:`allreduce_seconds` — the arithmetic: global batch,
-  steps per epoch, and what the all-reduce costs on a given link.
+  steps per epoch, and what the all-reduce costs on a given link;
+* :func:`launch` and :func:`platform_notes` — starting ``torchrun`` from Python (chapter 10's
+  notebook) without leaving files in the temporary directory, and what to try when the
+  processes cannot start or find each other on Windows or macOS.
 
 The :class:`~bertcourse.training.Trainer` uses them by itself when it runs under torchrun.
 """
@@ -32,15 +37,20 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import platform
+import subprocess
+import tempfile
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
-from ._checks import check_bool, check_finite_number, check_instance, check_int, check_positive_int
+from ._checks import (check_bool, check_finite_number, check_instance, check_int, check_path, check_positive_int,
+                      check_str_list, check_tensor)
 
 __all__ = ["resolve_device", "device_of", "move_to", "launched_by_torchrun", "init_distributed", "world",
            "is_main_process", "shutdown_distributed", "StepModule", "data_parallel", "agree", "step_seed",
-           "data_parallel_plan", "allreduce_seconds"]
+           "global_mean_loss", "data_parallel_plan", "allreduce_seconds", "platform_notes", "launch"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -143,7 +153,10 @@ def init_distributed(device: torch.device, timeout_s: int = 600) -> tuple[int, i
         if device.type == "cuda":
             torch.cuda.set_device(device)
         backend = "nccl" if device.type == "cuda" else "gloo"
-        torch.distributed.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+        try:
+            torch.distributed.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+        except (RuntimeError, ValueError) as e:     # the processes could not meet: say what to try
+            raise RuntimeError(f"could not join the {backend} process group: {e}\n{platform_notes()}") from e
     return world()
 
 
@@ -187,7 +200,6 @@ def data_parallel(model: nn.Module, step_fn, device: torch.device) -> nn.Module:
     """``DistributedDataParallel(StepModule(model, step_fn))``: calling it with a batch runs
     the step, and its backward pass averages the gradients over all ranks. Creating it copies
     rank 0's weights to every rank, so all start from the same model."""
-    from torch.nn.parallel import DistributedDataParallel
     module = StepModule(model, step_fn)
     return DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda" else None)
 
@@ -204,6 +216,34 @@ def agree(flag: int, device: torch.device) -> int:
     return int(t.item())
 
 
+def global_mean_loss(loss_sum: torch.Tensor, count) -> torch.Tensor:
+    """This rank's share of a loss that is a mean over the items of *all* ranks.
+
+    ``loss_sum`` (0-d, floating): the sum of this rank's per-item losses, e.g. the MLM losses
+    of its real predictions; ``count``: how many items this rank has (an int or a 0-d tensor).
+    Returns ``loss_sum * N / global_count`` with ``N`` ranks and ``global_count`` the sum of
+    all ranks' counts (one all-reduce; training alone: ``loss_sum / count``).
+
+    Why the factor ``N``: DDP *averages* the ranks' gradients, i.e. divides their sum by
+    ``N``. The gradient wanted is that of ``(sum over all ranks of loss_sum) / global_count``;
+    each rank's ``loss_sum / global_count`` would give N times too little after the average.
+    A count of 0 everywhere gives 0 (the count is clamped at 1), not NaN. No gradient flows
+    through the count."""
+    check_tensor("loss_sum", loss_sum, ndim=0, expected="() (a 0-d tensor, the sum of this rank's losses)",
+                 floating=True)
+    if isinstance(count, torch.Tensor):
+        check_tensor("count", count, ndim=0, expected="() (a 0-d tensor, or an int)")
+        if not bool(torch.isfinite(count)) or float(count) < 0:
+            raise ValueError(f"count must be >= 0 (the number of items on this rank), got {float(count)}")
+    else:
+        check_finite_number("count", count, low=0)
+    total = torch.as_tensor(count, dtype=torch.float64, device=loss_sum.device).detach().clone()
+    n = world()[1]
+    if n > 1:
+        torch.distributed.all_reduce(total, op=torch.distributed.ReduceOp.SUM)
+    return loss_sum * n / total.clamp(min=1).to(loss_sum.dtype)
+
+
 def step_seed(seed: int, step: int, rank: int) -> int:
     """The random seed of optimizer step ``step`` on rank ``rank``: every rank draws its own
     dropout masks, and a resumed run draws the same ones as an uninterrupted run (no random
@@ -215,7 +255,7 @@ def step_seed(seed: int, step: int, rank: int) -> int:
 
 def data_parallel_plan(num_examples: int, batch_size: int, world_size: int) -> dict:
     """What a data-parallel epoch looks like, for ``world_size`` processes of ``batch_size``
-    examples per step over ``num_examples`` examples (as :func:`bertcourse.speedups.shard_batches`
+    examples per step over ``num_examples`` examples (as :func:`bertcourse.batching.shard_batches`
     deals them out):
 
     * ``global_batch``: examples per optimizer step, ``world_size * batch_size``;
@@ -231,14 +271,111 @@ def data_parallel_plan(num_examples: int, batch_size: int, world_size: int) -> d
             "steps_per_epoch": batches // world_size, "left_out_batches": batches % world_size}
 
 
-def allreduce_seconds(num_params: int, world_size: int, gbytes_per_s: float, bytes_per_value: int = 4) -> float:
+def allreduce_seconds(num_params: int, world_size: int, gbytes_per_s: float, bytes_per_value: int = 4,
+                      latency_s: float = 0.0) -> float:
     """Seconds one all-reduce of ``num_params`` gradients takes with the *ring* algorithm that
     NCCL and gloo use for large tensors: each of the ``world_size`` processes sends (and
     receives) ``2 * (world_size - 1) / world_size`` times the gradients' bytes over a link of
-    ``gbytes_per_s`` GB/s. A lower bound: latency and the time to add the numbers are left out.
-    The amount per process hardly grows with ``world_size``: that is why the ring is used."""
+    ``gbytes_per_s`` GB/s, in ``2 * (world_size - 1)`` steps one after the other, each of which
+    also waits ``latency_s`` seconds for its message to start arriving::
+
+        2 (N - 1) * latency_s  +  2 (N - 1) / N * bytes / bandwidth
+
+    The bandwidth term hardly grows with ``world_size`` (the factor stays below 2): that is
+    why the ring is used. The latency term grows in proportion to ``world_size``, so on
+    thousands of GPUs it can dominate, above all for small messages; large jobs use
+    trees (NCCL's double binary trees: about ``log2(N)`` steps) and hierarchies (first within
+    each machine, then between machines) instead. Still a lower bound: the time to add the
+    numbers, and congestion, are left out."""
     check_positive_int("num_params", num_params)
     check_positive_int("world_size", world_size)
     check_positive_int("bytes_per_value", bytes_per_value)
     check_finite_number("gbytes_per_s", gbytes_per_s, low=0, low_open=True)    # the link's bandwidth in GB/s
-    return 2 * (world_size - 1) / world_size * num_params * bytes_per_value / (gbytes_per_s * 1e9)
+    check_finite_number("latency_s", latency_s, low=0)
+    steps = 2 * (world_size - 1)
+    return steps * latency_s + steps / world_size * num_params * bytes_per_value / (gbytes_per_s * 1e9)
+
+
+# ---------------------------------------------------------------------------------------
+# Starting the processes, on the learner's operating system
+# ---------------------------------------------------------------------------------------
+
+_NOTES = {
+    "Windows": (
+        "Windows (advice untested here: the course is tested on Linux): PyTorch's Windows builds "
+        "have no libuv, which recent versions ask for when the processes meet (the error says "
+        "'use_libuv was requested but PyTorch was built without libuv support'). Set USE_LIBUV=0 "
+        "(PowerShell: $env:USE_LIBUV = \"0\"; cmd: set USE_LIBUV=0) and run again. If torchrun "
+        "still fails, run the course in WSL 2 (Linux on Windows)."),
+    "Darwin": (
+        "macOS (advice untested here: the course is tested on Linux): gloo looks for its network "
+        "interface through the machine's host name, which on some Macs does not resolve. Name "
+        "the loopback interface: GLOO_SOCKET_IFNAME=lo0 (e.g. export GLOO_SOCKET_IFNAME=lo0 in "
+        "the terminal, or os.environ['GLOO_SOCKET_IFNAME'] = 'lo0' before starting torchrun from "
+        "Python), and run again."),
+    "Linux": (
+        "Linux (where the course is tested; this advice is not): the error above says what "
+        "failed. If the processes cannot find each other on one machine, name the loopback "
+        "interface (GLOO_SOCKET_IFNAME=lo); if a port is taken, use torchrun --standalone, which "
+        "picks a free one."),
+}
+
+
+def platform_notes(system: str | None = None) -> str:
+    """What to try when torchrun's processes cannot start or find each other, for the
+    operating system ``system``: ``platform.system()``'s name (``"Windows"``, ``"Darwin"``,
+    ``"Linux"``) or ``sys.platform``'s (``"win32"``, ``"darwin"``, ``"linux"``), any case;
+    default: this machine's. The advice itself is not tested here (the course is tested on
+    Linux, where torchrun works as it is), and each note says so."""
+    if system is None:
+        system = platform.system()
+    if not isinstance(system, str):
+        raise TypeError(f"system must be an operating system's name such as 'Windows', 'Darwin' or "
+                        f"'Linux' (a str), got {type(system).__name__} ({system!r})")
+    if not system.strip():
+        raise ValueError("system must be an operating system's name such as 'Windows', 'Darwin' or "
+                         "'Linux', got an empty string")
+    key = system.strip().lower()
+    if key.startswith(("win", "cygwin", "msys")):
+        return _NOTES["Windows"]
+    if key in ("darwin", "macos", "mac"):
+        return _NOTES["Darwin"]
+    if key.startswith("linux"):
+        return _NOTES["Linux"]
+    return (f"{system} (advice untested here: the course is tested on Linux): the error above says "
+            f"what failed; torchrun's gloo backend needs the processes to reach each other over TCP "
+            f"(try GLOO_SOCKET_IFNAME set to the loopback interface's name).")
+
+
+def launch(command, cwd, *, env: dict | None = None, timeout_s: int = 600) -> str:
+    """Run ``command`` (a list of str, e.g. ``[sys.executable, "-m", "torch.distributed.run",
+    ...]``) in the folder ``cwd`` and return what it printed (stdout).
+
+    Why not ``subprocess.run`` alone: torchrun writes its logs to a ``torchelastic_*`` folder in
+    the temporary directory and never removes it, so the command gets a private temporary
+    directory (``TMPDIR``, ``TEMP``, ``TMP``) that is deleted when it ends. When the command
+    fails (or runs past ``timeout_s`` seconds), a RuntimeError gives the end of its error output
+    and :func:`platform_notes` (what to try on this operating system) instead of a stack trace
+    from the processes."""
+    check_str_list("command", command, what="strings (the program and its arguments)", allow_empty=False)
+    check_path("cwd", cwd)
+    if not os.path.isdir(cwd):
+        raise FileNotFoundError(f"cwd must be an existing folder to run the command in, got {os.fspath(cwd)!r}")
+    if env is not None and not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                              for k, v in env.items())):
+        raise TypeError(f"env must be None or a dict of str to str (environment variables), got {env!r:.80}")
+    check_positive_int("timeout_s", timeout_s)
+    shown = " ".join(command[:4]) + (" ..." if len(command) > 4 else "")
+    with tempfile.TemporaryDirectory(prefix="bertcourse-launch-") as tmp:
+        child_env = {**(os.environ if env is None else env), "TMPDIR": tmp, "TEMP": tmp, "TMP": tmp}
+        try:
+            result = subprocess.run(command, cwd=cwd, env=child_env, capture_output=True, text=True,
+                                    timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"{shown} did not finish within {timeout_s} s (timeout_s); its processes "
+                               f"may be waiting for each other.\n{platform_notes()}") from None
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
+        raise RuntimeError(f"{shown} failed (exit code {result.returncode}). The end of its error "
+                           f"output:\n{tail}\n\n{platform_notes()}")
+    return result.stdout

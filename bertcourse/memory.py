@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+import ctypes
+import gc
 from typing import Callable
 
 import torch
@@ -61,8 +63,6 @@ def release_memory() -> None:
     """Collect garbage and hand freed memory back to the operating system (glibc keeps it
     otherwise; on Binder's 1 GB that decides whether the next cell fits). Does nothing
     where the C library has no ``malloc_trim``."""
-    import ctypes
-    import gc
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -23,9 +23,12 @@ from torch import nn
 
 from ._checks import (check_bool, check_choice, check_finite_number, check_positive_int, check_tensor,
                       check_tokenizer_fits, shape_str)
+from .attention import inspect_attention
 from .bert import BERTEncoder
 from .distributed import device_of, move_to
+from .hf_weights import load_pretrained, mean_pool
 from .reviews import Review, SentimentDataset, collate_reviews, load_sentiment, stratified_indices
+from .training import autocast, cpu_has_fast_bf16
 
 __all__ = ["words", "build_vocabulary", "bag_of_words", "LogisticRegression", "fit_logistic_regression",
            "select_weight_decay", "WEIGHT_DECAYS", "sentence_features", "FrozenFeatures", "frozen_features",
@@ -148,9 +151,6 @@ def sentence_features(model, tokenizer, texts: Sequence[str], pooling: str = "me
     mode and nothing is trained. Sentences of similar length are batched together."""
     check_positive_int("batch_size", batch_size)
     check_bool("amp", amp)
-    from .attention import inspect_attention
-    from .hf_weights import mean_pool
-    from .training import autocast
     check_choice("pooling", pooling, POOLINGS + ("both",))
     encoder = getattr(model, "encoder", None)
     if not isinstance(encoder, BERTEncoder):
@@ -195,7 +195,6 @@ class FrozenFeatures:
 
 @functools.lru_cache(maxsize=2)
 def _frozen_features(seed: int, amp: bool) -> FrozenFeatures:
-    from .hf_weights import load_pretrained
     splits = load_sentiment(seed)
     pretrained = load_pretrained("minilm")
     names = [name for name, _ in splits.items()]
@@ -219,7 +218,6 @@ def frozen_features(seed: int = 0, amp: bool | None = None) -> FrozenFeatures:
     has fast bf16, as the Trainer decides)."""
     check_positive_int("seed", seed, allow_zero=True)
     check_bool("amp", amp, allow_none=True)
-    from .training import cpu_has_fast_bf16
     return _frozen_features(seed, cpu_has_fast_bf16() if amp is None else bool(amp))
 
 

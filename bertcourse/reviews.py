@@ -23,6 +23,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from ._checks import check_bool, check_choice, check_positive_int
+from .batching import LengthBucketSampler
+from .wordpiece import hf_tokenizer
 
 __all__ = ["SITES", "LABELS", "SPLIT_SIZES", "Review", "read_reviews", "text_key", "SentimentSplits",
            "split_reviews", "load_sentiment", "stratified_indices", "stratified_subset", "special_ids",
@@ -103,7 +105,7 @@ class SentimentSplits:
 
     def counts(self):
         """A table: how many sentences of each site and label are in each split."""
-        import pandas as pd
+        import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
         rows = []
         for name, reviews in self.items():
             row = {"split": name}
@@ -203,19 +205,11 @@ def stratified_subset(reviews: Sequence[Review], n: int, seed: int = 0) -> list[
 # 2. Tokens and batches
 # ----------------------------------------------------------------------------------------
 
-def _hf_tokenizer(tokenizer):
-    """The Hugging Face ``tokenizers.Tokenizer`` behind ``tokenizer`` (chapter 8's
-    ``pretrained.tokenizer`` is one; chapter 7's :class:`~bertcourse.data.WordPieceTokenizer`
-    wraps one)."""
-    from .analysis import hf_tokenizer
-    return hf_tokenizer(tokenizer)
-
-
 def special_ids(tokenizer) -> dict[str, int]:
     """The ids of ``[PAD] [UNK] [CLS] [SEP] [MASK]`` in *this* tokenizer's vocabulary,
     looked up by name. (Pitfall: ids hard-coded from another vocabulary, such as
     ``[0, 101, 102, 103]`` of bert-base-uncased, are ordinary words elsewhere.)"""
-    tok = _hf_tokenizer(tokenizer)
+    tok = hf_tokenizer(tokenizer)
     ids = {name: tok.token_to_id(name) for name in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")}
     missing = [name for name in ("[PAD]", "[CLS]", "[SEP]") if ids[name] is None]
     if missing:
@@ -242,7 +236,7 @@ def encode_texts(tokenizer, texts: Sequence[str], max_len: int = MAX_LEN) -> tup
     check_positive_int("max_len", max_len)
     if max_len < 3:
         raise ValueError(f"max_len must be >= 3 ([CLS], one piece, [SEP]), got {max_len}")
-    tok = _hf_tokenizer(tokenizer)
+    tok = hf_tokenizer(tokenizer)
     sp = special_ids(tokenizer)
     ids, pieces = [], []
     for e in tok.encode_batch(list(texts), add_special_tokens=False):
@@ -304,14 +298,13 @@ def review_loader(reviews, tokenizer, batch_size: int = 32, shuffle: bool = Fals
     """A DataLoader of padded batches (see :func:`collate_reviews`).
 
     ``shuffle=True`` (training): every epoch visits each sentence once, in batches of
-    sentences of similar length (:class:`~bertcourse.speedups.LengthBucketSampler`, seeded by
+    sentences of similar length (:class:`~bertcourse.batching.LengthBucketSampler`, seeded by
     ``seed``), so that little time goes into padding. ``shuffle=False`` (evaluation): the
     order of ``reviews``. ``reviews`` may also be a :class:`SentimentDataset`. Batches are
     padded to a multiple of ``pad_to_multiple`` tokens (see :func:`collate_reviews`)."""
     check_bool("shuffle", shuffle)
     check_positive_int("seed", seed, allow_zero=True)
     check_positive_int("pad_to_multiple", pad_to_multiple)
-    from .speedups import LengthBucketSampler
     check_positive_int("batch_size", batch_size)
     dataset = reviews if isinstance(reviews, SentimentDataset) else SentimentDataset(reviews, tokenizer, max_len)
     collate = functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=pad_to_multiple)

@@ -33,15 +33,20 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import torch
+from IPython import get_ipython
+from IPython.display import display
 from torch import nn
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
 
 from ._checks import (check_betas, check_bool, check_finite_number, check_instance, check_optimizer,
                       check_positive_int)
 from .attention import inspect_attention
-from .distributed import agree, data_parallel, move_to, resolve_device, step_seed, world
+from .distributed import agree, data_parallel, device_of, move_to, resolve_device, step_seed, world
+from .utils import evaluation_mode
 
 __all__ = ["TrainConfig", "History", "Trainer", "make_optimizer", "lr_factor", "optimizer_step",
-           "plot_history", "cpu_has_fast_bf16", "autocast"]
+           "plot_history", "cpu_has_fast_bf16", "autocast", "evaluation_batches", "evaluation_mode"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -54,8 +59,11 @@ class TrainConfig:
     first). The time budget covers the training steps and the periodic evaluations; the final
     evaluation comes after it.
 
-    * ``lr``: peak learning rate of AdamW; it rises linearly from 0 over ``warmup_steps``
-      steps, then falls linearly to ``final_lr_ratio * lr`` at the end of the budget.
+    * ``lr``: the base learning rate of AdamW, multiplied at every step by :func:`lr_factor`:
+      a warm-up ramp (linear from 0 to 1 over ``warmup_steps`` steps) *times* a linear decay
+      from 1 at the start to ``final_lr_ratio`` at the end of the budget. The decay already
+      runs during the warm-up, so the largest rate, reached at the end of the warm-up, is a
+      little below ``lr`` (with 10 % warm-up and ``final_lr_ratio=0``: about ``0.9 * lr``).
     * ``weight_decay``: AdamW's decoupled weight decay, not applied to biases and layer norms
       (as in BERT); ``betas``, ``eps``: AdamW's other settings. ``clip``: maximal gradient norm
       (``None``: no clipping).
@@ -132,11 +140,29 @@ def cpu_has_fast_bf16() -> bool:
         return False
 
 
-def autocast(amp: bool, device_type: str = "cpu"):
-    """bf16 autocast on ``device_type`` (``"cpu"`` or ``"cuda"``) when ``amp`` is true, else nothing."""
-    check_bool("amp", amp)
+def autocast(amp: bool | None, device_type: str = "cpu"):
+    """The one autocast helper: bf16 autocast on ``device_type`` (``"cpu"`` or ``"cuda"``) when
+    ``amp`` is true; nothing when it is false or None (None: keep whatever the caller set)."""
+    check_bool("amp", amp, allow_none=True)
     check_instance("device_type", device_type, str, "'cpu' or 'cuda'")
     return torch.autocast(device_type, dtype=torch.bfloat16) if amp else contextlib.nullcontext()
+
+
+def evaluation_batches(model: nn.Module, loader: Iterable, max_batches: int | None = None,
+                       amp: bool | None = None):
+    """The one evaluation loop: yields ``loader``'s batches (at most ``max_batches``) moved to
+    the model's device, while the model is in ``eval()`` mode (restored afterwards), without
+    gradients and under :func:`autocast` (``amp``). A task computes its own metric on them::
+
+        for batch in evaluation_batches(model, loader):
+            correct += (model(batch["x"]).argmax(-1) == batch["y"]).sum()
+    """
+    if max_batches is not None:
+        check_positive_int("max_batches", max_batches)
+    device = device_of(model)
+    with evaluation_mode(model), torch.no_grad(), autocast(amp, device.type):
+        for batch in itertools.islice(loader, max_batches):
+            yield move_to(batch, device)
 
 
 def make_optimizer(model: nn.Module, lr: float = 1e-3, weight_decay: float = 0.01,
@@ -168,12 +194,17 @@ def make_optimizer(model: nn.Module, lr: float = 1e-3, weight_decay: float = 0.0
 
 
 def lr_factor(step: int, progress: float, warmup_steps: int, final_ratio: float = 0.0) -> float:
-    """Learning-rate multiplier: linear warm-up from 0 over ``warmup_steps`` steps, then
-    linear decay from 1 to ``final_ratio`` as ``progress`` goes from 0 to 1.
+    """Learning-rate multiplier: the *product* of a linear warm-up ramp,
+    ``min(1, (step + 1) / warmup_steps)``, and a linear decay from 1 to ``final_ratio`` as
+    ``progress`` goes from 0 to 1.
 
     ``progress`` is the fraction of the budget used (``step / steps`` or ``elapsed /
-    seconds``). Warm-up protects Adam's first steps, whose moment estimates are still
-    noisy; the decay lets the model settle at the end.
+    seconds``). The decay starts at step 0, not after the warm-up, so the factor peaks at
+    ``step = warmup_steps - 1`` at ``1 - (1 - final_ratio) * progress`` there, below 1: with
+    150 steps, 15 of warm-up and ``final_ratio=0`` (chapter 9), ``1 - 14/150 ≈ 0.91``.
+    Hugging Face's ``get_linear_schedule_with_warmup`` starts its decay after the warm-up and
+    peaks at 1. Warm-up protects Adam's first steps, whose moment estimates are still noisy;
+    the decay lets the model settle at the end.
     """
     check_positive_int("step", step, allow_zero=True)
     check_finite_number("progress", progress)
@@ -252,7 +283,7 @@ class History:
 
     def frame(self):
         """The per-step records as a pandas DataFrame."""
-        import pandas as pd
+        import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
         return pd.DataFrame({"step": self.step, "time": self.time, "lr": self.lr, **self.metrics})
 
 
@@ -270,7 +301,7 @@ def plot_history(history: History, smooth: int = 20):
     """Training losses (left: every metric whose name ends in ``loss``, smoothed over
     ``smooth`` steps) and the evaluations' accuracies (right: keys ending in ``acc``), as a
     matplotlib Figure."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure     # lazy: a heavy import (CONTRIBUTING.md, "Imports")
     if not isinstance(history, History):
         raise TypeError(f"history must be a History, got {type(history).__name__}")
     check_positive_int("smooth", smooth)
@@ -297,11 +328,7 @@ def plot_history(history: History, smooth: int = 20):
 
 
 def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-        shell = get_ipython()
-    except Exception:
-        return False
+    shell = get_ipython()
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
@@ -318,7 +345,6 @@ class _LivePlot:
     def update(self, history: History, force: bool = False) -> None:
         if not self.notebook or (not force and time.perf_counter() - self.last < self.every_s):
             return
-        from IPython.display import display
         fig = plot_history(history)
         if self.handle is None:
             self.handle = display(fig, display_id=True)
@@ -374,7 +400,6 @@ class _StopFlag:
 def _loader_parts(loader):
     """``(batch_sampler, dataset, collate_fn)`` of a map-style DataLoader without workers,
     which lets the trainer skip batches cheaply when it resumes; ``None`` otherwise."""
-    from torch.utils.data import DataLoader
     if (isinstance(loader, DataLoader) and loader.num_workers == 0 and loader.batch_sampler is not None
             and hasattr(loader.dataset, "__getitem__")):
         return loader.batch_sampler, loader.dataset, loader.collate_fn
@@ -527,14 +552,9 @@ class Trainer:
         model's mode is restored) and record the result in the history."""
         if self.eval_fn is None:
             return None
-        was_training = self.model.training
-        self.model.eval()
         batches = (move_to(b, self.device) for b in itertools.islice(self.eval_loader, self.cfg.eval_batches))
-        try:
-            with torch.no_grad(), autocast(self.amp, self.device.type):
-                ev = self.eval_fn(self.model, batches)
-        finally:
-            self.model.train(was_training)
+        with evaluation_mode(self.model), torch.no_grad(), autocast(self.amp, self.device.type):
+            ev = self.eval_fn(self.model, batches)
         if not isinstance(ev, dict):
             raise TypeError(f"eval_fn must return a dict of metrics, got {type(ev).__name__}")
         self.history.evals.append({"step": self.step, **ev})
@@ -594,7 +614,6 @@ class Trainer:
                         self._cuda_rng_state = torch.cuda.get_rng_state(self.device)
 
     def _fit(self, progress: bool, plot: bool) -> History:
-        from tqdm.auto import tqdm
         cfg, h = self.cfg, self.history
         live = _LivePlot(plot)
         total = cfg.steps if cfg.steps is not None else None

@@ -19,13 +19,26 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
-from ._checks import (check_bool, check_choice, check_finite_number, check_hidden, check_ids, check_instance,
-                      check_int, check_positive_int, check_probability, check_tensor, shape_str)
+from ._checks import (
+    check_bool,
+    check_choice,
+    check_finite_number,
+    check_hidden,
+    check_ids,
+    check_instance,
+    check_int,
+    check_positive_int,
+    check_probability,
+    check_tensor,
+    shape_str,
+)
 from .attention import MultiHeadAttention
+from .kernels import add_dropout, fast_path, linear
 from .positional import PositionalEncoding
+from .utils import evaluation_mode
 
 __all__ = ["ACTIVATIONS", "get_activation", "PositionWiseFFN", "AddNorm", "EncoderBlock", "DecoderBlock",
            "TransformerEmbedding", "TransformerEncoder", "TransformerDecoder", "DecoderCache",
@@ -72,6 +85,11 @@ class PositionWiseFFN(nn.Module):
         check_hidden("X", X, self.num_hiddens)
         return self.dense2(self._act(self.dense1(X)))
 
+    @fast_path
+    def fast_forward(self, X: torch.Tensor) -> torch.Tensor:
+        """``forward(X)`` with oneDNN's float32 products (:func:`bertcourse.kernels.linear`)."""
+        return linear(self._act(linear(X, self.dense1.weight, self.dense1.bias)), self.dense2.weight, self.dense2.bias)
+
 
 class AddNorm(nn.Module):
     """Residual connection followed by layer norm: ``LayerNorm(X + dropout(Y))``.
@@ -101,6 +119,14 @@ class AddNorm(nn.Module):
         needs one final layer norm instead: ``TransformerEncoder(..., norm_first=True)``)."""
         check_hidden("X", X, self.num_hiddens)
         return X + self.dropout(sublayer(self.ln(X)))
+
+    @fast_path
+    def fast_forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+        """``forward(X, Y)`` with the residual and a cheap dropout mask in one pass
+        (:func:`bertcourse.kernels.add_dropout`)."""
+        ln = self.ln
+        return F.layer_norm(add_dropout(X, Y, self.dropout.p, self.training), ln.normalized_shape, ln.weight,
+                            ln.bias, ln.eps)
 
 
 def _check_residual(X, Y, num_hiddens: int) -> None:
@@ -144,6 +170,22 @@ class EncoderBlock(nn.Module):
         Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))     # post-norm: LayerNorm(X + Sublayer(X))
         return self.addnorm2(Y, self.ffn(Y))
 
+    @fast_path
+    def fast_forward(self, X: torch.Tensor, bias: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """``forward(X, valid_lens)`` of a post-norm block by its sub-layers' fast paths.
+
+        ``bias`` ``(batch, 1, 1, seq)``: :func:`bertcourse.attention.additive_mask` of the
+        lengths. ``rows`` ``(batch, r)``: compute the output only at these positions (the keys
+        and values still come from every position), ``(batch, r, num_hiddens)``; ``None``:
+        everywhere. Chapter 7's pretraining reads the last block only at ``[CLS]`` and at the
+        predicted positions, so its last block computes nothing else.
+        """
+        if self.norm_first:
+            raise TypeError("fast_forward computes a post-norm block; this one has norm_first=True")
+        Xq = X if rows is None else torch.gather(X, 1, rows[:, :, None].expand(-1, -1, X.shape[-1]))
+        Y = self.addnorm1.fast_forward(Xq, self.attention.fast_self_attention(X, bias, None if rows is None else Xq))
+        return self.addnorm2.fast_forward(Y, self.ffn.fast_forward(Y))
+
 
 def _check_memory(enc_outputs, X, num_hiddens: int) -> None:
     """The encoder's output must be as wide as the decoder and hold one sequence per example."""
@@ -156,34 +198,6 @@ def _check_memory(enc_outputs, X, num_hiddens: int) -> None:
     if enc_outputs.shape[0] != X.shape[0]:
         raise ValueError(f"enc_outputs must have shape {expected} (the batch size of X), got "
                          f"shape {shape_str(enc_outputs)}")
-
-
-def _cached_attention(mha: MultiHeadAttention, queries: torch.Tensor, keys_values: torch.Tensor,
-                      cache: dict, name: str, valid_lens=None, causal: bool = False,
-                      append: bool = True) -> torch.Tensor:
-    """Multi-head attention that keeps its projected keys and values in ``cache[name]``.
-
-    * ``append=True`` (decoder self-attention): project only the new positions
-      ``keys_values`` and append them to the keys/values of the earlier steps.
-    * ``append=False`` (cross-attention): the encoder output never changes while
-      decoding, so project it once and reuse it at every step.
-
-    Same numbers as ``mha(queries, K_all, V_all, ...)``; ``mha``'s weights and its
-    stored attention weights (``(batch, heads, new queries, all keys)``) are used as usual.
-    """
-    if name in cache and not append:
-        k, v = cache[name]
-    else:
-        k = mha.split_heads(mha.W_k(keys_values))      # (batch, heads, new, d/heads)
-        v = mha.split_heads(mha.W_v(keys_values))
-        if name in cache:                               # append to the past along the seq axis
-            k_past, v_past = cache[name]
-            k, v = torch.cat([k_past, k], dim=2), torch.cat([v_past, v], dim=2)
-        cache[name] = (k, v)
-    q = mha.split_heads(mha.W_q(queries))
-    # with more keys than queries, causal=True aligns the queries with the *last* keys
-    out = mha.attention(q, k, v, valid_lens, causal)
-    return mha.W_o(mha.merge_heads(out))
 
 
 class DecoderBlock(nn.Module):
@@ -238,13 +252,13 @@ class DecoderBlock(nn.Module):
         def self_attention(H):       # causal; with a cache, H holds only the new positions
             if cache is None:
                 return self.attention1(H, H, H, causal=self.causal)
-            return _cached_attention(self.attention1, H, H, cache, "self", causal=self.causal)
+            return self.attention1.cached(H, H, cache, "self", causal=self.causal)
 
         def cross_attention(H):      # queries from the decoder, keys and values from the encoder
             if cache is None:
                 return self.attention2(H, enc_outputs, enc_outputs, enc_valid_lens)
-            return _cached_attention(self.attention2, H, enc_outputs, cache, "cross",
-                                     valid_lens=enc_valid_lens, append=False)
+            return self.attention2.cached(H, enc_outputs, cache, "cross", valid_lens=enc_valid_lens,
+                                          append=False)
 
         if self.norm_first:          # pre-norm: X + Sublayer(LayerNorm(X))
             Y = self.addnorm1.pre_norm(X, self_attention)
@@ -443,9 +457,7 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_valid_lens=None,
     """
     check_bool("use_cache", use_cache)
     _check_decode_args(model, src, bos_id, eos_id, pad_id, max_len)
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluation_mode(model):
         enc_outputs = model.encoder(src, src_valid_lens)
         batch = src.shape[0]
         out = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
@@ -461,8 +473,6 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_valid_lens=None,
             if bool(finished.all()):
                 break
         return out[:, 1:]
-    finally:
-        model.train(was_training)
 
 
 def _check_decode_args(model, src, bos_id, eos_id, pad_id, max_len) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import random
@@ -9,10 +10,14 @@ import textwrap
 
 import numpy as np
 import torch
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
 
 from ._checks import check_bool, check_instance, check_int
 
-__all__ = ["set_seed", "show_source", "hide_input_checks", "HIDDEN_CHECKS", "SourceCode", "cached"]
+__all__ = ["set_seed", "evaluation_mode", "show_source", "hide_input_checks", "hide_fast_paths", "HIDDEN_CHECKS", "FAST_PATH", "SourceCode",
+           "cached"]
 
 
 def set_seed(seed: int = 0) -> None:
@@ -21,6 +26,21 @@ def set_seed(seed: int = 0) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+@contextlib.contextmanager
+def evaluation_mode(model):
+    """``with evaluation_mode(model):`` the model in ``eval()`` mode (dropout off) inside the
+    block, and back in the mode it had afterwards, also when the block raises. The one way the
+    package evaluates, decodes or inspects a model that may be training."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 class SourceCode:
@@ -36,14 +56,12 @@ class SourceCode:
         return self.source.rstrip("\n")
 
     def _repr_html_(self) -> str:
-        from pygments import highlight
-        from pygments.formatters import HtmlFormatter
-        from pygments.lexers import PythonLexer
         formatter = HtmlFormatter(noclasses=True, style="default")
         return highlight(self.source, PythonLexer(), formatter)
 
 
 HIDDEN_CHECKS = "# (input checks hidden: see the source)"
+FAST_PATH = "# fast path (same numbers, faster):"
 
 
 def show_source(obj, checks: bool = True) -> SourceCode:
@@ -56,6 +74,11 @@ def show_source(obj, checks: bool = True) -> SourceCode:
     of ``check_*`` / ``_check*`` helpers and ``if ...: raise ...`` blocks), so that the
     algorithm is not buried under them; each run of hidden lines becomes one comment line,
     ``# (input checks hidden: see the source)``. Nothing else changes.
+
+    A class is shown with its plain methods; each method marked ``@fast_path`` (the same
+    numbers, computed faster: :mod:`bertcourse.kernels`) becomes one comment line naming it,
+    so a chapter that shows a layer shows the forward it teaches. Show such a method
+    directly (``show_source(MultiHeadAttention.cached)``) to read it.
     """
     check_bool("checks", checks)
     try:
@@ -64,6 +87,8 @@ def show_source(obj, checks: bool = True) -> SourceCode:
         raise TypeError(f"show_source needs a function, class or method defined in Python, "
                         f"got obj of type {type(obj).__name__}: {e}") from None
     source = textwrap.dedent(source)
+    if inspect.isclass(obj):
+        source = hide_fast_paths(source)
     if not checks:
         source = hide_input_checks(source)
     return SourceCode(source, getattr(obj, "__qualname__", ""))
@@ -123,6 +148,32 @@ def hide_input_checks(source: str) -> str:
         first, last = run[0].lineno, run[-1].end_lineno
         indent = lines[first - 1][: len(lines[first - 1]) - len(lines[first - 1].lstrip())]
         lines[first - 1: last] = [indent + HIDDEN_CHECKS + "\n"]
+    return "".join(lines)
+
+
+def _is_fast_path(node: ast.AST) -> bool:
+    """A method decorated with ``@fast_path`` (also as ``@kernels.fast_path``)."""
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+        (d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else "") == "fast_path"
+        for d in node.decorator_list)
+
+
+def hide_fast_paths(source: str) -> str:
+    """``source`` (a dedented class) with every ``@fast_path`` method, decorator and body,
+    replaced by one comment line, :data:`FAST_PATH` and where to read it."""
+    check_instance("source", source, str, "Python source text")
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    methods = [(cls.name, n) for cls in tree.body if isinstance(cls, ast.ClassDef)
+               for n in cls.body if _is_fast_path(n)]
+    for cls, node in sorted(methods, key=lambda m: m[1].lineno, reverse=True):
+        first = min(d.lineno for d in node.decorator_list)
+        line = lines[first - 1]
+        indent = line[: len(line) - len(line.lstrip())]
+        lines[first - 1: node.end_lineno] = [f"{indent}{FAST_PATH} show_source({cls}.{node.name})\n"]
+    # consecutive fast paths: one comment line each, without blank lines between them
+    lines = [x for i, x in enumerate(lines) if not (x.strip() == "" and 0 < i < len(lines) - 1 and
+             lines[i - 1].lstrip().startswith(FAST_PATH) and lines[i + 1].lstrip().startswith(FAST_PATH))]
     return "".join(lines)
 
 

@@ -12,12 +12,13 @@ import os
 from typing import Sequence
 
 import torch
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from ._checks import check_bool, check_path, check_positive_int, shape_str
 from .corpus import generate_corpus
 from .utils import cached
 
-__all__ = ["SPECIAL_TOKENS", "DEFAULT_VOCAB_SIZE", "Vocab", "WordPieceTokenizer", "train_wordpiece",
+__all__ = ["SPECIAL_TOKENS", "DEFAULT_VOCAB_SIZE", "Vocab", "WordPieceTokenizer", "hf_tokenizer", "train_wordpiece",
            "get_tokenizer"]
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -117,7 +118,6 @@ class WordPieceTokenizer:
     """
 
     def __init__(self, tokenizer):
-        from tokenizers import Tokenizer
         if not isinstance(tokenizer, Tokenizer):
             raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, got {type(tokenizer).__name__}")
         vocab = tokenizer.get_vocab()
@@ -182,7 +182,6 @@ class WordPieceTokenizer:
     @classmethod
     def load(cls, path) -> "WordPieceTokenizer":
         """Read a tokenizer saved with :meth:`save`."""
-        from tokenizers import Tokenizer
         check_path("path", path)
         path = os.fspath(path)
         if not os.path.isfile(path):
@@ -198,6 +197,17 @@ class WordPieceTokenizer:
         return f"WordPieceTokenizer(vocab_size={len(self)})"
 
 
+def hf_tokenizer(tokenizer):
+    """The Hugging Face ``tokenizers.Tokenizer`` behind ``tokenizer``: chapter 7's
+    :class:`WordPieceTokenizer` wraps one; chapter 8's ``pretrained.tokenizer`` is one."""
+    if isinstance(tokenizer, WordPieceTokenizer):
+        return tokenizer.tokenizer
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    raise TypeError(f"tokenizer must be a WordPieceTokenizer (bertcourse.data) or a tokenizers.Tokenizer, "
+                    f"got {type(tokenizer).__name__}")
+
+
 def train_wordpiece(sentences: Sequence[str], vocab_size: int = DEFAULT_VOCAB_SIZE,
                     min_frequency: int = 2) -> WordPieceTokenizer:
     """Train a WordPiece vocabulary of (at most) ``vocab_size`` tokens on ``sentences``.
@@ -208,7 +218,6 @@ def train_wordpiece(sentences: Sequence[str], vocab_size: int = DEFAULT_VOCAB_SI
     the most useful pair, so frequent words end up whole and rare words stay in pieces.
     A pair must occur ``min_frequency`` times to be merged.
     """
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     if isinstance(sentences, str) or not isinstance(sentences, Sequence):
         raise TypeError(f"sentences must be a list of strings, got {type(sentences).__name__}")
     if len(sentences) == 0:

@@ -1,4 +1,5 @@
-"""Shared test helpers: the list of course notebooks and tools/run_notebooks.py as a module."""
+"""Shared test helpers: the lists of course notebooks and tools/run_notebooks.py as a module.
+(How CI spreads the tests over its cores: the repository's root conftest.py.)"""
 from __future__ import annotations
 
 import importlib
@@ -12,12 +13,16 @@ pytest_plugins = ["tiny_bert"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
 
 
 def pytest_generate_tests(metafunc):
-    # A test that takes `course_notebook` runs once per chapter, so it grows as chapters land.
+    # A test that takes `course_notebook` runs once per chapter, so it grows as chapters land;
+    # `zh_notebook`: once per chapter of the Chinese edition.
     if "course_notebook" in metafunc.fixturenames:
         metafunc.parametrize("course_notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+    if "zh_notebook" in metafunc.fixturenames:
+        metafunc.parametrize("zh_notebook", ZH_NOTEBOOKS, ids=[f"zh/{p.name}" for p in ZH_NOTEBOOKS])
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +44,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 @pytest.fixture(scope="session")
 def run_notebooks():
-    """tools/run_notebooks.py (REPO, COLAB_CELL, ...) as a module."""
+    """tools/run_notebooks.py (REPO, REF, colab_cell, ...) as a module."""
     return importlib.import_module("run_notebooks")
 
 

@@ -64,6 +64,7 @@ class Env:
     """Lazily built objects shared by the rows (one instance per test module)."""
 
     tmp: Path   # set per row: a fresh folder
+    module_tmp: Path   # set once per module (_module_tmp)
 
     @functools.cached_property
     def cfg(self):
@@ -127,10 +128,11 @@ class Env:
     @functools.cached_property
     def ckpt(self) -> Path:
         """A tiny Hugging Face-format BertForPreTraining checkpoint, written from a course
-        model through the inverse of NAME_MAP (no transformers needed)."""
-        import tempfile
+        model through the inverse of NAME_MAP (no transformers needed). In a folder of this
+        module's tmp_path_factory (see _module_tmp): pytest removes it, a mkdtemp would stay."""
         from safetensors.torch import save_file
-        folder = Path(tempfile.mkdtemp(prefix="bad_inputs_ckpt_"))
+        folder = self.module_tmp / "ckpt"
+        folder.mkdir()
         torch.manual_seed(1)
         model = B.BERTModel(self.cfg)
         tensors = {"bert." + H._expected_hf_name(n, "") if not n.startswith(("mlm.", "nsp.")) else
@@ -180,6 +182,12 @@ class Env:
 
 
 ENV = Env()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_tmp(tmp_path_factory):
+    """A folder for what ENV builds once per module (the tiny checkpoint)."""
+    ENV.module_tmp = tmp_path_factory.mktemp("bad_inputs")
 
 
 # ----------------------------------------------------------------------------------------

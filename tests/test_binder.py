@@ -1,12 +1,20 @@
 """Binder and conda readiness, and the README's Colab / Binder badges.
 
-* environment.yml lists the same packages as requirements.txt (conda names mapped to pip
-  names), with versions that admit requirements.txt's pins;
-* binder/environment.yml lists only what the notebooks need at run time (pyproject's
-  dependencies and [pretrained] extra; Binder brings JupyterLab, IPython and the kernel),
-  each pinned to a major.minor that pyproject admits, with a comment saying why;
+One list says what the course needs: pyproject.toml's ``dependencies`` and its extras, each
+with a lower bound. From it:
+
+* environment.yml (conda users) lists the dependencies and the [pretrained], [test] and [lab]
+  extras, binder/environment.yml only what the notebooks need at run time (the dependencies
+  and [pretrained]; Binder brings JupyterLab, IPython and the kernel); both with exactly
+  pyproject's lower bounds and nothing pinned, so that conda-forge can solve them with
+  whatever versions it carries (it cannot be queried from here);
+* requirements.txt (CI) pins every package of that list to a version the bound admits;
+* both environments ask for the supported Pythons (pyproject's classifiers) and the CPU-only
+  PyTorch;
 * binder/postBuild installs the course package, without dependencies;
-* every badge in README.md opens a notebook that exists, and every notebook has both badges.
+* every badge in README.md opens a notebook that exists, and every notebook has both badges
+  (tests/test_publishing.py checks that they name the repository and reference of pyproject's
+  [tool.bertcourse]).
 """
 from __future__ import annotations
 
@@ -15,23 +23,56 @@ import pathlib
 import re
 import shlex
 import subprocess
+import sys
 import tomllib
 import urllib.parse
 
 import pytest
 import yaml
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ENV_FILES = ["environment.yml", "binder/environment.yml"]
+# Which groups of pyproject's one list each environment installs.
+ENV_GROUPS = {"environment.yml": ["dependencies", "pretrained", "test", "lab"],
+              "binder/environment.yml": ["dependencies", "pretrained"]}
+# Provided by Binder itself (repo2docker's environment runs JupyterLab and the kernel).
+BINDER_PROVIDES = {"ipython", "ipykernel", "jupyterlab"}
 
-# conda-forge name -> pip name, where they differ. pytorch-cpu pins the CPU-only build;
-# matplotlib-base and nbconvert-core are the same packages without Qt and pandoc.
-CONDA_TO_PIP = {"pytorch-cpu": "torch", "pytorch": "torch", "matplotlib-base": "matplotlib",
-                "nbconvert-core": "nbconvert"}
+# conda-forge name -> pip name, where they differ. pytorch-cpu is the CPU-only build;
+# matplotlib-base is matplotlib without Qt.
+CONDA_TO_PIP = {"pytorch-cpu": "torch", "pytorch": "torch", "matplotlib-base": "matplotlib"}
 NOT_PACKAGES = {"python", "pip"}       # the environment itself, not requirements
+
+
+def _project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _needed(groups: list[str]) -> dict[str, SpecifierSet]:
+    """{pip name: specifier} of pyproject's one list, for the given groups ("dependencies" or
+    an extra's name). A package in two groups must have the same bound in both."""
+    project = _project()
+    needed: dict[str, SpecifierSet] = {}
+    for group in groups:
+        lines = project["dependencies"] if group == "dependencies" else project["optional-dependencies"][group]
+        for req in map(Requirement, lines):
+            name = canonicalize_name(req.name)
+            assert needed.get(name, req.specifier) == req.specifier, \
+                f"pyproject.toml: {name} has two bounds, {needed[name]} and {req.specifier}"
+            needed[name] = req.specifier
+    return needed
+
+
+def _supported_pythons() -> list[Version]:
+    """The Python versions pyproject's classifiers name (3.11, 3.12, ...), sorted."""
+    found = [Version(m[1]) for c in _project().get("classifiers", [])
+             if (m := re.fullmatch(r"Programming Language :: Python :: (3\.\d+)", c))]
+    assert found, "pyproject.toml: no 'Programming Language :: Python :: 3.N' classifier says what is supported"
+    return sorted(found)
 
 
 def _requirements() -> dict[str, Version]:
@@ -39,7 +80,8 @@ def _requirements() -> dict[str, Version]:
     pins = {}
     for line in (ROOT / "requirements.txt").read_text().splitlines():
         line = line.split("#")[0].strip()
-        if not line or line == "-e .":
+        # -r requirements-book.txt: the book's builder (Sphinx), which Binder does not need
+        if not line or line == "-e ." or line.startswith("-r "):
             continue
         req = Requirement(line)
         (spec,) = req.specifier
@@ -48,108 +90,97 @@ def _requirements() -> dict[str, Version]:
     return pins
 
 
-def _conda_spec(entry: str) -> tuple[str, str, str]:
-    """'numpy=2.4' -> ('numpy', '=', '2.4'); also '==' and a bare name ('', '')."""
-    match = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*(==|=)?\s*([0-9][0-9A-Za-z.*]*)?", entry.strip())
+def _conda_spec(entry: str) -> tuple[str, SpecifierSet]:
+    """'numpy >=2.1' -> ('numpy', SpecifierSet('>=2.1')); a bare name has an empty set."""
+    match = re.fullmatch(r"([A-Za-z0-9_.\-]+)\s*(\S*)", entry.strip())
     assert match, f"cannot read the conda spec {entry!r}"
-    name, op, version = match.groups()
-    return name.lower(), op or "", version or ""
-
-
-def _conda_admits(op: str, version: str, pinned: Version) -> bool:
-    """conda's '=2.4' matches 2.4.*, '==2.4.1' exactly that version."""
-    if op == "==":
-        return Version(version) == pinned
-    parts = version.rstrip(".*").split(".")
-    return [int(p) for p in parts] == list(pinned.release[:len(parts)])
+    name, spec = match.groups()
+    assert not re.match(r"=[^=]|==", spec), \
+        f"{entry!r}: a pin; lower bounds only (conda-forge may not carry that version)"
+    return name.lower(), SpecifierSet(spec)
 
 
 def _environment(path: str) -> dict:
     env = yaml.safe_load((ROOT / path).read_text())
-    conda, pip = {}, {}
+    conda, pip = {}, []
     for entry in env["dependencies"]:
         if isinstance(entry, dict):
-            for line in entry["pip"]:
-                pip[line] = None
+            pip += entry["pip"]
             continue
-        name, op, version = _conda_spec(entry)
-        conda[name] = (op, version)
-    return {"channels": env.get("channels", []), "conda": conda, "pip": list(pip)}
-
-
-# Provided by Binder itself (repo2docker's environment runs JupyterLab and the kernel).
-BINDER_PROVIDES = {"ipython", "ipykernel", "jupyterlab"}
-
-
-def test_binder_environment_has_what_the_notebooks_need_pinned_and_argued():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    needed = {canonicalize_name(r.name): r for r in map(
-        Requirement, project["dependencies"] + project["optional-dependencies"]["pretrained"])}
-    text = (ROOT / "binder/environment.yml").read_text()
-    env = _environment("binder/environment.yml")
-    listed, problems = set(), []
-    for name, (op, version) in env["conda"].items():
-        if name in NOT_PACKAGES:
-            continue
-        pip_name = canonicalize_name(CONDA_TO_PIP.get(name, name))
-        listed.add(pip_name)
-        line = next((l for l in text.splitlines() if l.strip().startswith(f"- {name}=")), "")
-        if pip_name not in needed:
-            problems.append(f"{name}: not a run-time requirement of the course (pyproject)")
-        elif len(version.split(".")) < 2:
-            problems.append(f"{name}{op}{version}: pin major.minor")
-        elif not needed[pip_name].specifier.contains(Version(version.rstrip(".*")), prereleases=True):
-            problems.append(f"{name}{op}{version}: pyproject requires {needed[pip_name]}")
-        if "#" not in line:
-            problems.append(f"{name}: say in a comment on its line why this version")
-    listed |= {canonicalize_name(Requirement(l).name) for l in env["pip"] if not l.startswith("-")}
-    missing = sorted(set(needed) - listed - BINDER_PROVIDES)
-    assert not missing, f"binder/environment.yml lacks {missing}: postBuild installs with --no-deps"
-    assert not problems, "binder/environment.yml:\n" + "\n".join(problems)
-
-
-def test_environment_lists_the_same_packages_as_requirements(path="environment.yml"):
-    pins = _requirements()
-    env = _environment(path)
-    listed: dict[str, str] = {}                       # pip name -> where it is listed
-    problems = []
-    for name, (op, version) in env["conda"].items():
-        if name in NOT_PACKAGES:
-            continue
-        pip_name = canonicalize_name(CONDA_TO_PIP.get(name, name))
-        assert pip_name not in listed, f"{path}: {pip_name} listed twice"
-        listed[pip_name] = f"conda {name}{op}{version}"
-        if pip_name not in pins:
-            continue
-        if op != "==" and len(version.split(".")) < 2:
-            problems.append(f"{name}{op}{version}: pin at least major.minor (requirements: {pins[pip_name]})")
-        elif not _conda_admits(op, version, pins[pip_name]):
-            problems.append(f"{name}{op}{version} does not admit requirements.txt's {pins[pip_name]}")
-    for line in env["pip"]:
-        if line.startswith("-e"):
-            continue
-        req = Requirement(line)
-        pip_name = canonicalize_name(req.name)
-        assert pip_name not in listed, f"{path}: {pip_name} listed twice"
-        listed[pip_name] = f"pip {line}"
-        if pip_name in pins and str(req.specifier) != f"=={pins[pip_name]}":
-            problems.append(f"pip {line}: requirements.txt pins {pip_name}=={pins[pip_name]}")
-    missing = sorted(set(pins) - set(listed))
-    extra = sorted(set(listed) - set(pins))
-    assert not missing, f"{path} lacks {missing} (in requirements.txt)"
-    assert not extra, f"{path} has {[listed[e] for e in extra]}, which requirements.txt lacks"
-    assert not problems, f"{path}:\n" + "\n".join(problems)
+        name, spec = _conda_spec(entry)
+        assert name not in conda, f"{path}: {name} listed twice"
+        conda[name] = spec
+    return {"channels": env.get("channels", []), "conda": conda, "pip": pip}
 
 
 @pytest.mark.parametrize("path", ENV_FILES)
-def test_environment_is_conda_forge_python_311_cpu_torch(path):
+def test_environment_has_pyprojects_lower_bounds_and_nothing_else(path):
+    needed = _needed(ENV_GROUPS[path])
+    if path.startswith("binder/"):
+        needed = {n: s for n, s in needed.items() if n not in BINDER_PROVIDES}
+    env = _environment(path)
+    listed: dict[str, tuple[str, SpecifierSet]] = {}        # pip name -> (where, specifier)
+    for name, spec in env["conda"].items():
+        if name not in NOT_PACKAGES:
+            listed[canonicalize_name(CONDA_TO_PIP.get(name, name))] = (f"conda {name} {spec}", spec)
+    for line in env["pip"]:
+        if line.startswith("-"):
+            continue
+        req = Requirement(line)
+        name = canonicalize_name(req.name)
+        assert name not in listed, f"{path}: {name} listed twice ({listed[name][0]} and pip {line})"
+        listed[name] = (f"pip {line}", req.specifier)
+    problems = [f"{where}: pyproject.toml says {needed[name] or 'no bound'}"
+                for name, (where, spec) in listed.items() if name in needed and spec != needed[name]]
+    missing = sorted(set(needed) - set(listed))
+    extra = sorted(listed[n][0] for n in set(listed) - set(needed))
+    assert not missing, f"{path} lacks {missing} (pyproject.toml: {ENV_GROUPS[path]})"
+    assert not extra, f"{path} has {extra}, which pyproject.toml's {ENV_GROUPS[path]} do not list"
+    assert not problems, f"{path}, with other bounds than the one list:\n" + "\n".join(problems)
+
+
+def test_requirements_pin_every_package_of_the_list_within_its_bound():
+    """CI installs requirements.txt: it must test every package the course needs, at a version
+    the lower bound admits (else the bound would be a promise nobody checks)."""
+    pins = _requirements()
+    needed = _needed(["dependencies", *_project()["optional-dependencies"]])
+    needed.pop("datasets")      # [wikitext]: optional and online only (pyproject says why)
+    problems = [f"{name}: requirements.txt lacks it" for name in needed if name not in pins]
+    problems += [f"{name}=={pins[name]}: outside pyproject's {spec}" for name, spec in needed.items()
+                 if name in pins and not spec.contains(pins[name], prereleases=True)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", ENV_FILES)
+def test_environment_is_conda_forge_supported_python_cpu_torch(path):
     env = _environment(path)
     assert env["channels"][0] == "conda-forge" and "defaults" not in env["channels"], env["channels"]
-    assert env["conda"].get("python") == ("=", "3.11"), env["conda"].get("python")
-    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
-    assert Requirement(f"python{requires}").specifier.contains("3.11.0"), requires
+    supported = _supported_pythons()
+    upper = Version(f"{supported[-1].major}.{supported[-1].minor + 1}")
+    assert env["conda"].get("python") == SpecifierSet(f">={supported[0]},<{upper}"), (
+        f"{path}: python {env['conda'].get('python')}; the supported Pythons are {[str(v) for v in supported]}")
+    requires = _project()["requires-python"]
+    assert SpecifierSet(requires) == SpecifierSet(f">={supported[0]}"), (
+        f"requires-python {requires} does not start at the oldest supported Python {supported[0]}")
     # The CPU-only PyTorch: a plain `pytorch` may resolve to a multi-GB CUDA build.
     assert "pytorch-cpu" in env["conda"] and "pytorch" not in env["conda"], env["conda"]
+
+
+def test_the_checks_catch_a_pin_a_missing_package_and_another_bound(tmp_path, monkeypatch):
+    """The environment test fails on what it is there to catch (in a fake repository root)."""
+    original = (ROOT / "environment.yml").read_text()
+    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    cases = [(original.replace("numpy >=2.1", "numpy =2.4"), r"'numpy =2.4': a pin; lower bounds only"),
+             (original.replace("  - tqdm >=4.67\n", ""), r"lacks \['tqdm'\]"),
+             (original.replace("tqdm >=4.67", "tqdm >=4.60"), "conda tqdm >=4.60: pyproject.toml says >=4.67"),
+             (original.replace("  - hypothesis", "  - pyyaml\n  - hypothesis"), r"has \['conda pyyaml '\]")]
+    for text, message in cases:
+        (tmp_path / "environment.yml").write_text(text)
+        with pytest.raises(AssertionError, match=message):
+            test_environment_has_pyprojects_lower_bounds_and_nothing_else("environment.yml")
+    (tmp_path / "environment.yml").write_text(original)
+    test_environment_has_pyprojects_lower_bounds_and_nothing_else("environment.yml")
 
 
 def test_conda_users_get_the_course_package_editable():

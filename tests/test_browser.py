@@ -2,8 +2,10 @@
 
 One JupyterLab server and one Chromium for the whole module; one fresh page per notebook.
 For each notebook the test opens a fresh copy (outputs stripped, so nothing is left over
-from the committed run) in JupyterLab, clicks *Run > Run All Cells*, waits for the kernel
-to go idle, and asserts:
+from the committed run) that keeps only the code cells its widgets need (:func:`widget_slice`:
+the widget cells and, backwards, every cell that defines or changes what they use — nbval
+already runs every cell, so running the rest here again would only cost CI minutes), clicks
+*Run > Run All Cells*, waits for the kernel to go idle, and asserts:
 
 * no cell has an error output (the model JupyterLab renders from);
 * every widget output is rendered as live ipywidgets DOM, not as a text repr or an
@@ -41,6 +43,8 @@ import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
+
+import ast
 
 import nbformat
 import pytest
@@ -94,24 +98,104 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def _names(cell_source: str):
+    """``(defines, uses, changes)``: the names a cell binds at its top level, the names it reads,
+    and the names it may change in place (an argument or the receiver of a call, the target of
+    an attribute or item assignment). None if the cell is not plain Python (a magic)."""
+    python = "\n".join("pass" if line.lstrip().startswith(("%", "!")) else line     # IPython magics
+                       for line in cell_source.splitlines())
+    try:
+        tree = ast.parse(python)
+    except SyntaxError:
+        return None
+    defines, uses, changes = set(), set(), set()
+
+    def base(node):
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (defines if isinstance(node.ctx, ast.Store) else uses).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defines.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            defines.add(node.name)
+        elif isinstance(node, ast.Call):
+            changes.update(filter(None, [base(node.func) if isinstance(node.func, ast.Attribute) else None,
+                                         *(base(a) for a in node.args), *(base(k.value) for k in node.keywords)]))
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            changes.add(base(node))
+    return defines, uses, changes - {None}
+
+
+def widget_slice(nb) -> set[int]:
+    """The indices of the code cells that the notebook's widget cells (those whose committed
+    outputs hold a widget) need: a backward slice over names. Walking back from the last
+    widget cell, a cell is kept when it is a widget cell, defines a name that a kept later
+    cell reads, or may change such a name in place (``finetune(model, ...)``,
+    ``model.load_state_dict(...)``); a cell that is not plain Python is kept. Everything after
+    the last widget cell is dropped."""
+    code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    widget = {i for i, c in code if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))}
+    keep, needed = set(), set()
+    for i, cell in reversed(code):
+        if not widget or i > max(widget):
+            continue
+        names = _names(cell.source)
+        if names is None:
+            keep.add(i)
+            continue
+        defines, uses, changes = names
+        if i in widget or defines & needed or changes & needed:
+            keep.add(i)
+            needed = (needed - (defines - uses)) | uses
+    return keep
+
+
 def _copy_notebooks(dest: pathlib.Path) -> None:
-    """notebooks/ into dest, every code cell's outputs and execution count removed.
+    """notebooks/ into dest, reduced to what the widgets need (:func:`widget_slice`), every code
+    cell's outputs and execution count removed.
 
     JupyterLab autosaves, so it must never open the committed files. Stripping the outputs
     means everything the test sees comes from this run, and the kernel is pinned to the
     current environment's ``python3`` so JupyterLab never asks which kernel to use.
     """
-    shutil.copytree(ROOT / "notebooks", dest, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copytree(ROOT / "notebooks", dest, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "zh"))
     for path in dest.glob("*.ipynb"):
         nb = nbformat.read(path, as_version=4)
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
                                      "language": "python"}
+        keep = widget_slice(nb)
         nb.metadata.pop("widgets", None)
+        nb.cells = [c for i, c in enumerate(nb.cells) if c.cell_type != "code" or i in keep]
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs = []
                 cell.execution_count = None
         nbformat.write(nb, path)
+
+
+def test_widget_slice_keeps_what_the_widgets_need():
+    """The slice keeps definitions, in-place changes (training) and imports a widget reads, and
+    drops the rest: unrelated cells, and everything after the last widget."""
+    cells = ["import torch\nfrom x import Widget, train",       # 0: imports used below
+             "model = torch.nn.Linear(2, 2)",                    # 1: defines model
+             "other = torch.zeros(3)\nprint(other.sum())",       # 2: unrelated
+             "train(model, steps=10)",                           # 3: changes model in place
+             "model.weight.data[:] = 0",                         # 4: changes model by assignment
+             "%timeit model(x)\nprint(other",                   # 5: not Python: kept
+             "w = Widget(model)",                                # 6: the widget
+             "print(model)"]                                     # 7: after the last widget
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nb.cells[6].outputs = [nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "1"}})]
+    assert widget_slice(nb) == {0, 1, 3, 4, 5, 6}
+    nb.cells[6].outputs = []
+    assert widget_slice(nb) == set()
 
 
 def _write_lab_settings(settings: pathlib.Path) -> None:

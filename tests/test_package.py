@@ -1,9 +1,9 @@
-"""The package's shape: imports run one way, no module reaches into another's private names,
-and no module grows into a grab bag.
+"""The package's shape: imports run one way through the layers that CONTRIBUTING.md declares,
+there is no import cycle, no module reaches into another's private names, no module grows into a
+grab bag, and no function hides an import of the course's own code.
 
-Layers: the core modules (``bertcourse/*.py``) import only each other; ``exercises`` import
-the core (and their own ``core``); ``widgets`` import the core and the shared drawing helpers
-(``widgets/__init__.py`` and ``widgets/drawing.py``), never a sibling widget.
+The layer table is read from CONTRIBUTING.md ("Layers: imports run one way"), so the rule is
+written once. Every import of bertcourse code counts, at the top of a module or inside a function.
 """
 from __future__ import annotations
 
@@ -21,12 +21,13 @@ def module_name(path: pathlib.Path) -> str:
     parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
-    return ".".join(parts)            # "" for bertcourse/__init__.py, "widgets.nsp", "pretrain"
+    return ".".join(parts)            # "" for bertcourse/__init__.py, "widgets.nsp", "pretrain.__main__"
 
 
 def imports_of(path: pathlib.Path, source: str | None = None):
     """``(imported module relative to bertcourse, [names])`` for every import of bertcourse code
-    in the module at ``path`` (or in ``source``, read as if it were that module)."""
+    in the module at ``path`` (or in ``source``, read as if it were that module), wherever it
+    stands: at the top or inside a function."""
     name = module_name(path)
     package = name.split(".")[:-1] if path.name != "__init__.py" else name.split(".") if name else []
     out = []
@@ -52,30 +53,148 @@ def imports_of(path: pathlib.Path, source: str | None = None):
     return out
 
 
-def layer(module: str) -> str:
-    top = module.split(".")[0]
-    return top if top in ("widgets", "exercises") else "core"
+# --- the layers, from CONTRIBUTING.md ------------------------------------------------------
 
+def read_layers(text: str | None = None) -> list[tuple[str, list[str]]]:
+    """``[(layer, [module patterns])]`` in build order, from CONTRIBUTING.md's layer table."""
+    text = (PACKAGE.parent / "CONTRIBUTING.md").read_text(encoding="utf-8") if text is None else text
+    section = text.split("## Layers: imports run one way", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    return [(row.split("|")[1].strip(), [m.strip().strip("`") for m in row.split("|")[2].split(",")])
+            for row in rows]
+
+
+LAYERS = read_layers()
+
+
+def layer_of(module: str, layers=None) -> int:
+    """The row of ``module``'s layer (0 = foundations); the package's ``__init__`` is a
+    foundation, a package's parts (``pretrain.x``) share its layer unless listed."""
+    layers = LAYERS if layers is None else layers
+    if module == "":
+        return 0
+    for i, (_, patterns) in enumerate(layers):
+        for p in patterns:
+            if module == p or (p.endswith(".*") and module.startswith(p[:-1])):
+                return i
+    top = module.split(".")[0]
+    if top != module and not module.endswith("__main__"):
+        return layer_of(top, layers)
+    raise KeyError(module)
+
+
+def layer_violations(me: str, imports, layers=None) -> list[str]:
+    """The imports of ``me`` that reach a layer below its own (a later row of the table)."""
+    layers = LAYERS if layers is None else layers
+    mine = layer_of(me, layers)
+    return [f"{me} ({layers[mine][0]}) imports {target} ({layers[layer_of(target, layers)][0]}), a layer "
+            f"below it: move the shared code up, or {me} down" for target, _ in imports
+            if target != me and layer_of(target, layers) > mine]
+
+
+def find_cycle(graph: dict) -> list[str] | None:
+    """One import cycle of ``graph`` (module -> set of modules it imports), or None."""
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = "open"
+        stack.append(m)
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == "open":
+                return stack[stack.index(n):] + [n]
+            if n not in state:
+                found = visit(n)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = "done"
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def import_graph() -> dict:
+    """module -> the course modules it imports (a package's own ``__init__`` excluded: importing
+    ``bertcourse.x`` runs ``bertcourse/__init__.py`` first, which imports nothing)."""
+    return {module_name(p): {t for t, _ in imports_of(p) if t and t != module_name(p)} for p in MODULES}
+
+
+# Third-party packages that may be imported inside a function: measured heavy (at least 20 MB
+# or 0.5 s for a notebook, benchmarks/import_costs.py) or optional extras. Each such line says
+# "# lazy: ..." why.
+LAZY_OK = {"pandas", "matplotlib", "transformers", "datasets"}
+
+
+def function_level_imports(path: pathlib.Path, source: str | None = None) -> list[tuple[int, str, str]]:
+    """``(line, top-level package or "bertcourse", source line)`` of every import inside a function."""
+    text = path.read_text(encoding="utf-8") if source is None else source
+    lines = text.splitlines()
+    out = set()
+    for fn in ast.walk(ast.parse(text)):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom):
+                    own = node.level or (node.module or "").split(".")[0] == "bertcourse"
+                    top = "bertcourse" if own else node.module.split(".")[0]
+                elif isinstance(node, ast.Import):
+                    top = node.names[0].name.split(".")[0]
+                else:
+                    continue
+                out.add((node.lineno, top, lines[node.lineno - 1]))
+    return sorted(out)
+
+
+# --- the tests --------------------------------------------------------------------------------
 
 def test_the_package_has_the_modules_this_test_reads():
     names = {module_name(p) for p in MODULES}
     assert {"attention", "bert", "training", "pretrain", "widgets", "widgets.drawing", "exercises.core"} <= names
 
 
+def test_every_module_has_a_layer_and_every_listed_module_exists():
+    assert [name for name, _ in LAYERS][:3] == ["foundations", "model", "data"], LAYERS
+    unplaced = []
+    for p in MODULES:
+        try:
+            layer_of(module_name(p))
+        except KeyError:
+            unplaced.append(module_name(p))
+    assert not unplaced, f"modules missing from CONTRIBUTING.md's layer table: {unplaced}"
+    names = {module_name(p) for p in MODULES}
+    listed = [p for _, patterns in LAYERS for p in patterns if not p.endswith(".*")]
+    assert [p for p in listed if p not in names] == [], "the layer table names modules that do not exist"
+
+
 @pytest.mark.parametrize("path", MODULES, ids=[module_name(p) or "__init__" for p in MODULES])
 def test_imports_run_one_way(path):
     me = module_name(path)
-    for target, names in imports_of(path):
-        if layer(me) == "core":
-            assert layer(target) == "core", f"core module {me} imports {target}: core never imports widgets or exercises"
-        elif layer(me) == "exercises":
-            assert layer(target) != "widgets", f"{me} imports {target}: exercises import the core only"
-        else:   # a widget
-            assert layer(target) != "exercises", f"{me} imports {target}"
-            if layer(target) == "widgets" and me not in SHARED_WIDGET_MODULES:
+    found = imports_of(path)
+    assert layer_violations(me, found) == []
+    if me.startswith("widgets") and me not in SHARED_WIDGET_MODULES:
+        for target, _ in found:
+            if target.startswith("widgets"):
                 assert target in SHARED_WIDGET_MODULES, (
                     f"{me} imports the sibling widget {target}: move what it needs to the core or to "
                     "widgets/drawing.py")
+
+
+def test_there_is_no_import_cycle():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, f"import cycle: {' -> '.join(cycle)}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[module_name(p) or "__init__" for p in MODULES])
+def test_imports_inside_functions_are_only_lazy_heavy_packages(path):
+    for line, top, text in function_level_imports(path):
+        where = f"{module_name(path)}:{line}: {text.strip()}"
+        assert top != "bertcourse", f"{where}: import the course's own modules at the top of the module"
+        assert top in LAZY_OK, f"{where}: {top} is not heavy (benchmarks/import_costs.py): import it at the top"
+        assert "# lazy:" in text, f"{where}: say why it is imported here ('# lazy: ...')"
 
 
 @pytest.mark.parametrize("path", MODULES, ids=[module_name(p) or "__init__" for p in MODULES])
@@ -88,19 +207,33 @@ def test_no_private_names_across_modules(path):
         assert not private, f"{me} imports private name(s) {private} from {target or 'bertcourse'}: make them public or move them"
 
 
-def test_the_checker_catches_what_it_should():
-    """The rules above are not vacuous: a core module importing a widget, an exercise importing
-    a widget and a private import across modules are all seen."""
-    fake = PACKAGE / "fake_core_module.py"
-    found = imports_of(fake, "from .widgets.nsp import draw_pair\nfrom .transformer import _cached_attention\n")
-    assert found == [("widgets.nsp", ["draw_pair"]), ("transformer", ["_cached_attention"])]
-    assert layer(module_name(fake)) == "core" and layer("widgets.nsp") == "widgets"
+def test_the_rules_catch_a_wrong_import():
+    """Not vacuous: the model importing the command line inside a function, a widget importing an
+    exercise, a cycle, a module missing from the table, a light package imported in a function
+    and a private name across modules are all caught."""
+    bert = PACKAGE / "bert.py"
+    wrong = "def f():\n    from .cli import pretrain_main\n    return pretrain_main\n"
+    assert layer_violations("bert", imports_of(bert, wrong)) == [
+        "bert (model) imports cli (command line), a layer below it: move the shared code up, or bert down"]
+    assert layer_violations("cli", imports_of(PACKAGE / "cli.py", "from .bert import BERTModel\n")) == []
+    assert layer_violations("widgets.nsp", imports_of(PACKAGE / "widgets" / "nsp.py", "from ..exercises import ch06\n"))
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+    with pytest.raises(KeyError):
+        layer_of("speedups")                       # a module nobody placed in the table
+    table = "## Layers: imports run one way\n\n| layer | modules |\n|---|---|\n| base | `x` |\n| top | `y`, `z.*` |\n"
+    assert read_layers(table) == [("base", ["x"]), ("top", ["y", "z.*"])]
+    assert layer_of("z.w", read_layers(table)) == 1
+    lazy = function_level_imports(bert, "def f():\n    import tokenizers\n    from .data import x\n")
+    assert [top for _, top, _ in lazy] == ["tokenizers", "bertcourse"]
+    found = imports_of(PACKAGE / "fake.py", "from .widgets.nsp import draw_pair\nfrom .transformer import _check_residual\n")
+    assert found == [("widgets.nsp", ["draw_pair"]), ("transformer", ["_check_residual"])]
     found = imports_of(PACKAGE / "exercises" / "ch99.py", "from ..widgets import drawing\nfrom .core import Exercise\n")
     assert found == [("widgets.drawing", []), ("exercises.core", ["Exercise"])]
 
 
 def test_modules_stay_small():
     sizes = {module_name(p): len(p.read_text(encoding="utf-8").splitlines()) for p in MODULES}
-    assert sizes["pretrain"] <= 450, f"pretrain.py has {sizes['pretrain']} lines; chapter 7 reads it"
+    assert sizes["pretrain"] <= 450, f"pretrain has {sizes['pretrain']} lines; chapter 7 reads it"
     too_big = {m: n for m, n in sizes.items() if n > 700 and m != "corpus"}
     assert not too_big, f"modules over 700 lines (split them by job): {too_big}"

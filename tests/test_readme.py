@@ -123,3 +123,76 @@ def test_tool_makes_small_pictures_from_screenshots(tmp_path, tool):
             assert made.convert("RGB").getpixel((made.width // 2, made.height // 2)) != (255, 0, 0), \
                 "the decoy widget was used"
         assert picture.name in result.stdout and "KB" in result.stdout
+
+
+# --------------------------------------------------------------------------- the learner's quick start
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def _section(text: str, title: str) -> str:
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def _commands(text: str) -> list[str]:
+    """The command lines of the ```bash blocks in ``text``, without comments."""
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL)
+    return [line.split("#")[0].strip() for block in blocks for line in block.splitlines()
+            if line.split("#")[0].strip()]
+
+
+def _torch_pin() -> str:
+    pins = dict(re.findall(r"^([A-Za-z0-9_.\-]+)==(\S+)", (ROOT / "requirements.txt").read_text(), flags=re.MULTILINE))
+    return pins["torch"]
+
+
+def test_readme_starts_with_the_learners_quick_start():
+    text = README.read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", re.sub(r"```.*?```", "", text, flags=re.DOTALL), flags=re.MULTILINE)
+    assert headings[0] == "Quick start", f"the first section should be the quick start, not {headings[0]!r}"
+    quick = _section(text, "Quick start")
+    for what in ("Colab", "Binder", "01_self_attention.ipynb", "Troubleshooting", "macOS", "Windows"):
+        assert what in quick, f"the quick start does not mention {what}"
+    for call in ("q1.check()", "q1.hint()", "q1.solution()"):
+        assert call in text, f"the README does not show how exercises work ({call})"
+
+
+def test_readme_commands_are_the_three_newcomer_commands_and_ci_runs_them():
+    quick = _commands(_section(README.read_text(encoding="utf-8"), "Quick start"))
+    cpu = f"pip install torch=={_torch_pin()} --index-url {CPU_INDEX}"
+    assert quick == [cpu, "pip install -r requirements.txt", "jupyter lab notebooks/", "pytest"], quick
+    # .ci/run runs the README's install and test commands (with pip's -q and pytest's reporting flags)
+    ci = [re.sub(r" -q\b| --durations=\d+", "", line.strip())
+          for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert "pip install -r requirements.txt" in ci, "CI must run the README's install command"
+    assert "pytest" in ci, "CI must run the README's test command"
+
+
+def test_the_cpu_only_line_installs_the_pinned_torch_and_requirements_keep_it():
+    """requirements.txt's torch==X admits X+cpu (PEP 440 ignores the local label), so pip keeps
+    the CPU-only build the README installs first; and the file must not claim the pin itself is
+    the CPU build (that is true only of this machine's mirror)."""
+    from packaging.specifiers import SpecifierSet
+    pin = _torch_pin()
+    assert SpecifierSet(f"=={pin}").contains(f"{pin}+cpu")
+    comments = " ".join(line for line in (ROOT / "requirements.txt").read_text().splitlines() if line.startswith("#"))
+    assert "is the CPU build" not in comments, "requirements.txt: the pin is the CPU build only on a CPU-only index"
+    assert CPU_INDEX in comments, "requirements.txt: point Linux users without a GPU at the CPU-only line"
+
+
+def test_readme_states_the_supported_pythons():
+    import tomllib
+    classifiers = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["classifiers"]
+    versions = [c.rsplit(" ", 1)[1] for c in classifiers if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    said = ", ".join(versions[:-1]) + f" or {versions[-1]}"
+    assert f"Python {said}" in README.read_text(encoding="utf-8"), f"the README should say: Python {said}"
+
+
+def test_maintainer_material_is_in_contributing():
+    readme, contributing = README.read_text(encoding="utf-8"), (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    for what in ("tools/readme_pictures.py", "tests/test_browser.py", "colab_check.py", "benchmarks/",
+                 ".ci/run", "Release checklist"):
+        assert what not in readme, f"README.md: {what} is maintainer material, for CONTRIBUTING.md"
+        assert what in contributing, f"CONTRIBUTING.md lacks {what}"

@@ -58,6 +58,19 @@ def test_lr_factor_warms_up_then_decays_linearly():
     assert lr_factor(0, 0.0, 0) == 1.0
     assert lr_factor(5, 2.0, 0) == 0.0                          # progress is clipped to [0, 1]
 
+
+def test_the_schedule_multiplies_warm_up_and_decay_so_it_peaks_below_the_base_rate():
+    """The decay runs from step 0, also during the warm-up: the peak is 1 - (W - 1) / T, at step
+    W - 1 (chapter 9: T = 150, W = 15, about 0.91; chapter 7: T = 1600, W = 50, about 0.97)."""
+    for steps, warmup, rounded in [(150, 15, 0.91), (1600, 50, 0.97)]:
+        factors = [lr_factor(t, t / steps, warmup) for t in range(steps)]
+        peak = max(factors)
+        assert factors.index(peak) == warmup - 1
+        assert peak == pytest.approx(1 - (warmup - 1) / steps) and round(peak, 2) == rounded
+    # Hugging Face's get_linear_schedule_with_warmup would peak at 1 (decay after the warm-up)
+    hf = [min((t + 1) / 15, (150 - t) / (150 - 15)) for t in range(150)]
+    assert max(hf) == 1.0 > max(lr_factor(t, t / 150, 15) for t in range(150))
+
 def test_train_config_checks_its_fields():
     with pytest.raises(ValueError, match="give steps or seconds"):
         TrainConfig(steps=None, seconds=None)

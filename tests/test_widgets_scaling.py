@@ -14,7 +14,8 @@ def test_epoch_layout_deals_the_batches_out_evenly():
     assert layout["grid"][1][:3] == [1, 4, 7] and layout["left_out"] == [30, 31]
     used = [b for row in layout["grid"] for b in row] + layout["left_out"]
     assert sorted(used) == list(range(32))
-    assert epoch_layout(1000, 32, 1)["left_out"] == [] and epoch_layout(1000, 32, 2, base_lr=1e-3)["lr"] == 2e-3
+    assert epoch_layout(1000, 32, 1)["left_out"] == [] and epoch_layout(1000, 32, 2, base_lr=1e-3)["lr_sgd"] == 2e-3
+    assert epoch_layout(1000, 32, 4, base_lr=1e-3)["lr"] == pytest.approx(2e-3)        # sqrt(4) for AdamW
     with pytest.raises(ValueError, match="world_size must be > 0, got 0"):
         epoch_layout(1000, 32, 0)
 
@@ -37,7 +38,8 @@ def test_widget_follows_its_controls():
     assert w.state["global_batch"] == 512 and w.state["steps_per_epoch"] == 56
     assert "global batch 512" in w.info.value and len(w.figure.axes[0].patches) == 4 * 40
     w.batch_size.value = 512
-    assert w.state["steps_per_epoch"] == 14 and w.state["lr"] == pytest.approx(4 * 5e-3)
+    assert w.state["steps_per_epoch"] == 14 and w.state["lr"] == pytest.approx(2 * 5e-3)
+    assert w.state["lr_sgd"] == pytest.approx(4 * 5e-3) and "0.01 for AdamW (square-root rule" in w.info.value
 
 
 def test_the_picture_of_one_step_has_a_row_per_rank():

@@ -113,6 +113,7 @@ class ColabEnv:
     root: pathlib.Path
     python: pathlib.Path
     versions: dict[str, str]        # {canonical name: version} as installed
+    python_version: str = ""        # the Python it runs: this one's (CI's), not Colab's
     seconds: float = 0.0
 
 
@@ -120,6 +121,13 @@ _VERSION_PROBE = """\
 import importlib.metadata as m, json, sys
 names = {names!r}
 print(json.dumps({{n: m.version(n) for n in names}}))
+"""
+
+# The Python that runs: the throw-away environment is made with the Python running this file
+# (CI's), not with Colab's (tests/colab_versions.toml's `python`), so the tests say which.
+PYTHON_PROBE = """\
+import json, platform
+print(json.dumps({"python": platform.python_version()}))
 """
 
 # Kernel code: the capability PyTorch's CPU kernels run at (and whether oneDNN's bf16 path is on).
@@ -206,15 +214,18 @@ def create_env(dest: pathlib.Path, versions: dict | None = None) -> ColabEnv:
                                f"({' '.join(args)}):\n{output[-4000:]}")
         raise SetupError(f"pip install {' '.join(args)} failed:\n{output[-4000:]}")
     expected = installed_versions(versions)
-    probe = _run([python, "-c", _VERSION_PROBE.format(names=sorted(expected))])
+    probe = _run([python, "-c", _VERSION_PROBE.format(names=sorted(expected)) + PYTHON_PROBE])
     if probe.returncode:
         raise SetupError(f"the throw-away environment does not run:\n{probe.stdout}\n{probe.stderr}")
-    found = {n: v.split("+")[0] for n, v in json.loads(probe.stdout).items()}
+    found = read_probe(probe.stdout)
+    python_version = found.pop("python")
+    found = {n: v.split("+")[0] for n, v in found.items()}
     wrong = {n: (found[n], expected[n]) for n in expected if found[n] != expected[n]}
     if wrong:
         raise Incompatible("pip installed other versions than Colab's: " + ", ".join(
             f"{n} {got} (Colab: {want})" for n, (got, want) in sorted(wrong.items())))
-    return ColabEnv(root=dest, python=python, versions=found, seconds=time.perf_counter() - start)
+    return ColabEnv(root=dest, python=python, versions=found, python_version=python_version,
+                    seconds=time.perf_counter() - start)
 
 
 def remove_env(root: pathlib.Path) -> None:
@@ -235,9 +246,9 @@ def run_widget_tests(env: ColabEnv) -> subprocess.CompletedProcess:
 
 
 def colab_probe(env_versions: dict[str, str]) -> str:
-    """Kernel code that prints two JSON lines: the versions the kernel really imports, then
-    the CPU capability its PyTorch runs at (:func:`read_probe` reads them)."""
-    return _VERSION_PROBE.format(names=sorted(env_versions)) + CAPABILITY_PROBE
+    """Kernel code that prints three JSON lines: the versions the kernel really imports, the
+    Python it runs, and the CPU capability its PyTorch runs at (:func:`read_probe` reads them)."""
+    return _VERSION_PROBE.format(names=sorted(env_versions)) + PYTHON_PROBE + CAPABILITY_PROBE
 
 
 def read_probe(stdout: str) -> dict:
@@ -411,7 +422,8 @@ def main(argv: list[str]) -> int:
     root = pathlib.Path(tempfile.mkdtemp(prefix="bertcourse-colab-"))
     try:
         env = create_env(root / "venv")
-        print(f"environment ({env.seconds:.0f} s): {env.versions}", flush=True)
+        print(f"environment ({env.seconds:.0f} s), Python {env.python_version} (Colab runs "
+              f"{load_versions()['python']}: not tested here): {env.versions}", flush=True)
         failed = 0
         if not args.no_widget_tests:
             start = time.perf_counter()

@@ -26,6 +26,7 @@ import math
 import torch
 
 from ..attention import MultiHeadAttention, dot_product_attention, entropy, masked_softmax
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, as_number, check_bool, check_positive_int, equal_values,
                    predicted_number, randn, run_cases, seeded)
 
@@ -63,13 +64,13 @@ def _weights_scores_only(Q, K):
 
 
 Q1_CASES = [
-    ("batch=2, 3 queries, 5 keys, d=8",
+    (N_("batch=2, 3 queries, 5 keys, d=8"),
      (randn(2, 3, 8, seed=1), randn(2, 5, 8, seed=2))),
-    ("d=1 (then sqrt(d) = 1)",
+    (N_("d=1 (then sqrt(d) = 1)"),
      (randn(2, 4, 1, seed=3), randn(2, 6, 1, seed=4))),
-    ("a batch of 1 with one query and one key",
+    (N_("a batch of 1 with one query and one key"),
      (randn(1, 1, 16, seed=5), randn(1, 1, 16, seed=6))),
-    ("d=64 with large entries (an unscaled softmax would saturate)",
+    (N_("d=64 with large entries (an unscaled softmax would saturate)"),
      (randn(2, 3, 64, seed=7, scale=2.0), randn(2, 4, 64, seed=8, scale=2.0))),
 ]
 
@@ -81,22 +82,22 @@ def _check_q1(answer) -> str:
 
 
 q1 = Exercise(
-    name="Q1 (scaled dot-product attention weights)",
+    name=N_("Q1 (scaled dot-product attention weights)"),
     var="attention_weights",
     checker=_check_q1,
     hints=[
-        "Q is (batch, queries, d) and K is (batch, keys, d). The scores Q K^T must be "
-        "(batch, queries, keys): transpose only the last two axes of K.",
-        "scores = Q @ K.transpose(-2, -1) / math.sqrt(d) with d = Q.shape[-1]; then a softmax "
-        "so that each query's weights over the keys sum to 1.",
-        "torch.softmax(scores, dim=-1): the last axis is the keys axis.",
+        N_("Q is (batch, queries, d) and K is (batch, keys, d). The scores Q K^T must be "
+           "(batch, queries, keys): transpose only the last two axes of K."),
+        N_("scores = Q @ K.transpose(-2, -1) / math.sqrt(d) with d = Q.shape[-1]; then a softmax "
+           "so that each query's weights over the keys sum to 1."),
+        N_("torch.softmax(scores, dim=-1): the last axis is the keys axis."),
     ],
-    solution='''
+    solution=N_('''
 def attention_weights(Q, K):
     d = Q.shape[-1]
     scores = Q @ K.transpose(-2, -1) / math.sqrt(d)   # (batch, queries, keys)
     return torch.softmax(scores, dim=-1)              # each row sums to 1
-''',
+'''),
 )
 
 
@@ -153,15 +154,15 @@ def _ms_off_by_one(scores, valid_lens):
 
 
 Q2_CASES = [
-    ("batch=2, valid_lens=[2, 3] out of 4 keys",
+    (N_("batch=2, valid_lens=[2, 3] out of 4 keys"),
      (randn(2, 3, 4, seed=11), torch.tensor([2, 3]))),
-    ("no padding (valid_lens = number of keys)",
+    (N_("no padding (valid_lens = number of keys)"),
      (randn(2, 2, 5, seed=12), torch.tensor([5, 5]))),
-    ("a sequence with valid_len 0 (its rows must be all zeros)",
+    (N_("a sequence with valid_len 0 (its rows must be all zeros)"),
      (randn(3, 2, 4, seed=13), torch.tensor([0, 1, 4]))),
-    ("a batch of 1 with a single key",
+    (N_("a batch of 1 with a single key"),
      (randn(1, 3, 1, seed=14), torch.tensor([1]))),
-    ("large scores (|s| up to ~30)",
+    (N_("large scores (|s| up to ~30)"),
      (randn(2, 3, 6, seed=15, scale=10.0), torch.tensor([3, 6]))),
 ]
 
@@ -174,24 +175,24 @@ def _check_q2(answer) -> str:
 
 
 q2 = Exercise(
-    name="Q2 (masked softmax)",
+    name=N_("Q2 (masked softmax)"),
     var="my_masked_softmax",
     checker=_check_q2,
     hints=[
-        "Build a boolean mask of shape (batch, 1, keys): key j is visible when j < valid_len. "
-        "torch.arange(num_keys) compared with valid_lens[:, None, None] broadcasts to it.",
-        "Before the softmax, replace the hidden scores by a very negative number "
-        "(scores.masked_fill(~visible, -1e6)) so that exp() makes them 0.",
-        "A row with valid_len 0 has every score replaced, so the softmax is uniform there: "
-        "multiply the result by the mask (or masked_fill(~visible, 0.0)) to make it all zeros.",
+        N_("Build a boolean mask of shape (batch, 1, keys): key j is visible when j < valid_len. "
+           "torch.arange(num_keys) compared with valid_lens[:, None, None] broadcasts to it."),
+        N_("Before the softmax, replace the hidden scores by a very negative number "
+           "(scores.masked_fill(~visible, -1e6)) so that exp() makes them 0."),
+        N_("A row with valid_len 0 has every score replaced, so the softmax is uniform there: "
+           "multiply the result by the mask (or masked_fill(~visible, 0.0)) to make it all zeros."),
     ],
-    solution='''
+    solution=N_('''
 def my_masked_softmax(scores, valid_lens):
     # scores: (batch, queries, keys); valid_lens: (batch,)
     visible = torch.arange(scores.shape[-1]) < valid_lens[:, None, None]  # (batch, 1, keys)
     weights = torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1)
     return weights.masked_fill(~visible, 0.0)   # rows with valid_len 0 become all zeros
-''',
+'''),
 )
 
 
@@ -233,16 +234,16 @@ def _out_k_times_v(Q, K, V, valid_lens):
 
 
 Q3_CASES = [
-    ("batch=2, 3 queries, 4 keys, d=8, d_v=5, valid_lens=[2, 4]",
+    (N_("batch=2, 3 queries, 4 keys, d=8, d_v=5, valid_lens=[2, 4]"),
      (randn(2, 3, 8, seed=21), randn(2, 4, 8, seed=22), randn(2, 4, 5, seed=23),
       torch.tensor([2, 4]))),
-    ("cross-attention: 5 queries, 2 keys, d=1, valid_lens=[1, 2]",
+    (N_("cross-attention: 5 queries, 2 keys, d=1, valid_lens=[1, 2]"),
      (randn(2, 5, 1, seed=24), randn(2, 2, 1, seed=25), randn(2, 2, 3, seed=26),
       torch.tensor([1, 2]))),
-    ("a sequence with valid_len 0 (its output must be the zero vector)",
+    (N_("a sequence with valid_len 0 (its output must be the zero vector)"),
      (randn(2, 2, 4, seed=27), randn(2, 3, 4, seed=28), randn(2, 3, 4, seed=29),
       torch.tensor([0, 3]))),
-    ("a batch of 1 with one query and one key",
+    (N_("a batch of 1 with one query and one key"),
      (randn(1, 1, 6, seed=30), randn(1, 1, 6, seed=31), randn(1, 1, 2, seed=32),
       torch.tensor([1]))),
 ]
@@ -256,21 +257,21 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (masked attention output)",
+    name=N_("Q3 (masked attention output)"),
     var="attention_output",
     checker=_check_q3,
     hints=[
-        "Three steps: scores = Q K^T / sqrt(d); weights = masked softmax of the scores; "
-        "output = weights @ V. The output has shape (batch, queries, d_v).",
-        "Reuse the masked softmax from Q2 (or bertcourse.attention.masked_softmax) for step 2.",
-        "return masked_softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), valid_lens) @ V",
+        N_("Three steps: scores = Q K^T / sqrt(d); weights = masked softmax of the scores; "
+           "output = weights @ V. The output has shape (batch, queries, d_v)."),
+        N_("Reuse the masked softmax from Q2 (or bertcourse.attention.masked_softmax) for step 2."),
+        N_("return masked_softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), valid_lens) @ V"),
     ],
-    solution='''
+    solution=N_('''
 def attention_output(Q, K, V, valid_lens):
     scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])   # (batch, queries, keys)
     weights = masked_softmax(scores, valid_lens)                 # padded keys get exactly 0
     return weights @ V                                           # (batch, queries, d_v)
-''',
+'''),
 )
 
 
@@ -291,42 +292,42 @@ def _q4_cases() -> list:
 
 
 Q4_DIAGNOSES = [
-    (lambda d, h, b: h * 3 * d * d, "you used the heads × 3 × d² myth. The heads *split* d: each of "
+    (lambda d, h, b: h * 3 * d * d, N_("you used the heads × 3 × d² myth. The heads *split* d: each of "
                                      "the h heads has d/h columns of W_q, W_k, W_v, so together they "
-                                     "are three d×d matrices whatever h is; add W_o."),
+                                     "are three d×d matrices whatever h is; add W_o.")),
     (lambda d, h, b: h * 4 * d * d + (4 * d * h if b else 0),
-     "you multiplied by the number of heads. The heads share one d×d matrix per projection "
-     "(each head gets d/h of its columns), so the count does not depend on h."),
+     N_("you multiplied by the number of heads. The heads share one d×d matrix per projection "
+        "(each head gets d/h of its columns), so the count does not depend on h.")),
     (lambda d, h, b: 3 * d * d + (3 * d if b else 0),
-     "you forgot the output projection W_o (a fourth d×d matrix, plus its bias)."),
-    (lambda d, h, b: 4 * d * d, "you forgot the biases: with bias=True each of the 4 projections "
-                                "also has d biases."),
-    (lambda d, h, b: 4 * d * d + 4 * d, "you counted biases when bias=False."),
+     N_("you forgot the output projection W_o (a fourth d×d matrix, plus its bias).")),
+    (lambda d, h, b: 4 * d * d, N_("you forgot the biases: with bias=True each of the 4 projections "
+                                   "also has d biases.")),
+    (lambda d, h, b: 4 * d * d + 4 * d, N_("you counted biases when bias=False.")),
 ]
 
 
 def _check_q4(answer) -> str:
     run_cases(answer, _ref_param_count, _q4_cases(), Q4_DIAGNOSES,
               prepare=lambda got, where, *args: as_number(got, where),
-              compare=equal_values("on {where}: expected {expected:,} parameters, got {got:,}"))
-    return f"correct on all {len(Q4_CASES)} cases (4·d² weights, +4·d biases, for any number of heads)"
+              compare=equal_values(N_("on {where}: expected {expected:,} parameters, got {got:,}")))
+    return _("correct on all {n} cases (4·d² weights, +4·d biases, for any number of heads)").format(n=len(Q4_CASES))
 
 
 q4 = Exercise(
-    name="Q4 (multi-head attention parameters)",
+    name=N_("Q4 (multi-head attention parameters)"),
     var="mha_param_count",
     checker=_check_q4,
     hints=[
-        "Count the matrices: W_q, W_k, W_v project d -> d, and W_o projects the concatenated "
-        "heads (d numbers) back to d.",
-        "Splitting into heads only reshapes the d outputs of each projection into h groups of "
-        "d/h; it adds no parameters. With biases, each projection also has d biases.",
+        N_("Count the matrices: W_q, W_k, W_v project d -> d, and W_o projects the concatenated "
+           "heads (d numbers) back to d."),
+        N_("Splitting into heads only reshapes the d outputs of each projection into h groups of "
+           "d/h; it adds no parameters. With biases, each projection also has d biases."),
     ],
-    solution='''
+    solution=N_('''
 def mha_param_count(d, heads, bias):
     # four d x d projections (W_q, W_k, W_v, W_o); the heads only split their columns
     return 4 * d * d + (4 * d if bias else 0)
-''',
+'''),
 )
 
 
@@ -354,7 +355,7 @@ def mean_attention_entropy(d: int, scaled: bool = True, num_keys: int = Q5_KEYS,
     g = seeded(seed)
     queries = randn(num_queries, 1, d, seed=g)            # (batch, 1 query, d)
     keys = randn(num_queries, num_keys, d, seed=g)        # (batch, keys, d)
-    _, weights = dot_product_attention(queries, keys, keys, scale=None if scaled else 1.0)
+    _output, weights = dot_product_attention(queries, keys, keys, scale=None if scaled else 1.0)
     return entropy(weights).mean().item()                 # (batch, 1) rows -> their mean
 
 
@@ -364,47 +365,51 @@ def _q5_measured() -> tuple[float, float]:
 
 
 def _check_q5(answer) -> str:
-    guess = predicted_number(answer, "prediction", -math.inf, math.inf, "a number (nats), e.g. 1.5")
+    guess = predicted_number(answer, "prediction", -math.inf, math.inf, _("a number (nats), e.g. 1.5"))
     uniform = math.log(Q5_KEYS)
     if not 0.0 <= guess <= uniform + 1e-9:
-        raise CheckFailed(f"an entropy over {Q5_KEYS} keys lies between 0 (all the weight on one key) and "
-                          f"ln {Q5_KEYS} = {uniform:.2f} (uniform weights), got {guess:g}.")
+        raise CheckFailed(_("an entropy over {keys} keys lies between 0 (all the weight on one key) and "
+                            "ln {keys} = {uniform:.2f} (uniform weights), got {guess:g}.").format(
+            keys=Q5_KEYS, uniform=uniform, guess=guess))
     unscaled, scaled = _q5_measured()
     if guess > unscaled + Q5_TOLERANCE:
-        why = ("you predicted about what the scaled softmax gives (or uniform weights). " if guess > 1.8 else
-               "the softmax saturates further than that. ")
-        raise CheckFailed(
-            f"too high: {why}Without the 1/sqrt(d), q·k has variance d = {Q5_D} (standard deviation "
-            f"{math.sqrt(Q5_D):.0f}), so the best of {Q5_KEYS} scores usually beats the runner-up by several "
-            f"units, and exp() turns a gap of a few units into a factor of tens or hundreds: almost all the "
-            f"weight lands on one key. Run the experiment below to see how far it falls.")
+        why = (_("you predicted about what the scaled softmax gives (or uniform weights). ") if guess > 1.8 else
+               _("the softmax saturates further than that. "))
+        raise CheckFailed(_(
+            "too high: {why}Without the 1/sqrt(d), q·k has variance d = {d} (standard deviation "
+            "{sd:.0f}), so the best of {keys} scores usually beats the runner-up by several "
+            "units, and exp() turns a gap of a few units into a factor of tens or hundreds: almost all the "
+            "weight lands on one key. Run the experiment below to see how far it falls.").format(
+            why=why, d=Q5_D, sd=math.sqrt(Q5_D), keys=Q5_KEYS))
     if guess < unscaled - Q5_TOLERANCE:
-        raise CheckFailed(
+        raise CheckFailed(_(
             "too low: the unscaled softmax is close to one-hot, but not there yet. In many rows the best "
             "and second-best scores are close, and those rows keep a real share of entropy; the mean over "
-            "all rows stays clearly above 0 (see the 'max weight, unscaled' column in section 2).")
-    return (f"you said {guess:.2f} nats; the experiment gives {unscaled:.2f} without the scale, against "
-            f"{scaled:.2f} with it (uniform: ln {Q5_KEYS} = {uniform:.2f}). Without 1/sqrt(d) the softmax "
-            f"saturates: nearly one key per query, and gradients close to 0.")
+            "all rows stays clearly above 0 (see the 'max weight, unscaled' column in section 2)."))
+    return _("you said {guess:.2f} nats; the experiment gives {unscaled:.2f} without the scale, against "
+             "{scaled:.2f} with it (uniform: ln {keys} = {uniform:.2f}). Without 1/sqrt(d) the softmax "
+             "saturates: nearly one key per query, and gradients close to 0.").format(
+        guess=guess, unscaled=unscaled, scaled=scaled, keys=Q5_KEYS, uniform=uniform)
 
 
 q5 = Exercise(
-    name="Q5 (predict: attention entropy without the scale)",
+    name=N_("Q5 (predict: attention entropy without the scale)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        f"The entropy of weights over {Q5_KEYS} keys is 0 when all the weight is on one key and "
-        f"ln {Q5_KEYS} ≈ 2.77 when it is uniform. With the scale it stays near 2.4 nats for every d.",
-        f"Section 2's table: without the scale, the mean largest weight at d = {Q5_D} is about 0.9. That "
-        "mean mixes rows that are practically one-hot (entropy near 0) with rows where two keys nearly tie.",
-        "A row split 0.5 / 0.5 between two keys has entropy ln 2 ≈ 0.69; a row with 0.99 on one key about "
-        "0.06. If about a quarter of the rows are near-ties and the rest practically one-hot, the mean is ...",
+        N_("The entropy of weights over {keys} keys is 0 when all the weight is on one key and "
+           "ln {keys} ≈ 2.77 when it is uniform. With the scale it stays near 2.4 nats for every d."),
+        N_("Section 2's table: without the scale, the mean largest weight at d = {d} is about 0.9. That "
+           "mean mixes rows that are practically one-hot (entropy near 0) with rows where two keys nearly tie."),
+        N_("A row split 0.5 / 0.5 between two keys has entropy ln 2 ≈ 0.69; a row with 0.99 on one key about "
+           "0.06. If about a quarter of the rows are near-ties and the rest practically one-hot, the mean is ..."),
     ],
-    solution='''
+    solution=N_('''
 # Without 1/sqrt(d), q·k has variance d = 256 (standard deviation 16): the best of 16 keys
 # usually beats the runner-up by several units, and the softmax puts ~90 % or more on it.
 # The mean entropy falls from about 2.4 nats (scaled, at every d) to about 0.2 nats; it
 # roughly halves each time d quadruples (like 1/sqrt(d)).
 prediction = 0.2
-''',
+'''),
+    fields={"keys": Q5_KEYS, "d": Q5_D},
 )

@@ -29,6 +29,7 @@ import torch
 
 from ..attention import MultiHeadAttention
 from ..positional import frequencies, relative_rotation, sinusoidal_encoding
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, check_bool, check_choice, check_finite_number, check_positive_int,
                    expect_raises, predicted_dict, randn, run_cases)
 
@@ -57,25 +58,25 @@ def _angle(i, col, d):
 
 
 Q1_CASES = [
-    ("i=1, d=8", (1, 8)),
-    ("i=0 (sines 0, cosines 1), d=6", (0, 6)),
-    ("i=7, d=16", (7, 16)),
-    ("i=100, d=64", (100, 64)),
-    ("odd width: i=3, d=5 (the last column is a lone sine)", (3, 5)),
+    (N_("i=1, d=8"), (1, 8)),
+    (N_("i=0 (sines 0, cosines 1), d=6"), (0, 6)),
+    (N_("i=7, d=16"), (7, 16)),
+    (N_("i=100, d=64"), (100, 64)),
+    (N_("odd width: i=3, d=5 (the last column is a lone sine)"), (3, 5)),
 ]
 
 Q1_DIAGNOSES = [
     (lambda i, d: _row_from(i, d, _angle, sin_on_even=False),
-     "sine and cosine are swapped: even columns 2j hold the sine, odd columns 2j+1 the cosine."),
+     N_("sine and cosine are swapped: even columns 2j hold the sine, odd columns 2j+1 the cosine.")),
     (lambda i, d: _row_from(i, d, lambda i, c, d: i / 10000 ** (c / d)),
-     "the exponent uses the column index itself; both columns of a pair (2j and 2j+1) share "
-     "the exponent 2j/d, so the cosine column must use the same frequency as the sine before it."),
+     N_("the exponent uses the column index itself; both columns of a pair (2j and 2j+1) share "
+        "the exponent 2j/d, so the cosine column must use the same frequency as the sine before it.")),
     (lambda i, d: _row_from(i, d, lambda i, c, d: i / 10000 ** ((c // 2) / d)),
-     "the exponent is j/d; it must be 2j/d (j numbers the pairs, 2j is the even column)."),
+     N_("the exponent is j/d; it must be 2j/d (j numbers the pairs, 2j is the even column).")),
     (lambda i, d: _row_from(i, d, lambda i, c, d: i * 10000 ** ((c - c % 2) / d)),
-     "you multiplied by 10000^(2j/d); the position is *divided* by it (higher pairs turn slower)."),
+     N_("you multiplied by 10000^(2j/d); the position is *divided* by it (higher pairs turn slower).")),
     (lambda i, d: _row_from(i, d, _angle, all_sin=True),
-     "every column is a sine; odd columns hold the cosine of the same angle."),
+     N_("every column is a sine; odd columns hold the cosine of the same angle.")),
 ]
 
 
@@ -84,17 +85,17 @@ def _check_q1(answer) -> str:
 
 
 q1 = Exercise(
-    name="Q1 (one row of the sinusoid table)",
+    name=N_("Q1 (one row of the sinusoid table)"),
     var="position_encoding",
     checker=_check_q1,
     hints=[
-        "Return a tensor of shape (d,). Column pair j covers columns 2j (sine) and 2j+1 (cosine).",
-        "The angle of pair j is i / 10000 ** (2 * j / d); the even column gets its sine, the odd "
-        "column its cosine.",
-        "With tensors: two_j = torch.arange(0, d, 2); angle = i / 10000 ** (two_j / d); "
-        "p[0::2] = sin(angle); p[1::2] = cos(angle)[: d // 2] (an odd d has one cosine fewer).",
+        N_("Return a tensor of shape (d,). Column pair j covers columns 2j (sine) and 2j+1 (cosine)."),
+        N_("The angle of pair j is i / 10000 ** (2 * j / d); the even column gets its sine, the odd "
+           "column its cosine."),
+        N_("With tensors: two_j = torch.arange(0, d, 2); angle = i / 10000 ** (two_j / d); "
+           "p[0::2] = sin(angle); p[1::2] = cos(angle)[: d // 2] (an odd d has one cosine fewer)."),
     ],
-    solution='''
+    solution=N_('''
 def position_encoding(i, d):
     two_j = torch.arange(0, d, 2, dtype=torch.float64)     # 0, 2, 4, ...
     angle = i / 10000 ** (two_j / d)                       # one angle per column pair
@@ -102,7 +103,7 @@ def position_encoding(i, d):
     p[0::2] = torch.sin(angle)
     p[1::2] = torch.cos(angle)[: d // 2]                   # an odd d has no last cosine
     return p
-''',
+'''),
 )
 
 
@@ -125,50 +126,50 @@ def _w(j, d):
 
 
 Q2_CASES = [
-    ("k=1, pair j=0, d=8", (1, 0, 8)),
-    ("k=3, pair j=1, d=8", (3, 1, 8)),
-    ("k=5, pair j=2, d=16", (5, 2, 16)),
-    ("k=-2 (backwards), pair j=0, d=4", (-2, 0, 4)),
-    ("k=10, pair j=31 (the slowest), d=64", (10, 31, 64)),
+    (N_("k=1, pair j=0, d=8"), (1, 0, 8)),
+    (N_("k=3, pair j=1, d=8"), (3, 1, 8)),
+    (N_("k=5, pair j=2, d=16"), (5, 2, 16)),
+    (N_("k=-2 (backwards), pair j=0, d=4"), (-2, 0, 4)),
+    (N_("k=10, pair j=31 (the slowest), d=64"), (10, 31, 64)),
 ]
 
 Q2_DIAGNOSES = [
     (lambda k, j, d: _block(k * _w(j, d), transpose=True),
-     "this is the transpose: it is right for column vectors (M @ p), but here p is a row "
-     "vector multiplied on the right (p @ M). Check: [sin a, cos a] @ M must give sin(a + b) first."),
+     N_("this is the transpose: it is right for column vectors (M @ p), but here p is a row "
+        "vector multiplied on the right (p @ M). Check: [sin a, cos a] @ M must give sin(a + b) first.")),
     (lambda k, j, d: _block(float(k)),
-     "the angle is k * w_j, not k: pair j turns by w_j = 1 / 10000^(2j/d) radians per position."),
+     N_("the angle is k * w_j, not k: pair j turns by w_j = 1 / 10000^(2j/d) radians per position.")),
     (lambda k, j, d: _block(_w(j, d)),
-     "that rotates by one position only; k positions turn pair j by k * w_j."),
+     N_("that rotates by one position only; k positions turn pair j by k * w_j.")),
     (lambda k, j, d: torch.eye(2, dtype=torch.float64),
-     "the identity keeps P[i]; moving k positions rotates each pair by the angle k * w_j."),
+     N_("the identity keeps P[i]; moving k positions rotates each pair by the angle k * w_j.")),
 ]
 
 
 def _check_q2(answer) -> str:
     message = run_cases(answer, _ref_block, Q2_CASES, Q2_DIAGNOSES, atol=1e-6)
-    return message + "; it works for every i, which is the relative-position property"
+    return message + _("; it works for every i, which is the relative-position property")
 
 
 q2 = Exercise(
-    name="Q2 (the rotation matrix of one frequency pair)",
+    name=N_("Q2 (the rotation matrix of one frequency pair)"),
     var="rotation_block",
     checker=_check_q2,
     hints=[
-        "Write a = i * w and b = k * w with w = 1 / 10000 ** (2 * j / d). You need M with "
-        "[sin(a + b), cos(a + b)] = [sin a, cos a] @ M for every a.",
-        "Addition theorems: sin(a + b) = sin a cos b + cos a sin b; "
-        "cos(a + b) = cos a cos b - sin a sin b. Read the coefficients of sin a and cos a off.",
-        "Row vector times M: the first column of M gives the first output, so "
-        "M = [[cos b, -sin b], [sin b, cos b]].",
+        N_("Write a = i * w and b = k * w with w = 1 / 10000 ** (2 * j / d). You need M with "
+           "[sin(a + b), cos(a + b)] = [sin a, cos a] @ M for every a."),
+        N_("Addition theorems: sin(a + b) = sin a cos b + cos a sin b; "
+           "cos(a + b) = cos a cos b - sin a sin b. Read the coefficients of sin a and cos a off."),
+        N_("Row vector times M: the first column of M gives the first output, so "
+           "M = [[cos b, -sin b], [sin b, cos b]]."),
     ],
-    solution='''
+    solution=N_('''
 def rotation_block(k, j, d):
     b = k / 10000 ** (2 * j / d)                 # how far pair j turns in k positions
     c, s = math.cos(b), math.sin(b)
     return torch.tensor([[c, -s],
                          [s,  c]], dtype=torch.float64)
-''',
+'''),
 )
 
 
@@ -180,39 +181,39 @@ def _ref_wavelengths(d: int) -> torch.Tensor:
     return 2 * math.pi / frequencies(d)
 
 
-Q3_CASES = [("d=8", (8,)), ("d=2 (a single pair)", (2,)), ("d=64", (64,)), ("odd width d=5", (5,))]
+Q3_CASES = [(N_("d=8"), (8,)), (N_("d=2 (a single pair)"), (2,)), (N_("d=64"), (64,)), (N_("odd width d=5"), (5,))]
 
 Q3_DIAGNOSES = [
-    (lambda d: 1 / frequencies(d), "you returned 10000^(2j/d), the number of positions per *radian*; "
-                                   "a full turn is 2 pi radians."),
-    (lambda d: frequencies(d), "you returned the frequencies w_j; the wavelength is 2 pi / w_j."),
+    (lambda d: 1 / frequencies(d), N_("you returned 10000^(2j/d), the number of positions per *radian*; "
+                                      "a full turn is 2 pi radians.")),
+    (lambda d: frequencies(d), N_("you returned the frequencies w_j; the wavelength is 2 pi / w_j.")),
     (lambda d: 2 * math.pi * 10000 ** (torch.arange(d // 2, dtype=torch.float64) / d),
-     "the exponent is 2j/d, not j/d."),
+     N_("the exponent is 2j/d, not j/d.")),
     (lambda d: 2 * math.pi * 10000 ** (torch.arange(0, d, dtype=torch.float64) / d),
-     "return one wavelength per column *pair* (ceil(d/2) numbers), not per column."),
+     N_("return one wavelength per column *pair* (ceil(d/2) numbers), not per column.")),
 ]
 
 
 def _check_q3(answer) -> str:
     message = run_cases(answer, _ref_wavelengths, Q3_CASES, Q3_DIAGNOSES, atol=1e-6)
-    return message + " (pair 0 repeats every 2 pi ≈ 6.3 positions: the fastest, like the lowest binary digit)"
+    return message + _(" (pair 0 repeats every 2 pi ≈ 6.3 positions: the fastest, like the lowest binary digit)")
 
 
 q3 = Exercise(
-    name="Q3 (which dimension changes fastest?)",
+    name=N_("Q3 (which dimension changes fastest?)"),
     var="wavelengths",
     checker=_check_q3,
     hints=[
-        "Pair j turns by w_j = 1 / 10000^(2j/d) radians per position. After how many positions "
-        "has it turned a full circle?",
-        "A full turn is 2 pi radians: the wavelength is 2 pi / w_j = 2 pi * 10000^(2j/d). "
-        "Return a tensor with one entry per pair, j = 0 .. ceil(d/2) - 1.",
+        N_("Pair j turns by w_j = 1 / 10000^(2j/d) radians per position. After how many positions "
+           "has it turned a full circle?"),
+        N_("A full turn is 2 pi radians: the wavelength is 2 pi / w_j = 2 pi * 10000^(2j/d). "
+           "Return a tensor with one entry per pair, j = 0 .. ceil(d/2) - 1."),
     ],
-    solution='''
+    solution=N_('''
 def wavelengths(d):
     two_j = torch.arange(0, d, 2, dtype=torch.float64)
     return 2 * math.pi * 10000 ** (two_j / d)      # pair 0: 2 pi positions; the last: ~ 2 pi * 10000
-''',
+'''),
 )
 
 
@@ -225,67 +226,67 @@ def _ref_embed(E: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
 
 
 Q4_CASES = [
-    ("batch=2, seq=5, d=8, max_len=10",
+    (N_("batch=2, seq=5, d=8, max_len=10"),
      (randn(2, 5, 8, seed=1) / math.sqrt(8), sinusoidal_encoding(10, 8))),
-    ("seq = max_len = 4, d=16",
+    (N_("seq = max_len = 4, d=16"),
      (randn(1, 4, 16, seed=2) / 4, sinusoidal_encoding(4, 16))),
-    ("a single token, d=2",
+    (N_("a single token, d=2"),
      (randn(3, 1, 2, seed=3), sinusoidal_encoding(6, 2))),
 ]
 
 # a sequence longer than the table: the answer must refuse it with a ValueError
-Q4_TOO_LONG = ("a sequence of 7 positions with a table of max_len=5",
+Q4_TOO_LONG = (N_("a sequence of 7 positions with a table of max_len=5"),
                (randn(2, 7, 8, seed=4), sinusoidal_encoding(5, 8)))
 
 Q4_DIAGNOSES = [
     (lambda E, P: (E + P[: E.shape[1]]) * math.sqrt(E.shape[-1]),
-     "you scaled the sum: that multiplies the positions by sqrt(d) too, so they drown the tokens. "
-     "Scale only E, then add P."),
+     N_("you scaled the sum: that multiplies the positions by sqrt(d) too, so they drown the tokens. "
+        "Scale only E, then add P.")),
     (lambda E, P: E + P[: E.shape[1]] * math.sqrt(E.shape[-1]),
-     "you scaled the positions; scale the token embeddings E instead."),
-    (lambda E, P: E + P[: E.shape[1]], "you forgot to multiply the token embeddings by sqrt(d)."),
+     N_("you scaled the positions; scale the token embeddings E instead.")),
+    (lambda E, P: E + P[: E.shape[1]], N_("you forgot to multiply the token embeddings by sqrt(d).")),
     (lambda E, P: E / math.sqrt(E.shape[-1]) + P[: E.shape[1]],
-     "you divided by sqrt(d); the embeddings are *multiplied* by sqrt(d)."),
+     N_("you divided by sqrt(d); the embeddings are *multiplied* by sqrt(d).")),
 ]
 
 
 def _q4_other_error(e: BaseException) -> str:
-    return (f"{Q4_TOO_LONG[0]} made your code raise {type(e).__name__}: {e}. That is an accident of "
-            f"broadcasting, not a message for the user: check E.shape[1] <= P.shape[0] first and raise "
-            f"a ValueError naming max_len.")
+    return _("{where} made your code raise {error}: {e}. That is an accident of broadcasting, not a message "
+             "for the user: check E.shape[1] <= P.shape[0] first and raise a ValueError naming max_len.").format(
+        where=_(Q4_TOO_LONG[0]), error=type(e).__name__, e=e)
 
 
 def _q4_returned(out) -> str:
     shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-    return (f"{Q4_TOO_LONG[0]} was accepted silently (your result: {shape}); raise a ValueError "
-            f"naming max_len instead.")
+    return _("{where} was accepted silently (your result: {shape}); raise a ValueError naming max_len "
+             "instead.").format(where=_(Q4_TOO_LONG[0]), shape=shape)
 
 
 def _check_q4(answer) -> str:
     message = run_cases(answer, _ref_embed, Q4_CASES, Q4_DIAGNOSES)
     where, args = Q4_TOO_LONG
-    expect_raises(answer, args, where, ValueError, returned=_q4_returned, other=_q4_other_error)
-    return message + ", and a sequence longer than the table is refused with a ValueError"
+    expect_raises(answer, args, _(where), ValueError, returned=_q4_returned, other=_q4_other_error)
+    return message + _(", and a sequence longer than the table is refused with a ValueError")
 
 
 q4 = Exercise(
-    name="Q4 (scale the tokens, add the positions, check the length)",
+    name=N_("Q4 (scale the tokens, add the positions, check the length)"),
     var="embed_with_positions",
     checker=_check_q4,
     hints=[
-        "E is (batch, seq, d), P is (max_len, d). The result is E * sqrt(d) + P[:seq], shape "
-        "(batch, seq, d); P[:seq] broadcasts over the batch.",
-        "Scale only E: (E + P) * sqrt(d) would scale the positions too.",
-        "Before adding: if seq > P.shape[0], raise ValueError(f'... max_len={P.shape[0]} ...'). "
-        "Slicing P[:seq] never fails by itself: it silently returns fewer rows.",
+        N_("E is (batch, seq, d), P is (max_len, d). The result is E * sqrt(d) + P[:seq], shape "
+           "(batch, seq, d); P[:seq] broadcasts over the batch."),
+        N_("Scale only E: (E + P) * sqrt(d) would scale the positions too."),
+        N_("Before adding: if seq > P.shape[0], raise ValueError(f'... max_len={P.shape[0]} ...'). "
+           "Slicing P[:seq] never fails by itself: it silently returns fewer rows."),
     ],
-    solution='''
+    solution=N_('''
 def embed_with_positions(E, P):
     batch, seq, d = E.shape
     if seq > P.shape[0]:
         raise ValueError(f"sequence of {seq} positions, but the table has max_len={P.shape[0]}")
     return E * math.sqrt(d) + P[:seq]       # scale the tokens, not the positions
-''',
+'''),
 )
 
 
@@ -334,49 +335,51 @@ def distinct_outputs(readout: str, positions: bool = False, d: int = 16, seed: i
 
 
 _Q5_WHY = {
-    ("first", "fewer"): "the output at the first position is built from the query of the word standing "
-                        "there: orderings that start with different words give different outputs.",
-    ("first", "more"): "without positions, attention sees the other words as a set. The output at position 0 "
-                       "depends on the word standing there and on *which* words are around it, not on their "
-                       "order: the weighted average over the keys is the same sum in another order.",
-    ("mean", "more"): "shuffling the words shuffles the three outputs the same way (permutation "
-                      "equivariance, section 1): the same three vectors in another order, and the mean "
-                      "of three vectors does not depend on their order.",
-    ("mean", "fewer"): "there is at least one vector.",
+    ("first", "fewer"): N_("the output at the first position is built from the query of the word standing "
+                           "there: orderings that start with different words give different outputs."),
+    ("first", "more"): N_("without positions, attention sees the other words as a set. The output at position 0 "
+                          "depends on the word standing there and on *which* words are around it, not on their "
+                          "order: the weighted average over the keys is the same sum in another order."),
+    ("mean", "more"): N_("shuffling the words shuffles the three outputs the same way (permutation "
+                         "equivariance, section 1): the same three vectors in another order, and the mean "
+                         "of three vectors does not depend on their order."),
+    ("mean", "fewer"): N_("there is at least one vector."),
 }
 
 
 def _check_q5(answer) -> str:
     guess = predicted_dict(answer, Q5_READOUTS, "prediction",
-                           "a count from 1 to 6 each ({'first': <count>, 'mean': <count>})",
-                           low=1, high=6, must="a whole number from 1 to 6", whole=True,
-                           in_range="a count from 1 to 6 (there are 6 orderings)", blank="a count from 1 to 6")
+                           _("a count from 1 to 6 each ({'first': <count>, 'mean': <count>})"),
+                           low=1, high=6, must=_("a whole number from 1 to 6"), whole=True,
+                           in_range=_("a count from 1 to 6 (there are 6 orderings)"), blank=_("a count from 1 to 6"))
     measured = {key: distinct_outputs(key) for key in Q5_READOUTS}
     wrong = [key for key in Q5_READOUTS if guess[key] != measured[key]]
     if wrong:
-        reasons = [f"{key!r}: {guess[key]} is too {'many' if guess[key] > measured[key] else 'few'}: "
-                   f"{_Q5_WHY[key, 'more' if guess[key] > measured[key] else 'fewer']}" for key in wrong]
-        raise CheckFailed(" And ".join(reasons))
-    return (f"first position: {measured['first']} different outputs (one per word that can stand first), "
-            f"mean: {measured['mean']} (the same for every ordering). Without positions, a model that "
-            f"pools its outputs cannot tell 'dog bites man' from 'man bites dog'.")
+        reasons = [(_("{key!r}: {guess} is too many: {why}") if guess[key] > measured[key] else
+                    _("{key!r}: {guess} is too few: {why}")).format(
+            key=key, guess=guess[key], why=_(_Q5_WHY[key, "more" if guess[key] > measured[key] else "fewer"]))
+            for key in wrong]
+        raise CheckFailed(_(" And ").join(reasons))
+    return _("first position: {first} different outputs (one per word that can stand first), mean: {mean} "
+             "(the same for every ordering). Without positions, a model that pools its outputs cannot tell "
+             "'dog bites man' from 'man bites dog'.").format(first=measured["first"], mean=measured["mean"])
 
 
 q5 = Exercise(
-    name="Q5 (predict: shuffled words without positions)",
+    name=N_("Q5 (predict: shuffled words without positions)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        "Section 1: shuffle the input rows and the output rows are shuffled the same way. So each "
-        "ordering gives the *same three vectors*, one per word, only in another order.",
-        "The first position shows the output of whichever word stands first. How many different words "
-        "can stand first? And does the order of the three outputs change their mean?",
+        N_("Section 1: shuffle the input rows and the output rows are shuffled the same way. So each "
+           "ordering gives the *same three vectors*, one per word, only in another order."),
+        N_("The first position shows the output of whichever word stands first. How many different words "
+           "can stand first? And does the order of the three outputs change their mean?"),
     ],
-    solution='''
+    solution=N_('''
 # Without positions each word's output depends only on the word and on the set of words
 # around it, so every ordering gives the same three output vectors, in its own order.
 # The first position shows the output of whichever word stands first: 3 different vectors
 # (one per word). Their mean ignores the order: 1 vector for all 6 orderings.
 prediction = {"first": 3, "mean": 1}
-''',
+'''),
 )

@@ -24,6 +24,7 @@ import torch
 
 from ..attention import causal_mask
 from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN, TransformerDecoder, TransformerEncoder
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, as_number, check_bool, check_choice, check_int, check_positive_int,
                    equal_values, predicted_number, randn, run_cases, seeded)
 
@@ -51,33 +52,33 @@ def _norm(S, gamma, beta, eps, dim=-1, unbiased=False, eps_outside=False):
 
 
 Q1_CASES = [
-    ("batch=2, seq=3, d=4, gamma=1, beta=0",
+    (N_("batch=2, seq=3, d=4, gamma=1, beta=0"),
      (randn(2, 3, 4, seed=1), randn(2, 3, 4, seed=2), torch.ones(4), torch.zeros(4), 1e-5)),
-    ("random gamma and beta, d=6",
+    (N_("random gamma and beta, d=6"),
      (randn(2, 4, 6, seed=3), randn(2, 4, 6, seed=4), randn(6, seed=5), randn(6, seed=6), 1e-5)),
-    ("a large eps = 0.5 (eps goes inside the square root)",
+    (N_("a large eps = 0.5 (eps goes inside the square root)"),
      (randn(1, 3, 5, seed=7), randn(1, 3, 5, seed=8), randn(5, seed=9), randn(5, seed=10), 0.5)),
-    ("a position where X + Y is constant (variance 0)",
+    (N_("a position where X + Y is constant (variance 0)"),
      (torch.ones(1, 2, 4), torch.tensor([[[1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 2.0, 3.0]]]),
       torch.ones(4), torch.full((4,), 0.5), 1e-5)),
 ]
 
 Q1_DIAGNOSES = [
     (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, unbiased=True),
-     "you used the unbiased variance (divide by d - 1; torch.var's default). Layer norm divides "
-     "by d: use X.var(-1, unbiased=False) or ((S - mean) ** 2).mean(-1)."),
+     N_("you used the unbiased variance (divide by d - 1; torch.var's default). Layer norm divides "
+        "by d: use X.var(-1, unbiased=False) or ((S - mean) ** 2).mean(-1).")),
     (lambda X, Y, g, b, e: X + _norm(Y, g, b, e),
-     "you normalised Y and then added X (that is pre-norm-like). Add & norm is LayerNorm(X + Y): "
-     "add first, then normalise the sum."),
+     N_("you normalised Y and then added X (that is pre-norm-like). Add & norm is LayerNorm(X + Y): "
+        "add first, then normalise the sum.")),
     (lambda X, Y, g, b, e: _norm(Y, g, b, e),
-     "you forgot the residual connection: normalise X + Y, not Y alone."),
+     N_("you forgot the residual connection: normalise X + Y, not Y alone.")),
     (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, dim=1),
-     "you normalised over the sequence axis (dim=1). Layer norm normalises each position over its "
-     "own features (dim=-1)."),
+     N_("you normalised over the sequence axis (dim=1). Layer norm normalises each position over its "
+        "own features (dim=-1).")),
     (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, eps_outside=True),
-     "eps goes inside the square root: (S - mean) / sqrt(var + eps)."),
+     N_("eps goes inside the square root: (S - mean) / sqrt(var + eps).")),
     (lambda X, Y, g, b, e: _norm(X + Y, torch.ones_like(g), torch.zeros_like(b), e),
-     "you forgot gamma and beta: multiply the normalised values by gamma, then add beta."),
+     N_("you forgot gamma and beta: multiply the normalised values by gamma, then add beta.")),
 ]
 
 
@@ -86,23 +87,23 @@ def _check_q1(answer) -> str:
 
 
 q1 = Exercise(
-    name="Q1 (add & norm)",
+    name=N_("Q1 (add & norm)"),
     var="add_norm",
     checker=_check_q1,
     hints=[
-        "Add first: S = X + Y, shape (batch, seq, d). Then normalise every position over its d "
-        "features.",
-        "mean = S.mean(-1, keepdim=True); var = S.var(-1, unbiased=False, keepdim=True); "
-        "normalised = (S - mean) / sqrt(var + eps).",
-        "Finally scale and shift: normalised * gamma + beta (both have shape (d,)).",
+        N_("Add first: S = X + Y, shape (batch, seq, d). Then normalise every position over its d "
+           "features."),
+        N_("mean = S.mean(-1, keepdim=True); var = S.var(-1, unbiased=False, keepdim=True); "
+           "normalised = (S - mean) / sqrt(var + eps)."),
+        N_("Finally scale and shift: normalised * gamma + beta (both have shape (d,))."),
     ],
-    solution='''
+    solution=N_('''
 def add_norm(X, Y, gamma, beta, eps):
     S = X + Y                                            # residual connection
     mean = S.mean(-1, keepdim=True)                      # per position, over the features
     var = S.var(-1, unbiased=False, keepdim=True)        # divide by d, not d - 1
     return (S - mean) / torch.sqrt(var + eps) * gamma + beta
-''',
+'''),
 )
 
 
@@ -129,21 +130,21 @@ def _ffn_case(batch, seq, d, hidden, seed):
 # the square case comes first: there a missing transpose gives wrong numbers (diagnosed)
 # rather than a shape error
 Q2_CASES = [
-    ("d = ffn_hiddens = 4 (square weights)", _ffn_case(2, 3, 4, 4, 20)),
-    ("batch=2, seq=5, d=6, ffn_hiddens=10", _ffn_case(2, 5, 6, 10, 30)),
-    ("a single position, d=3, ffn_hiddens=7", _ffn_case(1, 1, 3, 7, 40)),
+    (N_("d = ffn_hiddens = 4 (square weights)"), _ffn_case(2, 3, 4, 4, 20)),
+    (N_("batch=2, seq=5, d=6, ffn_hiddens=10"), _ffn_case(2, 5, 6, 10, 30)),
+    (N_("a single position, d=3, ffn_hiddens=7"), _ffn_case(1, 1, 3, 7, 40)),
 ]
 
 Q2_DIAGNOSES = [
     (lambda X, W1, b1, W2, b2: (X @ W1 + b1).relu() @ W2 + b2,
-     "nn.Linear stores its weight as (out_features, in_features) and computes x @ W.T + b: "
-     "transpose the weights (X @ W1.T)."),
+     N_("nn.Linear stores its weight as (out_features, in_features) and computes x @ W.T + b: "
+        "transpose the weights (X @ W1.T).")),
     (lambda X, W1, b1, W2, b2: (X @ W1.T + b1) @ W2.T + b2,
-     "you forgot the ReLU between the two layers (without it, two linear layers are one)."),
+     N_("you forgot the ReLU between the two layers (without it, two linear layers are one).")),
     (lambda X, W1, b1, W2, b2: ((X @ W1.T + b1).relu() @ W2.T + b2).relu(),
-     "the ReLU goes only between the layers, not after the second one."),
+     N_("the ReLU goes only between the layers, not after the second one.")),
     (lambda X, W1, b1, W2, b2: (X @ W1.T).relu() @ W2.T,
-     "you forgot the biases b1 and b2."),
+     N_("you forgot the biases b1 and b2.")),
 ]
 
 
@@ -152,20 +153,20 @@ def _check_q2(answer) -> str:
 
 
 q2 = Exercise(
-    name="Q2 (position-wise feed-forward network)",
+    name=N_("Q2 (position-wise feed-forward network)"),
     var="ffn",
     checker=_check_q2,
     hints=[
-        "FFN(x) = W2 relu(W1 x + b1) + b2, applied to every position. X is (batch, seq, d), "
-        "W1 is (ffn_hiddens, d) and W2 is (d, ffn_hiddens), stored like nn.Linear's weights.",
-        "With row vectors: H = relu(X @ W1.T + b1) has shape (batch, seq, ffn_hiddens); "
-        "the output is H @ W2.T + b2.",
+        N_("FFN(x) = W2 relu(W1 x + b1) + b2, applied to every position. X is (batch, seq, d), "
+           "W1 is (ffn_hiddens, d) and W2 is (d, ffn_hiddens), stored like nn.Linear's weights."),
+        N_("With row vectors: H = relu(X @ W1.T + b1) has shape (batch, seq, ffn_hiddens); "
+           "the output is H @ W2.T + b2."),
     ],
-    solution='''
+    solution=N_('''
 def ffn(X, W1, b1, W2, b2):
     H = torch.relu(X @ W1.T + b1)      # (batch, seq, ffn_hiddens): every position alike
     return H @ W2.T + b2               # back to (batch, seq, d)
-''',
+'''),
 )
 
 
@@ -178,31 +179,31 @@ def _ref_mask(num_queries: int, num_keys: int) -> torch.Tensor:
 
 
 Q3_CASES = [
-    ("4 queries, 4 keys", (4, 4)),
-    ("1 query, 1 key", (1, 1)),
-    ("decoding with a cache: 1 new query, 5 keys", (1, 5)),
-    ("2 new queries, 6 keys", (2, 6)),
+    (N_("4 queries, 4 keys"), (4, 4)),
+    (N_("1 query, 1 key"), (1, 1)),
+    (N_("decoding with a cache: 1 new query, 5 keys"), (1, 5)),
+    (N_("2 new queries, 6 keys"), (2, 6)),
 ]
 
 Q3_DIAGNOSES = [
     (lambda q, k: ~causal_mask(q, k),
-     "the mask is inverted: in the course (and in scaled_dot_product_attention) True means "
-     "*may attend*. (nn.Transformer's masks use the opposite meaning.)"),
+     N_("the mask is inverted: in the course (and in scaled_dot_product_attention) True means "
+        "*may attend*. (nn.Transformer's masks use the opposite meaning.)")),
     (lambda q, k: torch.ones(q, k).tril(k - q - 1).bool(),
-     "each query must also see itself: key j is allowed when j <= i (use <=, not <)."),
+     N_("each query must also see itself: key j is allowed when j <= i (use <=, not <).")),
     (lambda q, k: torch.ones(q, k).triu(k - q).bool(),
-     "that lets queries see the future: the allowed keys are on and *below* the diagonal."),
+     N_("that lets queries see the future: the allowed keys are on and *below* the diagonal.")),
     (lambda q, k: torch.ones(q, k).tril().bool(),
-     "with more keys than queries the queries are the *last* positions: query i is position "
-     "num_keys - num_queries + i, so align the diagonal to the bottom-right (tril with "
-     "diagonal=num_keys - num_queries)."),
+     N_("with more keys than queries the queries are the *last* positions: query i is position "
+        "num_keys - num_queries + i, so align the diagonal to the bottom-right (tril with "
+        "diagonal=num_keys - num_queries).")),
 ]
 
 
 def _require_bool(got, where, q, k):
     if isinstance(got, torch.Tensor) and got.dtype != torch.bool:
-        raise CheckFailed(f"on {q} queries, {k} keys: return a boolean tensor (True = may attend), "
-                          f"got dtype {got.dtype}; compare with <= or call .bool().")
+        raise CheckFailed(_("on {q} queries, {k} keys: return a boolean tensor (True = may attend), got dtype "
+                            "{dtype}; compare with <= or call .bool().").format(q=q, k=k, dtype=got.dtype))
     return got
 
 
@@ -211,23 +212,23 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (the causal mask)",
+    name=N_("Q3 (the causal mask)"),
     var="my_causal_mask",
     checker=_check_q3,
     hints=[
-        "Return a (num_queries, num_keys) boolean tensor, True where the query may attend. With "
-        "as many keys as queries, query i sees keys 0..i: the lower triangle with the diagonal.",
-        "When decoding with a cache there are more keys than queries: the queries are the "
-        "*last* num_queries positions, so query i is position num_keys - num_queries + i.",
-        "k = torch.arange(num_keys)[None, :]; i = torch.arange(num_queries)[:, None]; "
-        "return k <= i + (num_keys - num_queries)",
+        N_("Return a (num_queries, num_keys) boolean tensor, True where the query may attend. With "
+           "as many keys as queries, query i sees keys 0..i: the lower triangle with the diagonal."),
+        N_("When decoding with a cache there are more keys than queries: the queries are the "
+           "*last* num_queries positions, so query i is position num_keys - num_queries + i."),
+        N_("k = torch.arange(num_keys)[None, :]; i = torch.arange(num_queries)[:, None]; "
+           "return k <= i + (num_keys - num_queries)"),
     ],
-    solution='''
+    solution=N_('''
 def my_causal_mask(num_queries, num_keys):
     i = torch.arange(num_queries)[:, None]          # (queries, 1)
     j = torch.arange(num_keys)[None, :]             # (1, keys)
     return j <= i + (num_keys - num_queries)        # the queries are the last positions
-''',
+'''),
 )
 
 
@@ -256,47 +257,47 @@ def _ffn(d, f):
 
 Q4_DIAGNOSES = [
     (lambda d, f, h, b: _attn(d, h, b) + _ffn(d, f),
-     "you forgot the two layer norms: each has a scale and a shift of d numbers (4d in all)."),
+     N_("you forgot the two layer norms: each has a scale and a shift of d numbers (4d in all).")),
     (lambda d, f, h, b: _attn(d, h, b) + _ffn(d, f) + 2 * d,
-     "there are two add & norm layers, each with its own layer norm (2 × 2d)."),
+     N_("there are two add & norm layers, each with its own layer norm (2 × 2d).")),
     (lambda d, f, h, b: _attn(d, h, b) + 2 * d * f + 4 * d,
-     "you forgot the FFN's biases (ffn_hiddens + d numbers)."),
+     N_("you forgot the FFN's biases (ffn_hiddens + d numbers).")),
     (lambda d, f, h, b: h * _attn(d, h, b) + _ffn(d, f) + 4 * d,
-     "the attention's parameter count does not depend on the number of heads: the heads split "
-     "the d columns of each projection (4 d² weights, + 4d biases with bias=True)."),
+     N_("the attention's parameter count does not depend on the number of heads: the heads split "
+        "the d columns of each projection (4 d² weights, + 4d biases with bias=True).")),
     (lambda d, f, h, b: 3 * d * d + (3 * d if b else 0) + _ffn(d, f) + 4 * d,
-     "you forgot the attention's output projection W_o (d² weights, + d biases)."),
+     N_("you forgot the attention's output projection W_o (d² weights, + d biases).")),
     (lambda d, f, h, b: 4 * d * d + 4 * d + _ffn(d, f) + 4 * d,
-     "with bias=False the attention projections have no biases (the FFN and the layer norms "
-     "still do)."),
+     N_("with bias=False the attention projections have no biases (the FFN and the layer norms "
+        "still do).")),
 ]
 
 
 def _check_q4(answer) -> str:
     run_cases(answer, _ref_params, _q4_cases(), Q4_DIAGNOSES,
               prepare=lambda got, where, *args: as_number(got, where),
-              compare=equal_values("on {where}: expected {expected:,} parameters, got {got:,}"))
-    return (f"correct on all {len(Q4_CASES)} cases: attention 4d² (+4d), FFN 2·d·ffn + ffn + d, "
-            f"two layer norms 4d")
+              compare=equal_values(N_("on {where}: expected {expected:,} parameters, got {got:,}")))
+    return _("correct on all {n} cases: attention 4d² (+4d), FFN 2·d·ffn + ffn + d, two layer norms 4d").format(
+        n=len(Q4_CASES))
 
 
 q4 = Exercise(
-    name="Q4 (parameters of an encoder block)",
+    name=N_("Q4 (parameters of an encoder block)"),
     var="encoder_block_params",
     checker=_check_q4,
     hints=[
-        "Three parts: multi-head attention, the FFN, and two layer norms (one per add & norm).",
-        "Attention: W_q, W_k, W_v, W_o are d × d each, plus d biases each when bias=True; the heads "
-        "do not change the count. FFN: d × ffn_hiddens + ffn_hiddens, then ffn_hiddens × d + d.",
-        "Each layer norm has a scale and a shift of d numbers.",
+        N_("Three parts: multi-head attention, the FFN, and two layer norms (one per add & norm)."),
+        N_("Attention: W_q, W_k, W_v, W_o are d × d each, plus d biases each when bias=True; the heads "
+           "do not change the count. FFN: d × ffn_hiddens + ffn_hiddens, then ffn_hiddens × d + d."),
+        N_("Each layer norm has a scale and a shift of d numbers."),
     ],
-    solution='''
+    solution=N_('''
 def encoder_block_params(d, ffn_hiddens, heads, bias):
     attention = 4 * d * d + (4 * d if bias else 0)             # heads only split the columns
     ffn = d * ffn_hiddens + ffn_hiddens + ffn_hiddens * d + d  # two linear layers with biases
     norms = 2 * (2 * d)                                        # two layer norms: scale + shift
     return attention + ffn + norms
-''',
+'''),
 )
 
 
@@ -346,40 +347,43 @@ def changed_positions(change: str = "target", position: int = Q5_POSITION, causa
 
 def _check_q5(answer) -> str:
     guess = predicted_number(answer, "prediction", 0, Q5_TGT_LEN,
-                             f"a whole number from 0 to {Q5_TGT_LEN} (a count of positions)",
-                             f"a count of positions from 0 to {Q5_TGT_LEN}", whole=True)
+                             _("a whole number from 0 to {n} (a count of positions)").format(n=Q5_TGT_LEN),
+                             _("a count of positions from 0 to {n}").format(n=Q5_TGT_LEN), whole=True)
     measured = changed_positions()
     n = len(measured)
     if guess > n:
-        raise CheckFailed(
-            f"{guess} is too many: the causal mask. In the decoder's self-attention a position attends only "
-            f"to itself and the positions before it — in every block — so no output before position "
-            f"{Q5_POSITION} can see the change, however many layers deep.")
+        raise CheckFailed(_(
+            "{guess} is too many: the causal mask. In the decoder's self-attention a position attends only "
+            "to itself and the positions before it — in every block — so no output before position "
+            "{position} can see the change, however many layers deep.").format(guess=guess, position=Q5_POSITION))
     if guess == n - 1:
-        raise CheckFailed(f"one too few: position {Q5_POSITION} itself changes too — its own input token changed.")
+        raise CheckFailed(_("one too few: position {position} itself changes too — its own input token "
+                            "changed.").format(position=Q5_POSITION))
     if guess < n:
-        raise CheckFailed(
-            f"{guess} is too few: every position after {Q5_POSITION} attends to position {Q5_POSITION} (position t "
-            f"sees 0..t), so the change reaches all of them." + (
-                " (Did you count the positions that keep their output?)" if guess == Q5_TGT_LEN - n else ""))
-    return (f"{n} positions change: {measured[0]}..{measured[-1]}. Position t only sees 0..t, which is what lets "
-            f"training feed the whole target at once and greedy decoding reuse the earlier steps.")
+        raise CheckFailed(_(
+            "{guess} is too few: every position after {position} attends to position {position} (position t "
+            "sees 0..t), so the change reaches all of them.").format(guess=guess, position=Q5_POSITION) + (
+                _(" (Did you count the positions that keep their output?)") if guess == Q5_TGT_LEN - n else ""))
+    return _("{n} positions change: {first}..{last}. Position t only sees 0..t, which is what lets training feed "
+             "the whole target at once and greedy decoding reuse the earlier steps.").format(
+        n=n, first=measured[0], last=measured[-1])
 
 
 q5 = Exercise(
-    name="Q5 (predict: what a changed target token reaches)",
+    name=N_("Q5 (predict: what a changed target token reaches)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        "In the decoder's masked self-attention, which positions may position t attend to?",
-        "The cross-attention reads the encoder output, which did not change; the FFN works on each "
-        "position separately. So a change can only travel through the masked self-attention.",
-        f"Count the positions from {Q5_POSITION} to {Q5_TGT_LEN - 1}: does position {Q5_POSITION} itself count?",
+        N_("In the decoder's masked self-attention, which positions may position t attend to?"),
+        N_("The cross-attention reads the encoder output, which did not change; the FFN works on each "
+           "position separately. So a change can only travel through the masked self-attention."),
+        N_("Count the positions from {position} to {last}: does position {position} itself count?"),
     ],
-    solution='''
+    solution=N_('''
 # Position t attends only to positions 0..t (the causal mask), in both blocks; the
 # cross-attention and the FFN do not mix target positions. So the change at position 3
 # reaches positions 3, 4, 5, 6, 7 and no earlier one.
 prediction = 5
-''',
+'''),
+    fields={"position": Q5_POSITION, "last": Q5_TGT_LEN - 1},
 )

@@ -29,6 +29,7 @@ import torch
 
 from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
 from ..data import DEFAULT_VOCAB_SIZE
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, Symptom, as_number, equal_values, predicted_dict, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "encoder_parameter_split", "Q5_CONFIGS", "Q5_TOLERANCE"]
@@ -38,11 +39,11 @@ def _int_list(x, what: str) -> list:
     """A list / tuple of ints or a 1-D integer tensor -> a list of ints (else CheckFailed)."""
     if isinstance(x, torch.Tensor):
         if x.dim() != 1 or x.is_floating_point():
-            raise CheckFailed(f"{what}: expected a list of ints or a 1-D integer tensor, got a tensor "
-                              f"of shape {tuple(x.shape)} and dtype {x.dtype}")
+            raise CheckFailed(_("{what}: expected a list of ints or a 1-D integer tensor, got a tensor of shape "
+                                "{shape} and dtype {dtype}").format(what=what, shape=tuple(x.shape), dtype=x.dtype))
         return x.tolist()
     if not isinstance(x, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in x):
-        raise CheckFailed(f"{what}: expected a list of ints, got {type(x).__name__} {x!r}")
+        raise CheckFailed(_("{what}: expected a list of ints, got {type} {x!r}").format(what=what, type=type(x).__name__, x=x))
     return list(x)
 
 
@@ -55,12 +56,12 @@ def _show(seq) -> str:
 # ---------------------------------------------------------------------------------------
 
 Q1_CASES = [
-    ("a single text", (["the", "river", "is", "long", "."], None)),
-    ("a text pair", (["she", "goes", "to", "the", "bank", "."], ["it", "is", "busy", "."])),
-    ("a pair with WordPiece pieces", (["tar", "##n", "##um"], ["ve", "##lo", "##ra", "is", "far"])),
-    ("a one-token text", (["hello"], None)),
-    ("a pair whose B has one token", (["a", "b", "c"], ["d"])),
-    ("tokens_b = [] (a pair with an empty B, not a single text)", (["a", "b"], [])),
+    (N_("a single text"), (["the", "river", "is", "long", "."], None)),
+    (N_("a text pair"), (["she", "goes", "to", "the", "bank", "."], ["it", "is", "busy", "."])),
+    (N_("a pair with WordPiece pieces"), (["tar", "##n", "##um"], ["ve", "##lo", "##ra", "is", "far"])),
+    (N_("a one-token text"), (["hello"], None)),
+    (N_("a pair whose B has one token"), (["a", "b", "c"], ["d"])),
+    (N_("tokens_b = [] (a pair with an empty B, not a single text)"), (["a", "b"], [])),
 ]
 
 
@@ -95,31 +96,33 @@ def _q1_sep_between_missing(a, b):
 
 Q1_DIAGNOSES = [
     # first: with an empty B it looks the same as a pair without its last [SEP]
-    (_q1_empty_b_is_single, "tokens_b=None means a single text, but an empty list is still a pair: "
-                            "test `tokens_b is None`, not `if tokens_b:`."),
-    (_q1_first_sep_is_b, "the first [SEP] belongs to sentence A: it gets segment 0 (only B and the "
-                         "last [SEP] get 1)."),
-    (_q1_last_sep_is_a, "the last [SEP] belongs to sentence B: it gets segment 1."),
-    (_q1_no_last_sep, "a pair ends with a second [SEP] after B: [CLS] A [SEP] B [SEP]."),
-    (_q1_sep_between_missing, "a pair needs a [SEP] between A and B: [CLS] A [SEP] B [SEP]."),
+    (_q1_empty_b_is_single, N_("tokens_b=None means a single text, but an empty list is still a pair: "
+                               "test `tokens_b is None`, not `if tokens_b:`.")),
+    (_q1_first_sep_is_b, N_("the first [SEP] belongs to sentence A: it gets segment 0 (only B and the "
+                            "last [SEP] get 1).")),
+    (_q1_last_sep_is_a, N_("the last [SEP] belongs to sentence B: it gets segment 1.")),
+    (_q1_no_last_sep, N_("a pair ends with a second [SEP] after B: [CLS] A [SEP] B [SEP].")),
+    (_q1_sep_between_missing, N_("a pair needs a [SEP] between A and B: [CLS] A [SEP] B [SEP].")),
     (Symptom(lambda got, a, b: len(got[0]) != len(got[1])),
-     "tokens and segments must have the same length (one segment id per token)."),
+     N_("tokens and segments must have the same length (one segment id per token).")),
 ]
 
 
 def _q1_result(got, where, a, b) -> tuple:
     """The learner's (tokens, segments) as (list of str, list of int), or CheckFailed."""
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailed(f"on {where}: return two lists, (tokens, segments); got {type(got).__name__}")
+        raise CheckFailed(_("on {where}: return two lists, (tokens, segments); got {type}").format(
+            where=where, type=type(got).__name__))
     tokens, segments = got
     if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
-        raise CheckFailed(f"on {where}: tokens must be a list of str, got {tokens!r}")
-    return list(tokens), _int_list(segments, f"on {where}, segments")
+        raise CheckFailed(_("on {where}: tokens must be a list of str, got {tokens!r}").format(where=where, tokens=tokens))
+    return list(tokens), _int_list(segments, _("on {where}, segments").format(where=where))
 
 
 def _q1_message(got, expected, where) -> str:
-    return (f"on {where}: expected tokens [{_show(expected[0])}] with segments [{_show(expected[1])}], "
-            f"got [{_show(got[0])}] with [{_show(got[1])}]")
+    return _("on {where}: expected tokens [{tokens}] with segments [{segments}], got [{got_tokens}] with "
+             "[{got_segments}]").format(where=where, tokens=_show(expected[0]), segments=_show(expected[1]),
+                                        got_tokens=_show(got[0]), got_segments=_show(got[1]))
 
 
 def _check_q1(answer) -> str:
@@ -128,17 +131,17 @@ def _check_q1(answer) -> str:
 
 
 q1 = Exercise(
-    name="Q1 (tokens and segments)",
+    name=N_("Q1 (tokens and segments)"),
     var="my_tokens_and_segments",
     checker=_check_q1,
     hints=[
-        "Start with ['[CLS]', *tokens_a, '[SEP]'] and one segment id 0 for each of those tokens.",
-        "Only if tokens_b is not None (an empty list still counts as a pair): append *tokens_b "
-        "and a final '[SEP]', each with segment id 1.",
-        "[0] * n makes a list of n zeros; the first [SEP] is part of sentence A (segment 0), "
-        "the last [SEP] part of sentence B (segment 1).",
+        N_("Start with ['[CLS]', *tokens_a, '[SEP]'] and one segment id 0 for each of those tokens."),
+        N_("Only if tokens_b is not None (an empty list still counts as a pair): append *tokens_b "
+           "and a final '[SEP]', each with segment id 1."),
+        N_("[0] * n makes a list of n zeros; the first [SEP] is part of sentence A (segment 0), "
+           "the last [SEP] part of sentence B (segment 1)."),
     ],
-    solution='''
+    solution=N_('''
 def my_tokens_and_segments(tokens_a, tokens_b=None):
     tokens = ["[CLS]", *tokens_a, "[SEP]"]
     segments = [0] * len(tokens)                      # [CLS], A and the first [SEP]
@@ -146,7 +149,7 @@ def my_tokens_and_segments(tokens_a, tokens_b=None):
         tokens += [*tokens_b, "[SEP]"]
         segments += [1] * (len(tokens_b) + 1)         # B and the last [SEP]
     return tokens, segments
-''',
+'''),
 )
 
 
@@ -167,37 +170,37 @@ def _q2_cases() -> list:
 
 Q2_DIAGNOSES = [
     (lambda a, b: [0] * (a + 1) + [1] * (b + 2),
-     "off by one at the [SEP] boundary: the first [SEP] (position len_a + 1) belongs to A, "
-     "segment 0."),
-    (lambda a, b: [0] * (a + 3) + [1] * b, "the last [SEP] belongs to B: it gets segment 1."),
-    (lambda a, b: [0] * (a + 2) + [1] * b, "you forgot the last [SEP]: a pair has len_a + len_b + 3 tokens."),
-    (lambda a, b: [0] * (a + 1) + [1] * (b + 1), "you left out one [SEP]: [CLS] A [SEP] B [SEP] "
-                                                  "has len_a + len_b + 3 tokens."),
-    (lambda a, b: [0] * a + [1] * b, "the special tokens need segment ids too: [CLS] A [SEP] B [SEP] "
-                                     "has len_a + len_b + 3 tokens."),
+     N_("off by one at the [SEP] boundary: the first [SEP] (position len_a + 1) belongs to A, "
+        "segment 0.")),
+    (lambda a, b: [0] * (a + 3) + [1] * b, N_("the last [SEP] belongs to B: it gets segment 1.")),
+    (lambda a, b: [0] * (a + 2) + [1] * b, N_("you forgot the last [SEP]: a pair has len_a + len_b + 3 tokens.")),
+    (lambda a, b: [0] * (a + 1) + [1] * (b + 1), N_("you left out one [SEP]: [CLS] A [SEP] B [SEP] "
+                                                  "has len_a + len_b + 3 tokens.")),
+    (lambda a, b: [0] * a + [1] * b, N_("the special tokens need segment ids too: [CLS] A [SEP] B [SEP] "
+                                        "has len_a + len_b + 3 tokens.")),
 ]
 
 
 def _check_q2(answer) -> str:
     run_cases(answer, _ref_pair_segments, _q2_cases(), Q2_DIAGNOSES,
-              prepare=lambda got, where, *args: _int_list(got, f"on {where}"),
-              compare=equal_values("on {where}: expected [{expected}], got [{got}]", show=_show))
-    return f"correct on all {len(Q2_CASES)} cases (including empty sentences)"
+              prepare=lambda got, where, *args: _int_list(got, _("on {where}").format(where=where)),
+              compare=equal_values(N_("on {where}: expected [{expected}], got [{got}]"), show=_show))
+    return _("correct on all {n} cases (including empty sentences)").format(n=len(Q2_CASES))
 
 
 q2 = Exercise(
-    name="Q2 (segment ids of a pair)",
+    name=N_("Q2 (segment ids of a pair)"),
     var="pair_segment_ids",
     checker=_check_q2,
     hints=[
-        "Write the pair out: [CLS] A [SEP] B [SEP] has len_a + len_b + 3 tokens.",
-        "Segment 0 covers [CLS], the len_a tokens of A and the first [SEP]: len_a + 2 zeros. "
-        "Segment 1 covers the len_b tokens of B and the last [SEP]: len_b + 1 ones.",
+        N_("Write the pair out: [CLS] A [SEP] B [SEP] has len_a + len_b + 3 tokens."),
+        N_("Segment 0 covers [CLS], the len_a tokens of A and the first [SEP]: len_a + 2 zeros. "
+           "Segment 1 covers the len_b tokens of B and the last [SEP]: len_b + 1 ones."),
     ],
-    solution='''
+    solution=N_('''
 def pair_segment_ids(len_a, len_b):
     return [0] * (len_a + 2) + [1] * (len_b + 1)
-''',
+'''),
 )
 
 
@@ -235,12 +238,12 @@ def _pair_segments(batch: int, seq: int, len_a: int) -> torch.Tensor:
 _E1, _E2, _E3 = _encoder(1), _encoder(2, num_hiddens=8, max_len=6), _encoder(3)
 
 Q3_CASES = [
-    ("batch=2, a pair of 9 tokens", (_E1, _ids(11, (2, 9), 40), _pair_segments(2, 9, 3))),
-    ("a single text (all segment ids 0)", (_E1, _ids(12, (1, 5), 40), torch.zeros(1, 5, dtype=torch.long))),
-    ("seq = max_len (every row of the position table used)",
+    (N_("batch=2, a pair of 9 tokens"), (_E1, _ids(11, (2, 9), 40), _pair_segments(2, 9, 3))),
+    (N_("a single text (all segment ids 0)"), (_E1, _ids(12, (1, 5), 40), torch.zeros(1, 5, dtype=torch.long))),
+    (N_("seq = max_len (every row of the position table used)"),
      (_E2, _ids(13, (3, 6), 40), _pair_segments(3, 6, 1))),
-    ("a batch of 1 with one token", (_E3, _ids(14, (1, 1), 40), torch.zeros(1, 1, dtype=torch.long))),
-    ("a repeated token id", (_E3, torch.tensor([[7, 7, 7, 7]]), torch.tensor([[0, 0, 1, 1]]))),
+    (N_("a batch of 1 with one token"), (_E3, _ids(14, (1, 1), 40), torch.zeros(1, 1, dtype=torch.long))),
+    (N_("a repeated token id"), (_E3, torch.tensor([[7, 7, 7, 7]]), torch.tensor([[0, 0, 1, 1]]))),
 ]
 
 
@@ -317,26 +320,26 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (the input embedding)",
+    name=N_("Q3 (the input embedding)"),
     var="input_embedding",
     checker=_check_q3,
     hints=[
-        "Three lookups, each (batch, seq, num_hiddens) or broadcastable to it: "
-        "encoder.token_embedding(tokens), encoder.segment_embedding(segments), and the first "
-        "seq rows of encoder.pos_embedding.weight.",
-        "Positions are 0, 1, ..., seq-1 whatever the tokens are: "
-        "encoder.pos_embedding.weight[:tokens.shape[1]] has shape (seq, num_hiddens) and "
-        "broadcasts over the batch.",
-        "Then normalise the sum with encoder.embedding_norm (a LayerNorm with learned scale and shift).",
+        N_("Three lookups, each (batch, seq, num_hiddens) or broadcastable to it: "
+           "encoder.token_embedding(tokens), encoder.segment_embedding(segments), and the first "
+           "seq rows of encoder.pos_embedding.weight."),
+        N_("Positions are 0, 1, ..., seq-1 whatever the tokens are: "
+           "encoder.pos_embedding.weight[:tokens.shape[1]] has shape (seq, num_hiddens) and "
+           "broadcasts over the batch."),
+        N_("Then normalise the sum with encoder.embedding_norm (a LayerNorm with learned scale and shift)."),
     ],
-    solution='''
+    solution=N_('''
 def input_embedding(encoder, tokens, segments):
     seq = tokens.shape[1]
     X = (encoder.token_embedding(tokens)                 # (batch, seq, num_hiddens)
          + encoder.segment_embedding(segments)           # (batch, seq, num_hiddens)
          + encoder.pos_embedding.weight[:seq])           # (seq, num_hiddens), broadcast
     return encoder.embedding_norm(X)
-''',
+'''),
 )
 
 
@@ -365,53 +368,53 @@ def _ref_embedding_params(config: BERTConfig) -> int:
 
 Q4_CASES = [("tiny", get_config("tiny")), ("d2l-small", get_config("d2l-small")),
             ("base", get_config("base")), ("large", get_config("large")),
-            ("tiny with max_len=128", get_config("tiny", max_len=128)),
-            ("tiny with num_segments=3", get_config("tiny", num_segments=3))]
+            (N_("tiny with max_len=128"), get_config("tiny", max_len=128)),
+            (N_("tiny with num_segments=3"), get_config("tiny", num_segments=3))]
 
 Q4_DIAGNOSES = [
     (lambda c: (c.vocab_size + c.num_segments + c.max_len) * c.num_hiddens,
-     "you forgot the layer norm after the sum: its scale and shift add 2 × num_hiddens."),
+     N_("you forgot the layer norm after the sum: its scale and shift add 2 × num_hiddens.")),
     (lambda c: (c.vocab_size + c.max_len + 2) * c.num_hiddens,
-     "you forgot the segment table (num_segments × num_hiddens)."),
+     N_("you forgot the segment table (num_segments × num_hiddens).")),
     (lambda c: (c.vocab_size + 2 + c.max_len + 2) * c.num_hiddens,
-     "the segment table has config.num_segments rows (2 in BERT, but read it from the config)."),
+     N_("the segment table has config.num_segments rows (2 in BERT, but read it from the config).")),
     (lambda c: (c.vocab_size + c.num_segments + 2) * c.num_hiddens,
-     "you forgot the position table: BERT's positions are learned, max_len × num_hiddens "
-     "parameters (the sinusoids of chapter 2 have none)."),
+     N_("you forgot the position table: BERT's positions are learned, max_len × num_hiddens "
+        "parameters (the sinusoids of chapter 2 have none).")),
     (lambda c: (c.vocab_size + 2) * c.num_hiddens,
-     "you counted only the token table (and the layer norm): the segment and position tables "
-     "are parameters too."),
+     N_("you counted only the token table (and the layer norm): the segment and position tables "
+        "are parameters too.")),
     (lambda c: c.vocab_size * c.num_hiddens,
-     "you counted only the token table: add the segment and position tables and the layer norm."),
+     N_("you counted only the token table: add the segment and position tables and the layer norm.")),
 ]
 
 
 def _check_q4(answer) -> str:
     # with num_segments = 2 some mistakes give the same number (forgetting the segment
     # table's 2 rows or the layer norm's 2 vectors): name all that fit
-    run_cases(answer, _ref_embedding_params, [(f"the {name} config", (c,)) for name, c in Q4_CASES],
+    run_cases(answer, _ref_embedding_params, [(_("the {name} config").format(name=name), (c,)) for name, c in Q4_CASES],
               Q4_DIAGNOSES, prepare=lambda got, where, *args: as_number(got, where),
-              compare=equal_values("on {where}: expected {expected:,} parameters, got {got:,}"),
+              compare=equal_values(N_("on {where}: expected {expected:,} parameters, got {got:,}")),
               all_diagnoses=True)
-    return (f"correct on all {len(Q4_CASES)} configs (BERT-base's embedding layer: "
-            f"{_ref_embedding_params(get_config('base')):,} parameters)")
+    return _("correct on all {n} configs (BERT-base's embedding layer: {count:,} parameters)").format(
+        n=len(Q4_CASES), count=_ref_embedding_params(get_config("base")))
 
 
 q4 = Exercise(
-    name="Q4 (parameters of the embedding layer)",
+    name=N_("Q4 (parameters of the embedding layer)"),
     var="embedding_param_count",
     checker=_check_q4,
     hints=[
-        "The embedding layer has three tables, each with num_hiddens columns: one row per token "
-        "of the vocabulary, per segment and per position.",
-        "After the sum comes a LayerNorm with a scale and a shift vector of num_hiddens each.",
+        N_("The embedding layer has three tables, each with num_hiddens columns: one row per token "
+           "of the vocabulary, per segment and per position."),
+        N_("After the sum comes a LayerNorm with a scale and a shift vector of num_hiddens each."),
     ],
-    solution='''
+    solution=N_('''
 def embedding_param_count(config):
     c = config
     tables = (c.vocab_size + c.num_segments + c.max_len) * c.num_hiddens
     return tables + 2 * c.num_hiddens                   # + layer norm scale and shift
-''',
+'''),
 )
 
 
@@ -451,48 +454,50 @@ def encoder_parameter_split(config: BERTConfig) -> dict:
 
 
 _Q5_WHY = {
-    ("base", "high"): "BERT-base's blocks weigh more than that: each of its 12 blocks has about 12·d² "
-                      "parameters (4d² in the attention, 2·d·4d in the FFN), and d = 768 is wide.",
-    ("base", "low"): "the token table alone is vocab_size × d = 30,522 × 768: as large as several blocks.",
-    ("tiny", "high"): "the blocks still count: 2 blocks of about 4d² (attention) + 2·d·ffn (FFN) each.",
-    ("tiny", "low"): "in a small model the vocabulary dominates: the token table grows like vocab_size × d, "
-                     "a block like d². With d = 64, compare 3,000 × 64 with 2 blocks of about 12 × 64² each.",
+    ("base", "high"): N_("BERT-base's blocks weigh more than that: each of its 12 blocks has about 12·d² "
+                         "parameters (4d² in the attention, 2·d·4d in the FFN), and d = 768 is wide."),
+    ("base", "low"): N_("the token table alone is vocab_size × d = 30,522 × 768: as large as several blocks."),
+    ("tiny", "high"): N_("the blocks still count: 2 blocks of about 4d² (attention) + 2·d·ffn (FFN) each."),
+    ("tiny", "low"): N_("in a small model the vocabulary dominates: the token table grows like vocab_size × d, "
+                        "a block like d². With d = 64, compare 3,000 × 64 with 2 blocks of about 12 × 64² each."),
 }
 
 
 def _check_q5(answer) -> str:
     keys = tuple(Q5_CONFIGS)
-    guess = predicted_dict(answer, keys, "prediction", "a share between 0 and 1 each ({'base': <share>, "
-                           "'tiny': <share>})", low=0.0, high=1.0, must="a number between 0 and 1",
-                           in_range="a share between 0 and 1 (0.5 for half)", blank="a share between 0 and 1")
+    guess = predicted_dict(answer, keys, "prediction", _("a share between 0 and 1 each ({'base': <share>, "
+                           "'tiny': <share>})"), low=0.0, high=1.0, must=_("a number between 0 and 1"),
+                           in_range=_("a share between 0 and 1 (0.5 for half)"), blank=_("a share between 0 and 1"))
     measured = {key: encoder_parameter_split(c)["share"] for key, c in Q5_CONFIGS.items()}
     off = [k for k in keys if abs(guess[k] - measured[k]) > Q5_TOLERANCE]
     if off:
-        reasons = [f"{k!r}: {guess[k]:.2f} is too {'high' if guess[k] > measured[k] else 'low'}: "
-                   f"{_Q5_WHY[k, 'high' if guess[k] > measured[k] else 'low']}" for k in off]
-        raise CheckFailed(f"off by more than {Q5_TOLERANCE} on {' and '.join(repr(k) for k in off)}. "
-                          + " And ".join(reasons))
-    return (f"BERT-base: {measured['base']:.1%} of the encoder is embeddings (you said {guess['base']:.0%}); "
-            f"tiny: {measured['tiny']:.1%} (you said {guess['tiny']:.0%}). The token table grows with the "
-            f"vocabulary, the blocks with d²: small models are mostly vocabulary.")
+        reasons = [(_("{key!r}: {guess:.2f} is too high: {why}") if guess[k] > measured[k] else
+                    _("{key!r}: {guess:.2f} is too low: {why}")).format(
+            key=k, guess=guess[k], why=_(_Q5_WHY[k, "high" if guess[k] > measured[k] else "low"])) for k in off]
+        raise CheckFailed(_("off by more than {tolerance} on {keys}. ").format(
+            tolerance=Q5_TOLERANCE, keys=_(" and ").join(repr(k) for k in off)) + _(" And ").join(reasons))
+    return _("BERT-base: {base:.1%} of the encoder is embeddings (you said {guess_base:.0%}); tiny: {tiny:.1%} "
+             "(you said {guess_tiny:.0%}). The token table grows with the vocabulary, the blocks with d²: small "
+             "models are mostly vocabulary.").format(base=measured["base"], guess_base=guess["base"],
+                                                     tiny=measured["tiny"], guess_tiny=guess["tiny"])
 
 
 q5 = Exercise(
-    name="Q5 (predict: how much of BERT is embeddings?)",
+    name=N_("Q5 (predict: how much of BERT is embeddings?)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        "Your Q4 counts the embedding layer. For a block, chapter 3's Q4: attention 4d² + 4d, FFN "
-        "2·d·ffn + ffn + d, two layer norms 4d.",
-        "BERT-base: d = 768, ffn = 3,072, 12 blocks, vocabulary 30,522. Tiny: d = 64, ffn = 128, 2 blocks, "
-        "vocabulary 3,000, max_len 64.",
-        "Roughly: a block is about 4d² + 2·d·ffn, the embeddings about vocab_size × d. Divide.",
+        N_("Your Q4 counts the embedding layer. For a block, chapter 3's Q4: attention 4d² + 4d, FFN "
+           "2·d·ffn + ffn + d, two layer norms 4d."),
+        N_("BERT-base: d = 768, ffn = 3,072, 12 blocks, vocabulary 30,522. Tiny: d = 64, ffn = 128, 2 blocks, "
+           "vocabulary 3,000, max_len 64."),
+        N_("Roughly: a block is about 4d² + 2·d·ffn, the embeddings about vocab_size × d. Divide."),
     ],
-    solution='''
+    solution=N_('''
 # BERT-base: embeddings (30,522 + 2 + 512) × 768 + 2·768 ≈ 23.8M; each of 12 blocks
 # 4·768² + 2·768·3,072 (+ biases, norms) ≈ 7.1M, so 85M for the blocks: 22 % embeddings.
 # Tiny: embeddings (3,000 + 2 + 64) × 64 + 128 ≈ 196k; each of 2 blocks
 # 4·64² + 2·64·128 (+ biases, norms) ≈ 33k: 75 % embeddings.
 prediction = {"base": 0.22, "tiny": 0.75}
-''',
+'''),
 )

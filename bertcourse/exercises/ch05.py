@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from ..bert import MaskLM
 from ..data import generate_corpus, get_tokenizer, mask_tokens, num_mlm_preds
 from ..pretrain import mlm_loss
+from ..i18n import gettext as _, gettext_noop as N_
 from ..utils import cached
 from .core import (CheckFailed, Exercise, as_number, check_finite_number, check_positive_int, equal_values,
                    predicted_number, randn, run_cases, seeded)
@@ -53,15 +54,15 @@ Q1_CASES = [(20, 0.15), (100, 0.15), (13, 0.15), (10, 0.15), (30, 0.15), (3, 0.1
 
 Q1_DIAGNOSES = [
     (lambda n, p: max(1, round(p * n)),
-     "Python's round() rounds halves to the nearest EVEN number (round(4.5) = 4, round(2.5) = 2); "
-     "the rule here rounds halves up: floor(x + 0.5)."),
+     N_("Python's round() rounds halves to the nearest EVEN number (round(4.5) = 4, round(2.5) = 2); "
+        "the rule here rounds halves up: floor(x + 0.5).")),
     (lambda n, p: math.floor(p * n + 0.5),
-     "every sequence needs at least one prediction: when 0.15 · n rounds to 0, choose 1."),
+     N_("every sequence needs at least one prediction: when 0.15 · n rounds to 0, choose 1.")),
     (lambda n, p: round(p * n),
-     "two things: round() rounds halves to even, and a sequence needs at least one prediction."),
+     N_("two things: round() rounds halves to even, and a sequence needs at least one prediction.")),
     (lambda n, p: max(1, int(p * n)),
-     "int() cuts the fraction off (1.95 -> 1); round to the nearest integer, halves up."),
-    (lambda n, p: max(1, math.ceil(p * n)), "ceil() always rounds up (1.05 -> 2); round to the nearest, halves up."),
+     N_("int() cuts the fraction off (1.95 -> 1); round to the nearest integer, halves up.")),
+    (lambda n, p: max(1, math.ceil(p * n)), N_("ceil() always rounds up (1.05 -> 2); round to the nearest, halves up.")),
 ]
 
 
@@ -72,24 +73,24 @@ def _q1_cases() -> list:
 def _check_q1(answer) -> str:
     run_cases(answer, _ref_num_predictions, _q1_cases(), Q1_DIAGNOSES,
               prepare=lambda got, where, *args: int(as_number(got, where, whole=True)),
-              compare=equal_values("on {where}: expected {expected}, got {got}"))
-    return f"correct on all {len(Q1_CASES)} cases (halves round up, at least one prediction)"
+              compare=equal_values(N_("on {where}: expected {expected}, got {got}")))
+    return _("correct on all {n} cases (halves round up, at least one prediction)").format(n=len(Q1_CASES))
 
 
 q1 = Exercise(
-    name="Q1 (number of predictions)",
+    name=N_("Q1 (number of predictions)"),
     var="num_predictions",
     checker=_check_q1,
     hints=[
-        "Multiply: x = mask_prob * num_candidates, then round x to the nearest whole number.",
-        "Round halves UP: math.floor(x + 0.5). Python's round(4.5) gives 4 (halves to even).",
-        "A sequence always gets at least one prediction: max(1, ...).",
+        N_("Multiply: x = mask_prob * num_candidates, then round x to the nearest whole number."),
+        N_("Round halves UP: math.floor(x + 0.5). Python's round(4.5) gives 4 (halves to even)."),
+        N_("A sequence always gets at least one prediction: max(1, ...)."),
     ],
-    solution='''
+    solution=N_('''
 def num_predictions(num_candidates, mask_prob=0.15):
     x = mask_prob * num_candidates
     return max(1, math.floor(x + 0.5))     # halves round up; at least one prediction
-''',
+'''),
 )
 
 
@@ -142,13 +143,13 @@ def _q2_case(k: int, seed: int, vocab: int = 50):
 _BOUNDARY_U = torch.tensor([0.0, 0.5, 0.7999, 0.8, 0.85, 0.8999, 0.9, 0.95, 0.9999])
 
 Q2_CASES = [
-    ("u at and around the thresholds 0.8 and 0.9",
+    (N_("u at and around the thresholds 0.8 and 0.9"),
      (torch.arange(10, 19), _BOUNDARY_U, torch.arange(30, 39), 4)),
-    ("60 chosen tokens with random u", _q2_case(60, 1)),
-    ("one chosen token, u = 0.83", (torch.tensor([17]), torch.tensor([0.83]), torch.tensor([9]), 4)),
-    ("a random token that happens to be the original one",
+    (N_("60 chosen tokens with random u"), _q2_case(60, 1)),
+    (N_("one chosen token, u = 0.83"), (torch.tensor([17]), torch.tensor([0.83]), torch.tensor([9]), 4)),
+    (N_("a random token that happens to be the original one"),
      (torch.tensor([7, 8]), torch.tensor([0.86, 0.86]), torch.tensor([7, 20]), 4)),
-    ("another mask id (103, as in bert-base-uncased)",
+    (N_("another mask id (103, as in bert-base-uncased)"),
      (torch.tensor([2000, 2001, 2002]), torch.tensor([0.1, 0.82, 0.93]), torch.tensor([999, 998, 997]), 103)),
 ]
 
@@ -161,24 +162,24 @@ def _check_q2(answer) -> str:
 
 
 q2 = Exercise(
-    name="Q2 (the 80 / 10 / 10 rule)",
+    name=N_("Q2 (the 80 / 10 / 10 rule)"),
     var="apply_80_10_10",
     checker=_check_q2,
     hints=[
-        "One uniform number u per chosen token decides: u < 0.8 -> mask_id; 0.8 <= u < 0.9 -> "
-        "the random id; u >= 0.9 -> the original label.",
-        "torch.where(condition, a, b) picks a where the condition holds, else b; nest two of them.",
-        "torch.where(u < 0.8, mask_id, torch.where(u < 0.9, random_ids, labels)) — with "
-        "torch.full_like(labels, mask_id) for the first branch if your torch wants a tensor.",
+        N_("One uniform number u per chosen token decides: u < 0.8 -> mask_id; 0.8 <= u < 0.9 -> "
+           "the random id; u >= 0.9 -> the original label."),
+        N_("torch.where(condition, a, b) picks a where the condition holds, else b; nest two of them."),
+        N_("torch.where(u < 0.8, mask_id, torch.where(u < 0.9, random_ids, labels)) — with "
+           "torch.full_like(labels, mask_id) for the first branch if your torch wants a tensor."),
     ],
-    solution='''
+    solution=N_('''
 def apply_80_10_10(labels, u, random_ids, mask_id):
     # labels, u, random_ids: (num_preds,)
     masked = torch.full_like(labels, mask_id)
     return torch.where(u < 0.8, masked,                      # 80 %: [MASK]
                        torch.where(u < 0.9, random_ids,      # 10 %: a random token
                                    labels))                  # 10 %: unchanged
-''',
+'''),
 )
 
 
@@ -236,12 +237,12 @@ def _q3_case(batch: int, preds: int, vocab: int, weights, seed: int):
 
 
 Q3_CASES = [
-    ("batch=2, 4 slots, vocab 7, padded slots (weights [[1,1,1,0],[1,0,0,0]])",
+    (N_("batch=2, 4 slots, vocab 7, padded slots (weights [[1,1,1,0],[1,0,0,0]])"),
      _q3_case(2, 4, 7, [[1, 1, 1, 0], [1, 0, 0, 0]], 1)),
-    ("no padding (all weights 1)", _q3_case(3, 2, 11, [[1, 1], [1, 1], [1, 1]], 2)),
-    ("one sequence with one prediction", _q3_case(1, 1, 5, [[1]], 3)),
-    ("fractional weights", _q3_case(2, 3, 6, [[0.5, 1.0, 0.0], [1.5, 0.25, 1.0]], 4)),
-    ("no real prediction at all (every weight 0: the loss is 0, not NaN)",
+    (N_("no padding (all weights 1)"), _q3_case(3, 2, 11, [[1, 1], [1, 1], [1, 1]], 2)),
+    (N_("one sequence with one prediction"), _q3_case(1, 1, 5, [[1]], 3)),
+    (N_("fractional weights"), _q3_case(2, 3, 6, [[0.5, 1.0, 0.0], [1.5, 0.25, 1.0]], 4)),
+    (N_("no real prediction at all (every weight 0: the loss is 0, not NaN)"),
      _q3_case(2, 2, 4, [[0, 0], [0, 0]], 5)),
 ]
 
@@ -254,23 +255,23 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (the weighted MLM loss)",
+    name=N_("Q3 (the weighted MLM loss)"),
     var="weighted_mlm_loss",
     checker=_check_q3,
     hints=[
-        "logits are (batch, max_preds, vocab), labels and weights (batch, max_preds). Get one "
-        "cross-entropy per slot: F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1), "
-        "reduction='none').",
-        "Multiply each slot's loss by its weight, sum, and divide by the sum of the weights.",
-        "Guard the division: weights.sum().clamp(min=1e-8), so a batch without predictions gives 0.",
+        N_("logits are (batch, max_preds, vocab), labels and weights (batch, max_preds). Get one "
+           "cross-entropy per slot: F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1), "
+           "reduction='none')."),
+        N_("Multiply each slot's loss by its weight, sum, and divide by the sum of the weights."),
+        N_("Guard the division: weights.sum().clamp(min=1e-8), so a batch without predictions gives 0."),
     ],
-    solution='''
+    solution=N_('''
 def weighted_mlm_loss(logits, labels, weights):
     vocab = logits.shape[-1]
     per_slot = F.cross_entropy(logits.reshape(-1, vocab), labels.reshape(-1), reduction="none")
     w = weights.reshape(-1)
     return (per_slot * w).sum() / w.sum().clamp(min=1e-8)
-''',
+'''),
 )
 
 
@@ -300,10 +301,10 @@ def _q4_case(batch: int, seq: int, hidden: int, positions, seed: int):
 
 
 Q4_CASES = [
-    ("batch=2, seq=6, hidden=4, 3 predictions each", _q4_case(2, 6, 4, [[1, 3, 4], [2, 2, 5]], 1)),
-    ("padding slots at position 0", _q4_case(3, 5, 2, [[1, 0], [4, 0], [2, 3]], 2)),
-    ("a batch of one", _q4_case(1, 4, 3, [[3, 1]], 3)),
-    ("one prediction per sequence", _q4_case(4, 3, 5, [[1], [2], [0], [1]], 4)),
+    (N_("batch=2, seq=6, hidden=4, 3 predictions each"), _q4_case(2, 6, 4, [[1, 3, 4], [2, 2, 5]], 1)),
+    (N_("padding slots at position 0"), _q4_case(3, 5, 2, [[1, 0], [4, 0], [2, 3]], 2)),
+    (N_("a batch of one"), _q4_case(1, 4, 3, [[3, 1]], 3)),
+    (N_("one prediction per sequence"), _q4_case(4, 3, 5, [[1], [2], [0], [1]], 4)),
 ]
 
 Q4_DIAGNOSES = [_gather_cross, _gather_first_row]
@@ -314,21 +315,21 @@ def _check_q4(answer) -> str:
 
 
 q4 = Exercise(
-    name="Q4 (gather the prediction positions)",
+    name=N_("Q4 (gather the prediction positions)"),
     var="gather_predictions",
     checker=_check_q4,
     hints=[
-        "The result is (batch, num_preds, hidden): out[b, i] = X[b, pred_positions[b, i]].",
-        "Advanced indexing with two index tensors that broadcast: a (batch, 1) column of batch "
-        "indices and the (batch, num_preds) positions.",
-        "X[torch.arange(X.shape[0])[:, None], pred_positions]",
+        N_("The result is (batch, num_preds, hidden): out[b, i] = X[b, pred_positions[b, i]]."),
+        N_("Advanced indexing with two index tensors that broadcast: a (batch, 1) column of batch "
+           "indices and the (batch, num_preds) positions."),
+        N_("X[torch.arange(X.shape[0])[:, None], pred_positions]"),
     ],
-    solution='''
+    solution=N_('''
 def gather_predictions(X, pred_positions):
     # X: (batch, seq, hidden), pred_positions: (batch, num_preds)
     batch_idx = torch.arange(X.shape[0])[:, None]            # (batch, 1), broadcasts
     return X[batch_idx, pred_positions]                      # (batch, num_preds, hidden)
-''',
+'''),
 )
 
 
@@ -372,38 +373,40 @@ def both_neighbours_visible(mask_prob: float, seed: int = 0) -> float:
 
 
 def _check_q5(answer) -> str:
-    guess = predicted_number(answer, "prediction", 0.0, 1.0, "a share between 0 and 1, e.g. 0.5",
-                             "a share between 0 and 1 (0.5 for half)")
+    guess = predicted_number(answer, "prediction", 0.0, 1.0, _("a share between 0 and 1, e.g. 0.5"),
+                             _("a share between 0 and 1 (0.5 for half)"))
     measured, at_bert = both_neighbours_visible(Q5_MASK_PROB), both_neighbours_visible(0.15)
     if guess > measured + Q5_TOLERANCE:
-        raise CheckFailed(
-            f"too high: at {100 * Q5_MASK_PROB:.0f} % each ordinary neighbour is itself chosen {100 * Q5_MASK_PROB:.0f} % of the "
-            f"time, and 80 % of the chosen ones become [MASK]. Both neighbours must escape that, and a token "
-            f"has two of them.")
+        raise CheckFailed(_(
+            "too high: at {rate:.0f} % each ordinary neighbour is itself chosen {rate:.0f} % of the "
+            "time, and 80 % of the chosen ones become [MASK]. Both neighbours must escape that, and a token "
+            "has two of them.").format(rate=100 * Q5_MASK_PROB))
     if guess < measured - Q5_TOLERANCE:
-        raise CheckFailed(
+        raise CheckFailed(_(
             "too low: only the chosen neighbours that become [MASK] count (80 % of them: 10 % are random "
             "tokens and 10 % stay, and both still look like words), and the neighbours [CLS] and [SEP] are "
-            "never chosen.")
-    return (f"you said {guess:.2f}; at {100 * Q5_MASK_PROB:.0f} % masking {measured:.2f} of the chosen positions see "
-            f"both neighbours, against {at_bert:.2f} at BERT's 15 %. More predictions per sentence, but each "
-            f"with less context to predict from: the trade-off behind the 15 %.")
+            "never chosen."))
+    return _("you said {guess:.2f}; at {rate:.0f} % masking {measured:.2f} of the chosen positions see both "
+             "neighbours, against {at_bert:.2f} at BERT's 15 %. More predictions per sentence, but each with "
+             "less context to predict from: the trade-off behind the 15 %.").format(
+        guess=guess, rate=100 * Q5_MASK_PROB, measured=measured, at_bert=at_bert)
 
 
 q5 = Exercise(
-    name="Q5 (predict: context left at a 40 % masking rate)",
+    name=N_("Q5 (predict: context left at a 40 % masking rate)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        f"Take one chosen token and look at its left neighbour. If it is an ordinary token, it was chosen "
-        f"too with probability about {Q5_MASK_PROB}, and a chosen token becomes [MASK] with probability 0.8.",
-        "So one neighbour shows [MASK] with probability about 0.4 × 0.8 = 0.32, and both neighbours must "
-        "avoid it. Then correct a little upwards: [CLS] and [SEP] are neighbours that are never masked.",
+        N_("Take one chosen token and look at its left neighbour. If it is an ordinary token, it was chosen "
+           "too with probability about {mask_prob}, and a chosen token becomes [MASK] with probability 0.8."),
+        N_("So one neighbour shows [MASK] with probability about 0.4 × 0.8 = 0.32, and both neighbours must "
+           "avoid it. Then correct a little upwards: [CLS] and [SEP] are neighbours that are never masked."),
     ],
-    solution='''
+    solution=N_('''
 # A neighbour shows [MASK] when it was chosen (40 %) and then masked (80 %): about 0.32.
 # Both neighbours avoid it with probability about (1 - 0.32)² ≈ 0.46; [CLS] and [SEP],
 # which are never chosen, are the neighbours of many tokens, so the share is a bit higher.
 prediction = 0.5
-''',
+'''),
+    fields={"mask_prob": Q5_MASK_PROB},
 )

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from ..bert import BERTModel, NextSentencePred, Pooler, get_config
 from ..data import IS_NEXT, NOT_NEXT, PretrainDataset, generate_corpus, get_tokenizer, sample_pair, truncate_pair
 from ..pretrain import nsp_loss
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, check_positive_int, equal_values, predicted_dict, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q1_pairs", "nsp_gradient_positions", "Q5_KEYS"]
@@ -62,40 +63,43 @@ def _check_q1(answer) -> str:
     if isinstance(answer, torch.Tensor):
         answer = answer.tolist()
     if not isinstance(answer, (list, tuple)):
-        raise CheckFailed(f"pair_labels must be a list of {len(expected)} labels, got {type(answer).__name__}")
+        raise CheckFailed(_("pair_labels must be a list of {n} labels, got {type}").format(
+            n=len(expected), type=type(answer).__name__))
     if len(answer) != len(expected):
-        raise CheckFailed(f"pair_labels must hold {len(expected)} labels (one per pair), got {len(answer)}")
+        raise CheckFailed(_("pair_labels must hold {n} labels (one per pair), got {got}").format(
+            n=len(expected), got=len(answer)))
     for i, x in enumerate(answer):
         if isinstance(x, str):
-            raise CheckFailed(f"label {i} is the string {x!r}: write the numbers, "
-                              f"{IS_NEXT} for IsNext and {NOT_NEXT} for NotNext")
+            raise CheckFailed(_("label {i} is the string {x!r}: write the numbers, {is_next} for IsNext and "
+                                "{not_next} for NotNext").format(i=i, x=x, is_next=IS_NEXT, not_next=NOT_NEXT))
         if isinstance(x, bool) or x not in (IS_NEXT, NOT_NEXT):
-            raise CheckFailed(f"label {i} is {x!r}; a label is {IS_NEXT} (IsNext: B follows A) or "
-                              f"{NOT_NEXT} (NotNext: B is random)")
+            raise CheckFailed(_("label {i} is {x!r}; a label is {is_next} (IsNext: B follows A) or {not_next} "
+                                "(NotNext: B is random)").format(i=i, x=x, is_next=IS_NEXT, not_next=NOT_NEXT))
     answer = [int(x) for x in answer]
     if answer == [1 - x for x in expected]:
-        raise CheckFailed("every label is flipped: you used 1 = IsNext (as d2l's code does). This course "
-                          "follows Hugging Face: 0 = IsNext (B follows A), 1 = NotNext (B is random).")
+        raise CheckFailed(_("every label is flipped: you used 1 = IsNext (as d2l's code does). This course "
+                            "follows Hugging Face: 0 = IsNext (B follows A), 1 = NotNext (B is random)."))
     wrong = [i for i, (x, y) in enumerate(zip(answer, expected)) if x != y]
     if wrong:
         i = wrong[0]
-        raise CheckFailed(f"{len(wrong)} of {len(expected)} labels are wrong, the first is pair {i} "
-                          f"(you wrote {answer[i]}). Who is B about? Does its pronoun fit A?")
-    return f"all {len(expected)} labels right (0 = IsNext, 1 = NotNext)"
+        raise CheckFailed(_("{wrong} of {n} labels are wrong, the first is pair {i} (you wrote {got}). Who is B "
+                            "about? Does its pronoun fit A?").format(wrong=len(wrong), n=len(expected), i=i,
+                                                                     got=answer[i]))
+    return _("all {n} labels right (0 = IsNext, 1 = NotNext)").format(n=len(expected))
 
 
 q1 = Exercise(
-    name="Q1 (label the pairs)",
+    name=N_("Q1 (label the pairs)"),
     var="pair_labels",
     checker=_check_q1,
     hints=[
-        "The labels follow Hugging Face: 0 = IsNext (B is the sentence after A), 1 = NotNext "
-        "(B is a random sentence of another paragraph).",
-        "A paragraph stays on one entity. If B talks about somebody or something else, uses the "
-        "wrong pronoun (she after a man, it after a person), or is a first sentence that introduces "
-        "someone ('meet ...'), it is probably random.",
+        N_("The labels follow Hugging Face: 0 = IsNext (B is the sentence after A), 1 = NotNext "
+           "(B is a random sentence of another paragraph)."),
+        N_("A paragraph stays on one entity. If B talks about somebody or something else, uses the "
+           "wrong pronoun (she after a man, it after a person), or is a first sentence that introduces "
+           "someone ('meet ...'), it is probably random."),
     ],
-    solution='''
+    solution=N_('''
 pair_labels = [
     1,   # a person is introduced ("meet ..."), then an animal eats berries: another paragraph
     0,   # a judge called ugeirn, then "she has a sister called ... ugeirn": the same family
@@ -104,7 +108,7 @@ pair_labels = [
     1,   # a nurse, then "the jeileisvyo is a tiny animal": the first sentence of an animal paragraph
     0,   # he keeps a fesreses, then "the fesreses lives in the forest": a chain about the pet
 ]
-''',
+'''),
 )
 
 
@@ -164,13 +168,13 @@ def _words(prefix: str, n: int) -> list:
 
 
 Q2_CASES = [
-    ("A 10 tokens, B 4, max_len 12 (only A is cut)", (_words("a", 10), _words("b", 4), 12)),
-    ("A 3 tokens, B 9, max_len 10 (only B is cut)", (_words("a", 3), _words("b", 9), 10)),
-    ("A 6, B 6, max_len 12 (equally long: B loses a token first)", (_words("a", 6), _words("b", 6), 12)),
-    ("A 8, B 5, max_len 11 (A is cut to B's length, then both take turns)", (_words("a", 8), _words("b", 5), 11)),
-    ("the pair already fits (A 2, B 3, max_len 8)", (_words("a", 2), _words("b", 3), 8)),
-    ("max_len 3: only [CLS] [SEP] [SEP] fit", (_words("a", 4), _words("b", 2), 3)),
-    ("B is empty", (_words("a", 7), [], 6)),
+    (N_("A 10 tokens, B 4, max_len 12 (only A is cut)"), (_words("a", 10), _words("b", 4), 12)),
+    (N_("A 3 tokens, B 9, max_len 10 (only B is cut)"), (_words("a", 3), _words("b", 9), 10)),
+    (N_("A 6, B 6, max_len 12 (equally long: B loses a token first)"), (_words("a", 6), _words("b", 6), 12)),
+    (N_("A 8, B 5, max_len 11 (A is cut to B's length, then both take turns)"), (_words("a", 8), _words("b", 5), 11)),
+    (N_("the pair already fits (A 2, B 3, max_len 8)"), (_words("a", 2), _words("b", 3), 8)),
+    (N_("max_len 3: only [CLS] [SEP] [SEP] fit"), (_words("a", 4), _words("b", 2), 3)),
+    (N_("B is empty"), (_words("a", 7), [], 6)),
 ]
 
 Q2_DIAGNOSES = [_trunc_front, _trunc_no_specials, _trunc_two_specials, _trunc_ties_a,
@@ -179,38 +183,38 @@ Q2_DIAGNOSES = [_trunc_front, _trunc_no_specials, _trunc_two_specials, _trunc_ti
 
 def _q2_result(got, where, *args) -> tuple:
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailed(f"on {where}: return a pair (tokens_a, tokens_b), got {got!r}")
+        raise CheckFailed(_("on {where}: return a pair (tokens_a, tokens_b), got {got!r}").format(where=where, got=got))
     return list(got[0]), list(got[1])
 
 
 def _check_q2(answer) -> str:
     run_cases(answer, _ref_truncate, Q2_CASES, Q2_DIAGNOSES, prepare=_q2_result,
-              compare=equal_values("on {where}: expected A={expected[0]}, B={expected[1]}; "
-                                   "got A={got[0]}, B={got[1]}"),
-              in_place="on {where}: the result is right, but you changed the lists you were given "
-                       "(the caller's sentences lost tokens). Copy them first: "
-                       "a, b = list(tokens_a), list(tokens_b).")
-    return f"correct on all {len(Q2_CASES)} cases (the longer sentence loses its last token first)"
+              compare=equal_values(N_("on {where}: expected A={expected[0]}, B={expected[1]}; "
+                                      "got A={got[0]}, B={got[1]}")),
+              in_place=N_("on {where}: the result is right, but you changed the lists you were given "
+                          "(the caller's sentences lost tokens). Copy them first: "
+                          "a, b = list(tokens_a), list(tokens_b)."))
+    return _("correct on all {n} cases (the longer sentence loses its last token first)").format(n=len(Q2_CASES))
 
 
 q2 = Exercise(
-    name="Q2 (truncate a pair)",
+    name=N_("Q2 (truncate a pair)"),
     var="my_truncate_pair",
     checker=_check_q2,
     hints=[
-        "The pair takes len(A) + len(B) + 3 positions ([CLS], [SEP], [SEP]). While that is more "
-        "than max_len, remove one token.",
-        "Which one? The last token of the longer sentence; of B when both are equally long.",
-        "Work on copies (list(tokens_a)) so that the caller's lists stay as they were; list.pop() "
-        "removes the last element.",
+        N_("The pair takes len(A) + len(B) + 3 positions ([CLS], [SEP], [SEP]). While that is more "
+           "than max_len, remove one token."),
+        N_("Which one? The last token of the longer sentence; of B when both are equally long."),
+        N_("Work on copies (list(tokens_a)) so that the caller's lists stay as they were; list.pop() "
+           "removes the last element."),
     ],
-    solution='''
+    solution=N_('''
 def my_truncate_pair(tokens_a, tokens_b, max_len):
     a, b = list(tokens_a), list(tokens_b)          # copies: never change the caller's lists
     while len(a) + len(b) + 3 > max_len:           # [CLS] A [SEP] B [SEP]
         (a if len(a) > len(b) else b).pop()        # the longer one loses its last token
     return a, b
-''',
+'''),
 )
 
 
@@ -263,10 +267,10 @@ def _q3_case(batch: int, seq: int, hidden: int, seed: int):
 
 
 Q3_CASES = [
-    ("batch=3, seq=5, hidden=8", _q3_case(3, 5, 8, 1)),
-    ("a batch of one, seq=7, hidden=4", _q3_case(1, 7, 4, 2)),
-    ("seq=1 (only [CLS])", _q3_case(2, 1, 6, 3)),
-    ("hidden=16, seq=12", _q3_case(2, 12, 16, 4)),
+    (N_("batch=3, seq=5, hidden=8"), _q3_case(3, 5, 8, 1)),
+    (N_("a batch of one, seq=7, hidden=4"), _q3_case(1, 7, 4, 2)),
+    (N_("seq=1 (only [CLS])"), _q3_case(2, 1, 6, 3)),
+    (N_("hidden=16, seq=12"), _q3_case(2, 12, 16, 4)),
 ]
 
 Q3_DIAGNOSES = [_head_mean, _head_last, _head_no_tanh, _head_no_transpose, _head_no_pooler]
@@ -277,21 +281,21 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (the NSP head by hand)",
+    name=N_("Q3 (the NSP head by hand)"),
     var="nsp_logits_by_hand",
     checker=_check_q3,
     hints=[
-        "Three steps: cls = encoded[:, 0] (batch, hidden); pooled = tanh(cls @ pool_w.T + pool_b); "
-        "logits = pooled @ cls_w.T + cls_b (batch, 2).",
-        "The weights are stored like nn.Linear's: pool_w is (hidden_out, hidden_in), cls_w is (2, hidden). "
-        "F.linear(x, w, b) computes x @ w.T + b.",
+        N_("Three steps: cls = encoded[:, 0] (batch, hidden); pooled = tanh(cls @ pool_w.T + pool_b); "
+           "logits = pooled @ cls_w.T + cls_b (batch, 2)."),
+        N_("The weights are stored like nn.Linear's: pool_w is (hidden_out, hidden_in), cls_w is (2, hidden). "
+           "F.linear(x, w, b) computes x @ w.T + b."),
     ],
-    solution='''
+    solution=N_('''
 def nsp_logits_by_hand(encoded, pool_w, pool_b, cls_w, cls_b):
     cls = encoded[:, 0]                                   # (batch, hidden): only [CLS]
     pooled = torch.tanh(cls @ pool_w.T + pool_b)          # the pooler: dense + tanh
     return pooled @ cls_w.T + cls_b                       # (batch, 2)
-''',
+'''),
 )
 
 
@@ -330,10 +334,10 @@ def _q4_case(batch: int, labels, seed: int):
 
 
 Q4_CASES = [
-    ("6 pairs, labels [0, 1, 1, 0, 0, 1]", _q4_case(6, [0, 1, 1, 0, 0, 1], 1)),
-    ("all IsNext", _q4_case(3, [0, 0, 0], 2)),
-    ("one pair, NotNext", _q4_case(1, [1], 3)),
-    ("confident logits (|logit| up to ~20)", (torch.tensor([[20.0, -20.0], [-15.0, 15.0], [3.0, -1.0]]),
+    (N_("6 pairs, labels [0, 1, 1, 0, 0, 1]"), _q4_case(6, [0, 1, 1, 0, 0, 1], 1)),
+    (N_("all IsNext"), _q4_case(3, [0, 0, 0], 2)),
+    (N_("one pair, NotNext"), _q4_case(1, [1], 3)),
+    (N_("confident logits (|logit| up to ~20)"), (torch.tensor([[20.0, -20.0], [-15.0, 15.0], [3.0, -1.0]]),
                                               torch.tensor([0, 0, 1]))),
 ]
 
@@ -350,22 +354,22 @@ def _check_q4(answer) -> str:
 
 
 q4 = Exercise(
-    name="Q4 (the NSP loss)",
+    name=N_("Q4 (the NSP loss)"),
     var="nsp_cross_entropy",
     checker=_check_q4,
     hints=[
-        "For each pair: log-probabilities log_softmax(logits) over the 2 classes, pick the one of "
-        "its label, negate. Then average over the batch.",
-        "torch.log_softmax(logits, dim=-1) is (batch, 2); .gather(1, labels[:, None]) picks each "
-        "row's label column.",
-        "-torch.log_softmax(logits, -1)[torch.arange(len(labels)), labels].mean()",
+        N_("For each pair: log-probabilities log_softmax(logits) over the 2 classes, pick the one of "
+           "its label, negate. Then average over the batch."),
+        N_("torch.log_softmax(logits, dim=-1) is (batch, 2); .gather(1, labels[:, None]) picks each "
+           "row's label column."),
+        N_("-torch.log_softmax(logits, -1)[torch.arange(len(labels)), labels].mean()"),
     ],
-    solution='''
+    solution=N_('''
 def nsp_cross_entropy(logits, labels):
     # logits: (batch, 2), labels: (batch,) with 0 = IsNext, 1 = NotNext
     log_p = torch.log_softmax(logits, dim=-1)
     return -log_p[torch.arange(len(labels)), labels].mean()
-''',
+'''),
 )
 
 
@@ -406,50 +410,52 @@ def nsp_gradient_positions(seed: int = 0) -> dict:
 
 
 _Q5_WHY = {
-    ("last layer", "more"): "the pooler reads only position 0 of the last block's output (X[:, 0]); no other "
-                            "state of that layer takes part in the NSP loss, so its gradient is exactly 0.",
-    ("last layer", "fewer"): "the [CLS] state of the last layer does reach the loss, through the pooler.",
-    ("embeddings", "more"): "padding: every query gives the padded keys a weight of exactly 0, so nothing "
-                            "computed from a padded position ever reaches [CLS]: their gradient is exactly 0.",
-    ("embeddings", "fewer"): "attention carries the gradient down: in every block the [CLS] query reads the "
-                             "keys and values of every real token, so the last [CLS] state depends on every "
-                             "real position of the layer below — and so on down to the embeddings.",
+    ("last layer", "more"): N_("the pooler reads only position 0 of the last block's output (X[:, 0]); no other "
+                               "state of that layer takes part in the NSP loss, so its gradient is exactly 0."),
+    ("last layer", "fewer"): N_("the [CLS] state of the last layer does reach the loss, through the pooler."),
+    ("embeddings", "more"): N_("padding: every query gives the padded keys a weight of exactly 0, so nothing "
+                               "computed from a padded position ever reaches [CLS]: their gradient is exactly 0."),
+    ("embeddings", "fewer"): N_("attention carries the gradient down: in every block the [CLS] query reads the "
+                                "keys and values of every real token, so the last [CLS] state depends on every "
+                                "real position of the layer below — and so on down to the embeddings."),
 }
 
 
 def _check_q5(answer) -> str:
     measured = nsp_gradient_positions()
     n = measured["positions"]
-    guess = predicted_dict(answer, Q5_KEYS, "prediction", f"a count of positions from 0 to {n} each "
-                           f"({{'last layer': <count>, 'embeddings': <count>}})", low=0, high=n,
-                           must=f"a whole number from 0 to {n}", in_range=f"a count of positions from 0 to {n}",
-                           whole=True, blank=f"a count from 0 to {n}")
+    guess = predicted_dict(answer, Q5_KEYS, "prediction", _("a count of positions from 0 to {n} each "
+                           "({{'last layer': <count>, 'embeddings': <count>}})").format(n=n), low=0, high=n,
+                           must=_("a whole number from 0 to {n}").format(n=n),
+                           in_range=_("a count of positions from 0 to {n}").format(n=n),
+                           whole=True, blank=_("a count from 0 to {n}").format(n=n))
     truth = {"last layer": measured["per layer"][-1], "embeddings": measured["per layer"][0]}
     wrong = [k for k in Q5_KEYS if guess[k] != truth[k]]
     if wrong:
-        raise CheckFailed(" And ".join(
-            f"{k!r}: {guess[k]} is too {'many' if guess[k] > truth[k] else 'few'}: "
-            f"{_Q5_WHY[k, 'more' if guess[k] > truth[k] else 'fewer']}" for k in wrong))
-    return (f"last layer: {truth['last layer']} position ([CLS]); embeddings: {truth['embeddings']} positions, "
-            f"every real token and no padding. The head reads one state, but attention has made that state a "
-            f"summary of the whole pair, so NSP trains every token's embedding.")
+        raise CheckFailed(_(" And ").join(
+            (_("{key!r}: {guess} is too many: {why}") if guess[k] > truth[k] else
+             _("{key!r}: {guess} is too few: {why}")).format(
+                key=k, guess=guess[k], why=_(_Q5_WHY[k, "more" if guess[k] > truth[k] else "fewer"])) for k in wrong))
+    return _("last layer: {last} position ([CLS]); embeddings: {embeddings} positions, every real token and no "
+             "padding. The head reads one state, but attention has made that state a summary of the whole pair, "
+             "so NSP trains every token's embedding.").format(last=truth["last layer"], embeddings=truth["embeddings"])
 
 
 q5 = Exercise(
-    name="Q5 (predict: where the NSP gradient reaches)",
+    name=N_("Q5 (predict: where the NSP gradient reaches)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        "Section 3: the NSP head reads one hidden state of the last layer. Which one?",
-        "That state was computed by attention over the layer below it. Which positions' keys and "
-        "values did the [CLS] query read — all 32, or only some?",
-        "Padded keys get a weight of exactly 0 in every query's softmax.",
+        N_("Section 3: the NSP head reads one hidden state of the last layer. Which one?"),
+        N_("That state was computed by attention over the layer below it. Which positions' keys and "
+           "values did the [CLS] query read — all 32, or only some?"),
+        N_("Padded keys get a weight of exactly 0 in every query's softmax."),
     ],
-    solution='''
+    solution=N_('''
 # The pooler reads only X[:, 0], so in the last block's output only [CLS] gets a gradient.
 # But that [CLS] state attended to every real token of the layer below (padding gets weight
 # exactly 0), and those to every real token below them: in the embeddings all 21 real
 # positions get a gradient, the 11 padded ones none.
 prediction = {"last layer": 1, "embeddings": 21}
-''',
+'''),
 )

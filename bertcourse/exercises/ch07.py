@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from ..bert import BERTModel, get_config
 from ..data import load_pretrain_data, num_mlm_preds
 from ..pretrain import init_bert_weights, mlm_accuracy, mlm_loss
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, as_number, check_bool, check_positive_int, equal_values,
                    predicted_choice, randn, run_cases, seeded)
 
@@ -105,11 +106,11 @@ def _loss_wrong_sign(logits, labels, weights):
 
 
 Q1_CASES = [
-    ("batch=2, 4 slots, vocab 9; row 0 has 3 real predictions, row 1 has 2",
+    (N_("batch=2, 4 slots, vocab 9; row 0 has 3 real predictions, row 1 has 2"),
      _mlm_case(2, 4, 9, seed=1, real=[3, 2])),
-    ("every slot is a real prediction", _mlm_case(3, 2, 7, seed=2)),
-    ("a row with no real prediction at all", _mlm_case(3, 3, 11, seed=3, real=[2, 0, 3])),
-    ("large logits (spread over hundreds: use log_softmax / cross_entropy, not log(softmax))",
+    (N_("every slot is a real prediction"), _mlm_case(3, 2, 7, seed=2)),
+    (N_("a row with no real prediction at all"), _mlm_case(3, 3, 11, seed=3, real=[2, 0, 3])),
+    (N_("large logits (spread over hundreds: use log_softmax / cross_entropy, not log(softmax))"),
      _mlm_case(2, 3, 6, seed=4, real=[3, 1], scale=100.0)),
 ]
 
@@ -122,25 +123,25 @@ def _check_q1(answer) -> str:
 
 
 q1 = Exercise(
-    name="Q1 (the MLM loss by hand)",
+    name=N_("Q1 (the MLM loss by hand)"),
     var="mlm_loss_by_hand",
     checker=_check_q1,
     hints=[
-        "mlm_logits is (batch, num_preds, vocab): flatten it to (batch * num_preds, vocab) and the "
-        "labels to (batch * num_preds,) so that every prediction slot is one row.",
-        "F.cross_entropy(logits, labels, reduction='none') gives one loss per slot. Padding slots "
-        "(weight 0) must not count: multiply by the flattened weights.",
-        "Divide the weighted sum by the number of real predictions, mlm_weights.sum() (clamp it to at "
-        "least a tiny number so that a batch without predictions gives 0, not NaN).",
+        N_("mlm_logits is (batch, num_preds, vocab): flatten it to (batch * num_preds, vocab) and the "
+           "labels to (batch * num_preds,) so that every prediction slot is one row."),
+        N_("F.cross_entropy(logits, labels, reduction='none') gives one loss per slot. Padding slots "
+           "(weight 0) must not count: multiply by the flattened weights."),
+        N_("Divide the weighted sum by the number of real predictions, mlm_weights.sum() (clamp it to at "
+           "least a tiny number so that a batch without predictions gives 0, not NaN)."),
     ],
-    solution='''
+    solution=N_('''
 def mlm_loss_by_hand(mlm_logits, mlm_labels, mlm_weights):
     vocab = mlm_logits.shape[-1]
     per_slot = F.cross_entropy(mlm_logits.reshape(-1, vocab), mlm_labels.reshape(-1),
                                reduction="none")              # (batch * num_preds,)
     w = mlm_weights.reshape(-1)
     return (per_slot * w).sum() / w.sum().clamp(min=1e-8)     # mean over real predictions
-''',
+'''),
 )
 
 
@@ -174,15 +175,15 @@ def _acc_cases():
     labels = labels.clone()
     labels[0, :2] = logits[0, :2].argmax(-1)           # make some predictions right
     labels[2, 0] = logits[2, 0].argmax(-1)
-    cases.append(("batch=3, 4 slots, some padding, some right answers", (logits, labels, weights)))
+    cases.append((N_("batch=3, 4 slots, some padding, some right answers"), (logits, labels, weights)))
     logits, labels, weights = _mlm_case(2, 5, 6, seed=12)
     labels = labels.clone()
     labels[:, ::2] = logits[:, ::2].argmax(-1)
-    cases.append(("no padding", (logits, labels, weights)))
+    cases.append((N_("no padding"), (logits, labels, weights)))
     logits, labels, weights = _mlm_case(2, 3, 7, seed=13, real=[2, 0])
     logits = logits.clone()
     logits[1, :, 0] = 100.0                             # the padding slots "predict" [PAD] = label 0
-    cases.append(("padding slots whose argmax happens to be their label 0 (they must still not count)",
+    cases.append((N_("padding slots whose argmax happens to be their label 0 (they must still not count)"),
                   (logits, labels, weights)))
     return cases
 
@@ -197,23 +198,23 @@ def _check_q2(answer) -> str:
 
 
 q2 = Exercise(
-    name="Q2 (MLM top-1 accuracy)",
+    name=N_("Q2 (MLM top-1 accuracy)"),
     var="mlm_top1_accuracy",
     checker=_check_q2,
     hints=[
-        "The model's guess for a slot is the token with the highest logit: mlm_logits.argmax(dim=-1), "
-        "shape (batch, num_preds).",
-        "A slot is right when the guess equals the label, and it only counts when it is a real "
-        "prediction: real = mlm_weights > 0.",
-        "accuracy = (right & real).sum() / real.sum(), as a float tensor (clamp the denominator to at "
-        "least 1).",
+        N_("The model's guess for a slot is the token with the highest logit: mlm_logits.argmax(dim=-1), "
+           "shape (batch, num_preds)."),
+        N_("A slot is right when the guess equals the label, and it only counts when it is a real "
+           "prediction: real = mlm_weights > 0."),
+        N_("accuracy = (right & real).sum() / real.sum(), as a float tensor (clamp the denominator to at "
+           "least 1)."),
     ],
-    solution='''
+    solution=N_('''
 def mlm_top1_accuracy(mlm_logits, mlm_labels, mlm_weights):
     real = mlm_weights > 0                                  # (batch, num_preds)
     right = (mlm_logits.argmax(dim=-1) == mlm_labels) & real
     return right.sum().float() / real.sum().clamp(min=1)
-''',
+'''),
 )
 
 
@@ -226,55 +227,55 @@ def _ref_count(num_tokens, mask_prob):
 
 
 Q3_CASES = [
-    (20, 0.15, "20 tokens at 15% (3.0)"),
-    (10, 0.15, "10 tokens at 15% (1.5 rounds up)"),
-    (3, 0.15, "3 tokens at 15% (0.45: at least one prediction)"),
-    (10, 0.25, "10 tokens at 25% (2.5 rounds up)"),
-    (50, 0.15, "50 tokens at 15% (7.5 rounds up)"),
-    (18, 0.4, "18 tokens at 40% (7.2)"),
-    (90, 0.35, "90 tokens at 35% (31.5, though 90 * 0.35 is 31.4999... in floating point)"),
-    (1, 0.5, "a single token at 50%"),
+    (20, 0.15, N_("20 tokens at 15% (3.0)")),
+    (10, 0.15, N_("10 tokens at 15% (1.5 rounds up)")),
+    (3, 0.15, N_("3 tokens at 15% (0.45: at least one prediction)")),
+    (10, 0.25, N_("10 tokens at 25% (2.5 rounds up)")),
+    (50, 0.15, N_("50 tokens at 15% (7.5 rounds up)")),
+    (18, 0.4, N_("18 tokens at 40% (7.2)")),
+    (90, 0.35, N_("90 tokens at 35% (31.5, though 90 * 0.35 is 31.4999... in floating point)")),
+    (1, 0.5, N_("a single token at 50%")),
 ]
 
 
 def _just_below_half(n, p) -> str:
-    return (f"floating point: {n} * {p} is {n * p!r}, just below the half; add a tiny 1e-9 before "
-            f"rounding")
+    return _("floating point: {n} * {p} is {product!r}, just below the half; add a tiny 1e-9 before "
+             "rounding").format(n=n, p=p, product=n * p)
 
 
 Q3_DIAGNOSES = [
-    (lambda n, p: 0, "every sequence gets at least one prediction"),
+    (lambda n, p: 0, N_("every sequence gets at least one prediction")),
     (lambda n, p: math.floor(n * p + 0.5), _just_below_half),
-    (lambda n, p: round(n * p), "Python's round() rounds halves to the even number (round(2.5) == 2); "
-                                "round half up instead: math.floor(x + 0.5)"),
-    (lambda n, p: math.floor(n * p), "you rounded down; BERT's count rounds to the nearest whole number "
-                                     "(half up)"),
-    (lambda n, p: math.ceil(n * p), "you rounded up; round to the nearest whole number (half up)"),
+    (lambda n, p: round(n * p), N_("Python's round() rounds halves to the even number (round(2.5) == 2); "
+                                   "round half up instead: math.floor(x + 0.5)")),
+    (lambda n, p: math.floor(n * p), N_("you rounded down; BERT's count rounds to the nearest whole number "
+                                        "(half up)")),
+    (lambda n, p: math.ceil(n * p), N_("you rounded up; round to the nearest whole number (half up)")),
 ]
 
 
 def _check_q3(answer) -> str:
     run_cases(answer, _ref_count, [(where, (n, p)) for n, p, where in Q3_CASES], Q3_DIAGNOSES,
               prepare=lambda got, where, *args: int(as_number(got, where, whole=True)),
-              compare=equal_values("on {where}: expected {expected}, got {got}"))
-    return f"correct on all {len(Q3_CASES)} cases"
+              compare=equal_values(N_("on {where}: expected {expected}, got {got}")))
+    return _("correct on all {n} cases").format(n=len(Q3_CASES))
 
 
 q3 = Exercise(
-    name="Q3 (predictions per sequence)",
+    name=N_("Q3 (predictions per sequence)"),
     var="predictions_per_sequence",
     checker=_check_q3,
     hints=[
-        "BERT predicts about mask_prob of the ordinary tokens: start from x = num_tokens * mask_prob.",
-        "Round x to the nearest whole number, halves up: math.floor(x + 0.5) (Python's round() sends "
-        "2.5 to 2). A product like 90 * 0.35 is 31.4999999...: add a tiny 1e-9 before rounding.",
-        "A sequence always gets at least one prediction: max(1, ...).",
+        N_("BERT predicts about mask_prob of the ordinary tokens: start from x = num_tokens * mask_prob."),
+        N_("Round x to the nearest whole number, halves up: math.floor(x + 0.5) (Python's round() sends "
+           "2.5 to 2). A product like 90 * 0.35 is 31.4999999...: add a tiny 1e-9 before rounding."),
+        N_("A sequence always gets at least one prediction: max(1, ...)."),
     ],
-    solution='''
+    solution=N_('''
 def predictions_per_sequence(num_tokens, mask_prob):
     x = num_tokens * mask_prob
     return max(1, math.floor(x + 0.5 + 1e-9))   # nearest whole number (half up), at least 1
-''',
+'''),
 )
 
 
@@ -283,47 +284,49 @@ def predictions_per_sequence(num_tokens, mask_prob):
 # ---------------------------------------------------------------------------------------
 
 Q4_CHOICES = {
-    "A": "The model has not learned English grammar yet: it puts any token in the blank.",
-    "B": "The model has learned which kind of word fits the blank (a town after 'the capital of X is'), "
-         "but not yet this particular fact.",
-    "C": "[MASK] never appears in the training data, so the model cannot fill it in.",
-    "D": "The answer is missing from the vocabulary, so no model could predict it.",
+    "A": N_("The model has not learned English grammar yet: it puts any token in the blank."),
+    "B": N_("The model has learned which kind of word fits the blank (a town after 'the capital of X is'), "
+            "but not yet this particular fact."),
+    "C": N_("[MASK] never appears in the training data, so the model cannot fill it in."),
+    "D": N_("The answer is missing from the vocabulary, so no model could predict it."),
 }
 
 Q4_WHY_NOT = {
-    "A": "a model without grammar would guess a random kind of token (a verb, a full stop, 'the'); "
-         "its guess here is a town, exactly the kind of word the blank needs.",
-    "C": "80% of the chosen positions are replaced by [MASK] during pretraining: the model sees "
-         "[MASK] in every batch.",
-    "D": "the notebook checks that the answer is a single token of the vocabulary; the model even gives "
-         "it some probability.",
+    "A": N_("a model without grammar would guess a random kind of token (a verb, a full stop, 'the'); "
+            "its guess here is a town, exactly the kind of word the blank needs."),
+    "C": N_("80% of the chosen positions are replaced by [MASK] during pretraining: the model sees "
+            "[MASK] in every batch."),
+    "D": N_("the notebook checks that the answer is a single token of the vocabulary; the model even gives "
+            "it some probability."),
 }
 
 
 def _check_q4(answer) -> str:
     if not isinstance(answer, str):
-        raise CheckFailed(f"why_wrong must be one letter as a string, e.g. 'A', got {type(answer).__name__}")
+        raise CheckFailed(_("why_wrong must be one letter as a string, e.g. 'A', got {type}").format(
+            type=type(answer).__name__))
     letter = answer.strip().upper().rstrip(")").strip()
     if letter not in Q4_CHOICES:
-        raise CheckFailed(f"why_wrong must be one of {', '.join(Q4_CHOICES)}, got {answer!r}")
+        raise CheckFailed(_("why_wrong must be one of {choices}, got {answer!r}").format(
+            choices=", ".join(Q4_CHOICES), answer=answer))
     if letter != "B":
-        raise CheckFailed(f"{letter} is not the best explanation: {Q4_WHY_NOT[letter]}")
-    return ("B: grammar (the kind of word) comes first, facts need many more repetitions — so a "
-            "wrong answer of the right kind is the typical error of a briefly trained model.")
+        raise CheckFailed(_("{letter} is not the best explanation: {why}").format(letter=letter, why=_(Q4_WHY_NOT[letter])))
+    return _("B: grammar (the kind of word) comes first, facts need many more repetitions — so a "
+             "wrong answer of the right kind is the typical error of a briefly trained model.")
 
 
 q4 = Exercise(
-    name="Q4 (explain a wrong prediction)",
+    name=N_("Q4 (explain a wrong prediction)"),
     var="why_wrong",
     checker=_check_q4,
     hints=[
-        "Look at the model's guess: what kind of word is it? Is it the kind the blank asks for?",
-        "Compare the 'right kind of word' and 'right fact' accuracies in the table above: which does "
-        "the model reach first?",
+        N_("Look at the model's guess: what kind of word is it? Is it the kind the blank asks for?"),
+        N_("Compare the 'right kind of word' and 'right fact' accuracies in the table above: which does "
+           "the model reach first?"),
     ],
-    solution='''
+    solution=N_('''
 why_wrong = "B"   # the guess is a town (grammar learned), just not the capital of this country (fact)
-''',
+'''),
 )
 
 
@@ -332,9 +335,9 @@ why_wrong = "B"   # the guess is a town (grammar learned), just not the capital 
 # ---------------------------------------------------------------------------------------
 
 Q5_CHOICES = {
-    "same": "about ln|V|: within 25 % of it",
-    "higher": "far above ln|V|: more than 25 % above it",
-    "lower": "far below ln|V|: more than 20 % below it",
+    "same": N_("about ln|V|: within 25 % of it"),
+    "higher": N_("far above ln|V|: more than 25 % above it"),
+    "lower": N_("far below ln|V|: more than 20 % below it"),
 }
 """q5's answers: where the first MLM loss of the model built without init_bert_weights lies."""
 
@@ -380,13 +383,13 @@ def _q5_category(loss: float, ln_vocab: float) -> str:
 
 
 _Q5_WHY_NOT = {
-    "same": "not with PyTorch's default initialisation. nn.Embedding starts at N(0, 1), and the MLM decoder "
-            "*shares* that matrix (the weights are tied). The hidden state that reaches it comes out of a "
-            "layer norm, entries of size about 1, so every logit is a sum of 64 products of size about 1: "
-            "the logits are spread over several units, and the softmax is far from uniform.",
-    "lower": "a loss below ln|V| means more probability than 1/|V| on the right token, on average. Random "
-             "weights know nothing about which token is right, so they cannot do better than a uniform "
-             "guess on average — a confident random guess does worse.",
+    "same": N_("not with PyTorch's default initialisation. nn.Embedding starts at N(0, 1), and the MLM decoder "
+               "*shares* that matrix (the weights are tied). The hidden state that reaches it comes out of a "
+               "layer norm, entries of size about 1, so every logit is a sum of 64 products of size about 1: "
+               "the logits are spread over several units, and the softmax is far from uniform."),
+    "lower": N_("a loss below ln|V| means more probability than 1/|V| on the right token, on average. Random "
+                "weights know nothing about which token is right, so they cannot do better than a uniform "
+                "guess on average — a confident random guess does worse."),
 }
 
 
@@ -395,29 +398,30 @@ def _check_q5(answer) -> str:
     default, bert = first_mlm_loss(bert_init=False), first_mlm_loss(bert_init=True)
     truth = _q5_category(default["loss"], default["ln_vocab"])
     if choice != truth:
-        raise CheckFailed(f"{choice!r} is not what happens: " + _Q5_WHY_NOT.get(choice, "run the experiment below."))
-    return (f"{truth!r}: without init_bert_weights the first MLM loss is {default['loss']:.1f}, with it "
-            f"{bert['loss']:.2f}; ln|V| = {default['ln_vocab']:.2f}. An untrained model is not automatically "
-            f"uniform: PyTorch's N(0, 1) embedding, shared with the decoder, makes it confidently wrong, and "
-            f"the first steps go into unlearning that.")
+        raise CheckFailed(_("{choice!r} is not what happens: ").format(choice=choice)
+                          + _(_Q5_WHY_NOT.get(choice, N_("run the experiment below."))))
+    return _("{truth!r}: without init_bert_weights the first MLM loss is {default:.1f}, with it {bert:.2f}; "
+             "ln|V| = {ln_v:.2f}. An untrained model is not automatically uniform: PyTorch's N(0, 1) embedding, "
+             "shared with the decoder, makes it confidently wrong, and the first steps go into unlearning "
+             "that.").format(truth=truth, default=default["loss"], bert=bert["loss"], ln_v=default["ln_vocab"])
 
 
 q5 = Exercise(
-    name="Q5 (predict: the first loss without BERT's initialisation)",
+    name=N_("Q5 (predict: the first loss without BERT's initialisation)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        "Section 1: with init_bert_weights (every weight N(0, 0.02²)) the logits are all close to 0, the "
-        "softmax is nearly uniform, and the first loss is ln|V|. What changes when the weights are larger?",
-        "Without it, nn.Embedding's table is N(0, 1), and the MLM decoder uses that same table. A logit is "
-        "the dot product of a normalised hidden state (64 entries of size about 1) with a row of the table.",
-        "Logits with a spread of several units make a peaked softmax. Is the peak on the right token?",
+        N_("Section 1: with init_bert_weights (every weight N(0, 0.02²)) the logits are all close to 0, the "
+           "softmax is nearly uniform, and the first loss is ln|V|. What changes when the weights are larger?"),
+        N_("Without it, nn.Embedding's table is N(0, 1), and the MLM decoder uses that same table. A logit is "
+           "the dot product of a normalised hidden state (64 entries of size about 1) with a row of the table."),
+        N_("Logits with a spread of several units make a peaked softmax. Is the peak on the right token?"),
     ],
-    solution='''
+    solution=N_('''
 # PyTorch's nn.Embedding starts at N(0, 1), and the MLM decoder shares that table, so the
 # logits (dot products of a 64-dimensional normalised state with N(0, 1) rows) spread over
 # several units: the softmax is peaked, on a random token. The cross-entropy of a confident
 # random guess is far above the uniform guess's ln|V| ≈ 8.0: about 30 here.
 prediction = "higher"
-''',
+'''),
 )

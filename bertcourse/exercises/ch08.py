@@ -30,6 +30,7 @@ import torch
 
 from ..attention import entropy
 from ..hf_weights import course_name, head_statistics, load_pretrained, mean_pool
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, Symptom, equal_values, predicted_choice, randn, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "sentence_cosine", "Q5_PAIR", "Q5_CHOICES"]
@@ -65,40 +66,41 @@ def _only_block_number_differs(got, hf: str) -> bool:
 # every wrong name gets one of these (the last one always fits)
 Q1_DIAGNOSES = [
     (Symptom(lambda got, hf: hf.startswith("bert.") and isinstance(got, str) and "bert." in got),
-     "BertForPreTraining checkpoints put 'bert.' in front of the encoder's names; "
-     "strip it first, the rest is the same as in BertModel."),
-    (Symptom(_only_block_number_differs), "the block number is the same on both sides (both count from 0)."),
+     N_("BertForPreTraining checkpoints put 'bert.' in front of the encoder's names; "
+        "strip it first, the rest is the same as in BertModel.")),
+    (Symptom(_only_block_number_differs), N_("the block number is the same on both sides (both count from 0).")),
     (Symptom(lambda got, hf: ".output." in hf and ".attention." not in hf and isinstance(got, str)
              and (".W_o." in got or "addnorm1" in got)),
-     "encoder.layer.{i}.output.* (without 'attention') is the feed-forward part: "
-     "output.dense is ffn.dense2 and output.LayerNorm is addnorm2.ln; "
-     "attention.output.* is the attention's W_o and addnorm1."),
+     N_("encoder.layer.{i}.output.* (without 'attention') is the feed-forward part: "
+        "output.dense is ffn.dense2 and output.LayerNorm is addnorm2.ln; "
+        "attention.output.* is the attention's W_o and addnorm1.")),
     (Symptom(lambda got, hf: not (isinstance(got, str) and (got.endswith(".weight") or got.endswith(".bias")))),
-     "keep the suffix: the .weight or .bias at the end stays the same."),
-    (Symptom(lambda got, hf: True), "look the layer up in the table NAME_MAP (bertcourse.hf_weights.mapping_table())."),
+     N_("keep the suffix: the .weight or .bias at the end stays the same.")),
+    (Symptom(lambda got, hf: True), N_("look the layer up in the table NAME_MAP (bertcourse.hf_weights.mapping_table()).")),
 ]
 
 
 def _check_q1(answer) -> str:
     run_cases(answer, course_name, [(repr(hf), (hf,)) for hf in Q1_NAMES], Q1_DIAGNOSES,
-              compare=equal_values("on {where}: expected {expected!r}, got {got!r}"))
-    return f"correct on all {len(Q1_NAMES)} names (embeddings, every kind of block layer, pooler, 'bert.' prefix)"
+              compare=equal_values(N_("on {where}: expected {expected!r}, got {got!r}")))
+    return _("correct on all {n} names (embeddings, every kind of block layer, pooler, 'bert.' prefix)").format(
+        n=len(Q1_NAMES))
 
 
 q1 = Exercise(
-    name="Q1 (Hugging Face names -> course names)",
+    name=N_("Q1 (Hugging Face names -> course names)"),
     var="to_course_name",
     checker=_check_q1,
     hints=[
-        "Split the name at the dots: 'encoder.layer.3.attention.self.query.weight' -> the block "
-        "number 3, the layer 'attention.self.query' and the suffix 'weight'.",
-        "A dict from the HF layer ('attention.self.query', 'intermediate.dense', 'output.LayerNorm', …) "
-        "to the course layer ('attention.W_q', 'ffn.dense1', 'addnorm2.ln', …) does most of the work; "
-        "remove a leading 'bert.' first.",
-        "The table is printed in the notebook: bertcourse.hf_weights.mapping_table(). Watch out for "
-        "'attention.output.dense' (W_o) vs 'output.dense' (ffn.dense2).",
+        N_("Split the name at the dots: 'encoder.layer.3.attention.self.query.weight' -> the block "
+           "number 3, the layer 'attention.self.query' and the suffix 'weight'."),
+        N_("A dict from the HF layer ('attention.self.query', 'intermediate.dense', 'output.LayerNorm', …) "
+           "to the course layer ('attention.W_q', 'ffn.dense1', 'addnorm2.ln', …) does most of the work; "
+           "remove a leading 'bert.' first."),
+        N_("The table is printed in the notebook: bertcourse.hf_weights.mapping_table(). Watch out for "
+           "'attention.output.dense' (W_o) vs 'output.dense' (ffn.dense2)."),
     ],
-    solution='''
+    solution=N_('''
 def to_course_name(hf_name):
     name = hf_name.removeprefix("bert.")
     *path, suffix = name.split(".")                # suffix: "weight" or "bias"
@@ -116,7 +118,7 @@ def to_course_name(hf_name):
              "attention.output.LayerNorm": "addnorm1.ln", "intermediate.dense": "ffn.dense1",
              "output.dense": "ffn.dense2", "output.LayerNorm": "addnorm2.ln"}
     return f"encoder.blks.{i}.{block['.'.join(layer)]}.{suffix}"
-''',
+'''),
 )
 
 
@@ -158,12 +160,12 @@ def _q2_case(seed, batch, seq, d, lengths, dtype=torch.bool):
 
 
 Q2_CASES = [
-    ("batch=3, seq=5, d=4, lengths [5, 3, 1] (bool mask)", _q2_case(1, 3, 5, 4, [5, 3, 1])),
-    ("the same lengths with a 0/1 integer mask (Hugging Face's attention_mask)",
+    (N_("batch=3, seq=5, d=4, lengths [5, 3, 1] (bool mask)"), _q2_case(1, 3, 5, 4, [5, 3, 1])),
+    (N_("the same lengths with a 0/1 integer mask (Hugging Face's attention_mask)"),
      _q2_case(2, 3, 5, 4, [5, 3, 1], torch.long)),
-    ("no padding at all", _q2_case(3, 2, 4, 6, [4, 4])),
-    ("a batch of 1 with a single token", _q2_case(4, 1, 1, 8, [1])),
-    ("real hidden-state size d=384, lengths [7, 12]", _q2_case(5, 2, 12, 384, [7, 12])),
+    (N_("no padding at all"), _q2_case(3, 2, 4, 6, [4, 4])),
+    (N_("a batch of 1 with a single token"), _q2_case(4, 1, 1, 8, [1])),
+    (N_("real hidden-state size d=384, lengths [7, 12]"), _q2_case(5, 2, 12, 384, [7, 12])),
 ]
 
 Q2_DIAGNOSES = [_mp_plain_mean, _mp_divide_by_seq, _mp_masked_sum, _mp_cls]
@@ -174,21 +176,21 @@ def _check_q2(answer) -> str:
 
 
 q2 = Exercise(
-    name="Q2 (mean pooling)",
+    name=N_("Q2 (mean pooling)"),
     var="mean_pooling",
     checker=_check_q2,
     hints=[
-        "hidden is (batch, seq, d) and mask is (batch, seq); you want (batch, d). Make the mask "
-        "(batch, seq, 1) with unsqueeze(-1) and turn it into floats so that it can multiply hidden.",
-        "Sum hidden * mask over the seq axis (dim=1), then divide by the number of real tokens of "
-        "each row: mask.sum(1) (shape (batch, 1) after the unsqueeze).",
-        "m = mask.unsqueeze(-1).float(); return (hidden * m).sum(1) / m.sum(1)",
+        N_("hidden is (batch, seq, d) and mask is (batch, seq); you want (batch, d). Make the mask "
+           "(batch, seq, 1) with unsqueeze(-1) and turn it into floats so that it can multiply hidden."),
+        N_("Sum hidden * mask over the seq axis (dim=1), then divide by the number of real tokens of "
+           "each row: mask.sum(1) (shape (batch, 1) after the unsqueeze)."),
+        N_("m = mask.unsqueeze(-1).float(); return (hidden * m).sum(1) / m.sum(1)"),
     ],
-    solution='''
+    solution=N_('''
 def mean_pooling(hidden, mask):
     m = mask.unsqueeze(-1).to(hidden.dtype)     # (batch, seq, 1): 1 on real tokens, 0 on padding
     return (hidden * m).sum(1) / m.sum(1)       # (batch, d): the mean over the real tokens
-''',
+'''),
 )
 
 
@@ -232,11 +234,11 @@ def _rows(seed, *shape, lengths=None):
 
 
 Q3_CASES = [
-    ("(heads=2, 4 queries, 4 keys)", _rows(1, 2, 4, 4)),
-    ("(batch=2, heads=3, 5, 5) with padded keys (weights exactly 0)", _rows(2, 2, 3, 5, 5, lengths=[3, 5])),
-    ("uniform rows over 8 keys (entropy log 8)", (torch.full((2, 8), 1 / 8),)),
-    ("one-hot rows (entropy 0)", (torch.eye(5),)),
-    ("(6 layers, 12 heads, 6, 6) like MiniLM", _rows(3, 6, 12, 6, 6)),
+    (N_("(heads=2, 4 queries, 4 keys)"), _rows(1, 2, 4, 4)),
+    (N_("(batch=2, heads=3, 5, 5) with padded keys (weights exactly 0)"), _rows(2, 2, 3, 5, 5, lengths=[3, 5])),
+    (N_("uniform rows over 8 keys (entropy log 8)"), (torch.full((2, 8), 1 / 8),)),
+    (N_("one-hot rows (entropy 0)"), (torch.eye(5),)),
+    (N_("(6 layers, 12 heads, 6, 6) like MiniLM"), _rows(3, 6, 12, 6, 6)),
 ]
 
 Q3_DIAGNOSES = [_ent_nan, _ent_bits, _ent_no_minus, _ent_wrong_axis]
@@ -247,22 +249,22 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (entropy of attention rows)",
+    name=N_("Q3 (entropy of attention rows)"),
     var="attention_entropy",
     checker=_check_q3,
     hints=[
-        "Each row weights[..., i, :] is a distribution over the keys. Its entropy is "
-        "-sum_j w_j log w_j, in nats (torch.log is the natural log). The result has one number per "
-        "row: the shape of weights without its last axis.",
-        "Padded keys have weight exactly 0 and log(0) = -inf, so 0 * log(0) is NaN. Take the log of "
-        "weights.clamp_min(1e-30) instead: the product is then 0 * (-69) = 0.",
-        "return -(weights * weights.clamp_min(1e-30).log()).sum(-1)",
+        N_("Each row weights[..., i, :] is a distribution over the keys. Its entropy is "
+           "-sum_j w_j log w_j, in nats (torch.log is the natural log). The result has one number per "
+           "row: the shape of weights without its last axis."),
+        N_("Padded keys have weight exactly 0 and log(0) = -inf, so 0 * log(0) is NaN. Take the log of "
+           "weights.clamp_min(1e-30) instead: the product is then 0 * (-69) = 0."),
+        N_("return -(weights * weights.clamp_min(1e-30).log()).sum(-1)"),
     ],
-    solution='''
+    solution=N_('''
 def attention_entropy(weights):
     # 0 log 0 = 0: clamp before the log so that padded keys (weight 0) add nothing, not NaN
     return -(weights * weights.clamp_min(1e-30).log()).sum(dim=-1)
-''',
+'''),
 )
 
 
@@ -316,10 +318,10 @@ def _shifted(L, H, n):
 
 
 Q4_CASES = [
-    ("(layers=2, heads=3, 5 tokens)", _q4_case(1, 2, 3, 5)),
-    ("perfect previous-token heads (even heads) and self heads (odd heads)", _shifted(1, 4, 6)),
-    ("two tokens only", _q4_case(2, 1, 2, 2)),
-    ("(6 layers, 12 heads, 9 tokens) like MiniLM", _q4_case(3, 6, 12, 9)),
+    (N_("(layers=2, heads=3, 5 tokens)"), _q4_case(1, 2, 3, 5)),
+    (N_("perfect previous-token heads (even heads) and self heads (odd heads)"), _shifted(1, 4, 6)),
+    (N_("two tokens only"), _q4_case(2, 1, 2, 2)),
+    (N_("(6 layers, 12 heads, 9 tokens) like MiniLM"), _q4_case(3, 6, 12, 9)),
 ]
 
 Q4_DIAGNOSES = [_prev_next, _prev_self, _prev_divide_by_n, _prev_roll]
@@ -330,21 +332,21 @@ def _check_q4(answer) -> str:
 
 
 q4 = Exercise(
-    name="Q4 (previous-token share of each head)",
+    name=N_("Q4 (previous-token share of each head)"),
     var="previous_token_share",
     checker=_check_q4,
     hints=[
-        "weights is (layers, heads, n, n); the answer is (layers, heads). For query i (i = 1 .. n-1) "
-        "you need weights[..., i, i-1]; average them.",
-        "Those entries form a diagonal just below the main one: "
-        "weights.diagonal(offset=-1, dim1=-2, dim2=-1) has shape (layers, heads, n-1).",
-        "return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)",
+        N_("weights is (layers, heads, n, n); the answer is (layers, heads). For query i (i = 1 .. n-1) "
+           "you need weights[..., i, i-1]; average them."),
+        N_("Those entries form a diagonal just below the main one: "
+           "weights.diagonal(offset=-1, dim1=-2, dim2=-1) has shape (layers, heads, n-1)."),
+        N_("return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)"),
     ],
-    solution='''
+    solution=N_('''
 def previous_token_share(weights):
     # weights[..., i, i-1] for i = 1 .. n-1: the diagonal below the main one
     return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=-1)   # (layers, heads)
-''',
+'''),
 )
 
 
@@ -354,7 +356,7 @@ def previous_token_share(weights):
 
 Q5_PAIR = ("A man bites a dog.", "A dog bites a man.")
 """q5's two sentences: the same words, opposite meanings."""
-Q5_CHOICES = {"low": "below 0.5", "medium": "from 0.5 to 0.9", "high": "above 0.9"}
+Q5_CHOICES = {"low": N_("below 0.5"), "medium": N_("from 0.5 to 0.9"), "high": N_("above 0.9")}
 """q5's answers: where the cosine of the two sentence embeddings lies."""
 
 
@@ -384,13 +386,13 @@ def _q5_category(cosine: float) -> str:
 
 
 _Q5_WHY_NOT = {
-    "low": "the sentences mean opposite things, but the embedding is a *mean* over tokens, and both "
-           "sentences have exactly the same tokens. Each token's final state depends on its context, "
-           "but it is still mostly about the token itself; averaged over the sentence, the two come out "
-           "close.",
-    "medium": "closer still. Both sentences have the same tokens; only the context-dependent part of each "
-              "token's state differs, and the average over the sentence dilutes it further.",
-    "high": "run the experiment below.",
+    "low": N_("the sentences mean opposite things, but the embedding is a *mean* over tokens, and both "
+              "sentences have exactly the same tokens. Each token's final state depends on its context, "
+              "but it is still mostly about the token itself; averaged over the sentence, the two come out "
+              "close."),
+    "medium": N_("closer still. Both sentences have the same tokens; only the context-dependent part of each "
+                 "token's state differs, and the average over the sentence dilutes it further."),
+    "high": N_("run the experiment below."),
 }
 
 
@@ -399,26 +401,28 @@ def _check_q5(answer) -> str:
     cosine = _q5_cosine()
     truth = _q5_category(cosine)
     if choice != truth:
-        raise CheckFailed(f"{choice!r} ({Q5_CHOICES[choice]}) is not what happens: {_Q5_WHY_NOT[choice]}")
-    return (f"{truth!r}: the cosine is {cosine:.2f}, higher than for the paraphrases of section 7. Mean "
-            f"pooling keeps little of the word order: this sentence encoder can hardly tell who bit whom.")
+        raise CheckFailed(_("{choice!r} ({meaning}) is not what happens: {why}").format(
+            choice=choice, meaning=_(Q5_CHOICES[choice]), why=_(_Q5_WHY_NOT[choice])))
+    return _("{truth!r}: the cosine is {cosine:.2f}, higher than for the paraphrases of section 7. Mean pooling "
+             "keeps little of the word order: this sentence encoder can hardly tell who bit whom.").format(
+        truth=truth, cosine=cosine)
 
 
 q5 = Exercise(
-    name="Q5 (predict: who bit whom?)",
+    name=N_("Q5 (predict: who bit whom?)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        "Section 7: paraphrases scored about 0.6 to 0.75, unrelated sentences about 0. These two sentences "
-        "have opposite meanings — and exactly the same word pieces.",
-        "The sentence embedding is the mean of the last hidden states. How much of a token's last hidden "
-        "state is about the token itself, and how much about its position and its neighbours?",
+        N_("Section 7: paraphrases scored about 0.6 to 0.75, unrelated sentences about 0. These two sentences "
+           "have opposite meanings — and exactly the same word pieces."),
+        N_("The sentence embedding is the mean of the last hidden states. How much of a token's last hidden "
+           "state is about the token itself, and how much about its position and its neighbours?"),
     ],
-    solution='''
+    solution=N_('''
 # The embedding is the mean of the tokens' last states, and both sentences have the same
 # tokens. Each state depends on its context, but is still mostly about its own token, and
 # the mean dilutes what differs: the cosine comes out above 0.9 (about 0.97), higher than
 # for real paraphrases. Mean pooling is close to a bag of words.
 prediction = "high"
-''',
+'''),
 )

@@ -23,6 +23,7 @@ from torch import nn
 from ..probing import bag_of_words as _ref_bag_of_words
 from ..probing import few_shot_accuracies, words
 from ..training import lr_factor
+from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, as_number, call_answer, message_of, predicted_dict, run_cases
 
 __all__ = ["q1", "q2", "q3", "q4", "Q4_SIZE"]
@@ -76,39 +77,41 @@ def _close(a: float, b: float) -> bool:
 
 def _check_q1(answer) -> str:
     if not callable(answer):
-        raise CheckFailed(f"learning_rate must be a function, got {type(answer).__name__}")
+        raise CheckFailed(_("learning_rate must be a function, got {type}").format(type=type(answer).__name__))
     where = ["learning_rate(step={}, steps={}, warmup_steps={}, peak={:g})".format(*case) for case in Q1_CASES]
     got = [as_number(call_answer(answer, case, w), w) for case, w in zip(Q1_CASES, where)]
     wrong = [k for k, case in enumerate(Q1_CASES) if not _close(got[k], _ref_lr(*case))]
     if not wrong:
-        return f"correct on all {len(Q1_CASES)} cases (first step, end of warm-up, decay, last step, no warm-up)"
+        return _("correct on all {n} cases (first step, end of warm-up, decay, last step, no warm-up)").format(
+            n=len(Q1_CASES))
     k = wrong[0]
-    failure = f"on {where[k]}: expected {_ref_lr(*Q1_CASES[k]):.4g}, got {got[k]:.4g}"
+    failure = _("on {where}: expected {expected:.4g}, got {got:.4g}").format(
+        where=where[k], expected=_ref_lr(*Q1_CASES[k]), got=got[k])
     # the mistake that explains every case first, else one that explains this case
     for everywhere in (True, False):
         for mistake in Q1_DIAGNOSES:
             cases = range(len(Q1_CASES)) if everywhere else [k]
             if all(_close(got[j], mistake(*Q1_CASES[j])) for j in cases):
-                raise CheckFailed(f"{failure} — {message_of(mistake)}")
+                raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=message_of(mistake)))
     raise CheckFailed(failure)
 
 
 q1 = Exercise(
-    name="Q1 (the learning-rate schedule)",
+    name=N_("Q1 (the learning-rate schedule)"),
     var="learning_rate",
     checker=_check_q1,
     hints=[
-        "Two factors multiply the peak: a warm-up ramp that reaches 1 after warmup_steps steps, and a "
-        "decay that goes from 1 at step 0 to 0 at step = steps.",
-        "warm-up: min(1, (step + 1) / warmup_steps) (1 when warmup_steps is 0); decay: 1 - step / steps.",
-        "warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps); "
-        "return peak * warm * (1 - step / steps)",
+        N_("Two factors multiply the peak: a warm-up ramp that reaches 1 after warmup_steps steps, and a "
+           "decay that goes from 1 at step 0 to 0 at step = steps."),
+        N_("warm-up: min(1, (step + 1) / warmup_steps) (1 when warmup_steps is 0); decay: 1 - step / steps."),
+        N_("warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps); "
+           "return peak * warm * (1 - step / steps)"),
     ],
-    solution='''
+    solution=N_('''
 def learning_rate(step, steps, warmup_steps, peak):
     warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps)   # linear warm-up
     return peak * warm * (1 - step / steps)                                     # linear decay to 0
-''',
+'''),
 )
 
 
@@ -139,11 +142,11 @@ def _bow_split(texts, vocab):
 
 _VOCAB = {"great": 0, "phone": 1, "not": 2, "good": 3, "the": 4, "don't": 5, "buy": 6}
 Q2_CASES = [
-    ("three short reviews", (["Great phone!", "Not good.", "The phone is not great, not good."], _VOCAB)),
-    ("repeated words count once", (["great great GREAT phone"], _VOCAB)),
-    ("unknown words and an empty text", (["Absolutely terrible service.", ""], _VOCAB)),
-    ("an apostrophe inside a word", (["Don't buy the phone."], _VOCAB)),
-    ("a larger vocabulary", ([f"word{i} word{(i * 7) % 30}" for i in range(12)],
+    (N_("three short reviews"), (["Great phone!", "Not good.", "The phone is not great, not good."], _VOCAB)),
+    (N_("repeated words count once"), (["great great GREAT phone"], _VOCAB)),
+    (N_("unknown words and an empty text"), (["Absolutely terrible service.", ""], _VOCAB)),
+    (N_("an apostrophe inside a word"), (["Don't buy the phone."], _VOCAB)),
+    (N_("a larger vocabulary"), ([f"word{i} word{(i * 7) % 30}" for i in range(12)],
                              {f"word{i}": (i * 11) % 30 for i in range(30)})),
 ]
 Q2_DIAGNOSES = [_bow_counts, _bow_split]
@@ -154,18 +157,18 @@ def _check_q2(answer) -> str:
 
 
 q2 = Exercise(
-    name="Q2 (bag-of-words features)",
+    name=N_("Q2 (bag-of-words features)"),
     var="bag_of_words",
     checker=_check_q2,
     hints=[
-        "The result is a (len(texts), len(vocab)) float tensor of zeros; row r gets a 1 in column "
-        "vocab[w] for every word w of texts[r] that is in vocab.",
-        "Use words(text) (from bertcourse.probing) to get the lower-cased words; a word that occurs "
-        "twice still gives 1, and words not in vocab are skipped.",
-        "X = torch.zeros(len(texts), len(vocab)); for r, t in enumerate(texts): for w in words(t): "
-        "if w in vocab: X[r, vocab[w]] = 1.0",
+        N_("The result is a (len(texts), len(vocab)) float tensor of zeros; row r gets a 1 in column "
+           "vocab[w] for every word w of texts[r] that is in vocab."),
+        N_("Use words(text) (from bertcourse.probing) to get the lower-cased words; a word that occurs "
+           "twice still gives 1, and words not in vocab are skipped."),
+        N_("X = torch.zeros(len(texts), len(vocab)); for r, t in enumerate(texts): for w in words(t): "
+           "if w in vocab: X[r, vocab[w]] = 1.0"),
     ],
-    solution='''
+    solution=N_('''
 from bertcourse.probing import words
 
 def bag_of_words(texts, vocab):
@@ -175,7 +178,7 @@ def bag_of_words(texts, vocab):
             if w in vocab:
                 X[r, vocab[w]] = 1.0          # presence, not a count
     return X
-''',
+'''),
 )
 
 
@@ -215,7 +218,7 @@ class _Spy(nn.Module):
 def _q3_batches(seed: int, n_batches: int, batch: int = 8, seq: int = 6) -> list:
     g = torch.Generator().manual_seed(seed)
     out = []
-    for _ in range(n_batches):
+    for _batch in range(n_batches):
         lengths = torch.randint(2, seq + 1, (batch,), generator=g)
         out.append({"tokens": torch.randint(0, 30, (batch, seq), generator=g),
                     "mask": torch.arange(seq) < lengths[:, None],
@@ -242,53 +245,55 @@ def _q3_case(seed: int, n_batches: int, training: bool) -> tuple:
     return (_Spy(seed).train(training), _q3_batches(seed, n_batches))
 
 
-Q3_CASES = [("3 batches, the model in training mode", _q3_case(1, 3, True)),
-            ("1 batch, the model already in eval mode", _q3_case(2, 1, False)),
-            ("5 batches of other sentences, the model in training mode", _q3_case(3, 5, True))]
+Q3_CASES = [(N_("3 batches, the model in training mode"), _q3_case(1, 3, True)),
+            (N_("1 batch, the model already in eval mode"), _q3_case(2, 1, False)),
+            (N_("5 batches of other sentences, the model in training mode"), _q3_case(3, 5, True))]
 
 
 def _q3_prepare(got, where, model, loader):
     calls = _RECORDS.get(model.tag, [])
     if not calls:
-        raise CheckFailed(f"on {where}: your function never called the model")
-    if any(training for training, _ in calls):
-        raise CheckFailed(f"on {where}: the model ran in training mode, so dropout was on and the accuracy is "
-                          f"random (pitfall: evaluating without model.eval()). Call model.eval() first.")
-    if any(grad for _, grad in calls):
-        raise CheckFailed(f"on {where}: gradients were on during evaluation; run the loop inside "
-                          f"`with torch.no_grad():` (no graph is kept: less memory, less time).")
+        raise CheckFailed(_("on {where}: your function never called the model").format(where=where))
+    if any(training for training, _grad in calls):
+        raise CheckFailed(_("on {where}: the model ran in training mode, so dropout was on and the accuracy is "
+                            "random (pitfall: evaluating without model.eval()). Call model.eval() "
+                            "first.").format(where=where))
+    if any(grad for _training, grad in calls):
+        raise CheckFailed(_("on {where}: gradients were on during evaluation; run the loop inside "
+                            "`with torch.no_grad():` (no graph is kept: less memory, less time).").format(where=where))
     return as_number(got, where)
 
 
 def _q3_compare(got, expected, where):
     if abs(got - expected) > 1e-9:
-        raise CheckFailed(f"on {where}: expected accuracy {expected:.4f}, got {got:.4f} (the share of "
-                          f"sentences whose largest logit is at their label, over all batches)")
+        raise CheckFailed(_("on {where}: expected accuracy {expected:.4f}, got {got:.4f} (the share of sentences "
+                            "whose largest logit is at their label, over all batches)").format(
+            where=where, expected=expected, got=got))
 
 
 def _check_q3(answer) -> str:
     _RECORDS.clear()
     return run_cases(answer, _ref_eval_accuracy, Q3_CASES, compare=_q3_compare, prepare=_q3_prepare,
-                     in_place="on {where}: the accuracy is right, but your function changed its arguments: the "
-                               "model (its train/eval mode or its weights) or the list of batches is not "
-                               "as it was. Remember "
-                               "was_training = model.training before model.eval(), and call "
-                               "model.train(was_training) at the end.")
+                     in_place=N_("on {where}: the accuracy is right, but your function changed its arguments: "
+                                 "the model (its train/eval mode or its weights) or the list of batches is not "
+                                 "as it was. Remember "
+                                 "was_training = model.training before model.eval(), and call "
+                                 "model.train(was_training) at the end."))
 
 
 q3 = Exercise(
-    name="Q3 (evaluate without dropout and without gradients)",
+    name=N_("Q3 (evaluate without dropout and without gradients)"),
     var="evaluate_accuracy",
     checker=_check_q3,
     hints=[
-        "Remember whether the model was training (model.training), switch to model.eval(), and run "
-        "every batch inside `with torch.no_grad():`.",
-        "For a batch b: logits = model(b['tokens'], valid_lens=b['mask']); count "
-        "(logits.argmax(-1) == b['labels']).sum() and the number of labels; divide at the end.",
-        "Put the mode back at the end with model.train(was_training) (a try/finally makes it survive "
-        "an error).",
+        N_("Remember whether the model was training (model.training), switch to model.eval(), and run "
+           "every batch inside `with torch.no_grad():`."),
+        N_("For a batch b: logits = model(b['tokens'], valid_lens=b['mask']); count "
+           "(logits.argmax(-1) == b['labels']).sum() and the number of labels; divide at the end."),
+        N_("Put the mode back at the end with model.train(was_training) (a try/finally makes it survive "
+           "an error)."),
     ],
-    solution='''
+    solution=N_('''
 def evaluate_accuracy(model, loader):
     was_training = model.training
     model.eval()                                   # dropout off
@@ -302,7 +307,7 @@ def evaluate_accuracy(model, loader):
     finally:
         model.train(was_training)                  # leave the model as we found it
     return correct / total
-''',
+'''),
 )
 
 
@@ -317,42 +322,44 @@ Q4_KEYS = ("bag of words", "probe")
 
 
 def _check_q4(answer) -> str:
-    guess = predicted_dict(answer, Q4_KEYS, "prediction", "test accuracies between 0 and 1", low=0.0, high=1.0,
-                           must="a test accuracy (a number between 0 and 1)", in_range="between 0 and 1",
-                           blank="your guess, a number between 0 and 1")
+    guess = predicted_dict(answer, Q4_KEYS, "prediction", _("test accuracies between 0 and 1"), low=0.0, high=1.0,
+                           must=_("a test accuracy (a number between 0 and 1)"), in_range=_("between 0 and 1"),
+                           blank=_("your guess, a number between 0 and 1"))
     measured = few_shot_accuracies(Q4_SIZE)
-    report = ", ".join(f"{k}: you said {guess[k]:.2f}, measured {measured[k]:.2f}" for k in Q4_KEYS)
+    report = _(", ").join(_("{key}: you said {guess:.2f}, measured {measured:.2f}").format(
+        key=k, guess=guess[k], measured=measured[k]) for k in Q4_KEYS)
     off = [k for k in Q4_KEYS if abs(guess[k] - measured[k]) > Q4_TOLERANCE]
     if off:
         why = []
         if "probe" in off and guess["probe"] < measured["probe"]:
-            why.append("the probe only fits one linear layer (770 numbers) on top of features that already separate "
-                       "positive from negative: 100 sentences are plenty")
+            why.append(_("the probe only fits one linear layer (770 numbers) on top of features that already "
+                         "separate positive from negative: 100 sentences are plenty"))
         if "bag of words" in off and guess["bag of words"] > measured["bag of words"]:
-            why.append("the bag of words only knows the words of its 100 sentences: most test sentences "
-                       "share few of them")
+            why.append(_("the bag of words only knows the words of its 100 sentences: most test sentences "
+                         "share few of them"))
         if "bag of words" in off and guess["bag of words"] < measured["bag of words"]:
-            why.append("a handful of very common words (great, bad, not, love) already carry much of the signal")
+            why.append(_("a handful of very common words (great, bad, not, love) already carry much of the signal"))
         if "probe" in off and guess["probe"] > measured["probe"]:
-            why.append("even good features need some data: the probe loses a few points")
-        raise CheckFailed(f"{report}. Off by more than {Q4_TOLERANCE:.2f} on {', '.join(off)}"
-                          + (": " + "; ".join(why) if why else "") + ".")
-    return f"{report}: both within {Q4_TOLERANCE:.2f}. Pretrained features need far fewer labelled sentences."
+            why.append(_("even good features need some data: the probe loses a few points"))
+        raise CheckFailed(_("{report}. Off by more than {tolerance:.2f} on {keys}").format(
+            report=report, tolerance=Q4_TOLERANCE, keys=", ".join(off)) + (_(": ") + _("; ").join(why) if why else "") + _("."))
+    return _("{report}: both within {tolerance:.2f}. Pretrained features need far fewer labelled sentences.").format(
+        report=report, tolerance=Q4_TOLERANCE)
 
 
 q4 = Exercise(
-    name="Q4 (predict: 100 training sentences instead of 2,400)",
+    name=N_("Q4 (predict: 100 training sentences instead of 2,400)"),
     var="prediction",
     checker=_check_q4,
     hints=[
-        "With 2,400 sentences the bag of words reached about 0.8 and the probe about 0.9 (the table above). "
-        "Which of the two needs the data more: the one that learns every word from the training set, or "
-        "the one whose features come from pretraining on a billion sentence pairs?",
-        "Chance is 0.5. A bag of words trained on 100 sentences has seen only a few hundred distinct words.",
-        "The probe drops only a few points; the bag of words drops much more.",
+        N_("With 2,400 sentences the bag of words reached about 0.8 and the probe about 0.9 (the table above). "
+           "Which of the two needs the data more: the one that learns every word from the training set, or "
+           "the one whose features come from pretraining on a billion sentence pairs?"),
+        N_("Chance is 0.5. A bag of words trained on 100 sentences has seen only a few hundred distinct words."),
+        N_("The probe drops only a few points; the bag of words drops much more."),
     ],
-    solution='''
+    solution=N_('''
 # a prediction, not a computation; the check then runs the experiment (few_shot_accuracies(100))
 prediction = {"bag of words": 0.6, "probe": 0.83}
-''',
+'''),
 )

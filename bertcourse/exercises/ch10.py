@@ -13,18 +13,19 @@ In the notebook::
   possible, and no batch to two processes).
 * ``q3`` — ``average_gradients(grads)``: what the all-reduce leaves on every process, from
   the gradients ``grads[rank][i]`` of each process.
-* ``q4`` — ``lr_choice``: a letter; the learning rate when the global batch grows.
+* ``q4`` — ``lr_choice``: a letter; the learning rate of AdamW when the global batch grows
+  (the square-root rule; the linear rule is SGD's).
 
 The references are the package's own functions where it has them
-(:func:`bertcourse.distributed.data_parallel_plan`, :func:`bertcourse.speedups.shard_batches`).
+(:func:`bertcourse.distributed.data_parallel_plan`, :func:`bertcourse.batching.shard_batches`).
 """
 from __future__ import annotations
 
 import math
 
 from ..distributed import data_parallel_plan
-from .core import (CheckFailed, Exercise, as_number, call_answer, compare_tensors, equal_values, randn, run_cases,
-                   seeded)
+from ..i18n import gettext as _, gettext_noop as N_
+from .core import CheckFailed, Exercise, as_number, call_answer, compare_tensors, equal_values, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4"]
 
@@ -39,57 +40,57 @@ def _ref_plan(num_pairs, world_size, batch_size):
 
 
 Q1_CASES = [
-    ("28,606 pairs, 2 processes of 128 pairs", (28606, 2, 128)),
-    ("1,000 pairs, 4 processes of 32 pairs (32 batches, 8 each)", (1000, 4, 32)),
-    ("100 pairs, 2 processes of 32 pairs (batches of 32, 32, 32 and 4)", (100, 2, 32)),
-    ("1,000 pairs, 3 processes of 32 pairs (32 batches: 2 left out)", (1000, 3, 32)),
-    ("one process: the usual training", (500, 1, 64)),
+    (N_("28,606 pairs, 2 processes of 128 pairs"), (28606, 2, 128)),
+    (N_("1,000 pairs, 4 processes of 32 pairs (32 batches, 8 each)"), (1000, 4, 32)),
+    (N_("100 pairs, 2 processes of 32 pairs (batches of 32, 32, 32 and 4)"), (100, 2, 32)),
+    (N_("1,000 pairs, 3 processes of 32 pairs (32 batches: 2 left out)"), (1000, 3, 32)),
+    (N_("one process: the usual training"), (500, 1, 64)),
 ]
 
 Q1_DIAGNOSES = [
     (lambda n, N, b: (b, math.ceil(n / b) // N),
-     "the global batch is the pairs of *one* optimizer step over all processes: N x batch_size."),
+     N_("the global batch is the pairs of *one* optimizer step over all processes: N x batch_size.")),
     (lambda n, N, b: (N * b, math.ceil(n / b)),
-     "each optimizer step uses N batches (one per process), so an epoch has N times fewer steps."),
+     N_("each optimizer step uses N batches (one per process), so an epoch has N times fewer steps.")),
     (lambda n, N, b: (N * b, math.ceil(math.ceil(n / b) / N)),
-     "you rounded the steps up: when the batches do not divide evenly, some process would have one "
-     "batch fewer and the others would wait for it forever; the last batches % N are left out."),
+     N_("you rounded the steps up: when the batches do not divide evenly, some process would have one "
+        "batch fewer and the others would wait for it forever; the last batches % N are left out.")),
     (lambda n, N, b: (N * b, n // (N * b)),
-     "the last, shorter batch of the epoch is still a batch: count ceil(num_pairs / batch_size) "
-     "batches, then divide by N (rounding down)."),
+     N_("the last, shorter batch of the epoch is still a batch: count ceil(num_pairs / batch_size) "
+        "batches, then divide by N (rounding down).")),
 ]
 
 
 def _as_pair(got, where, *args):
     if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise CheckFailed(f"on {where}: return a pair (global_batch, steps), got {got!r:.60}")
+        raise CheckFailed(_("on {where}: return a pair (global_batch, steps), got {got:.60}").format(where=where, got=repr(got)))
     return tuple(int(as_number(x, where, whole=True)) for x in got)
 
 
 def _check_q1(answer) -> str:
     run_cases(answer, _ref_plan, Q1_CASES, Q1_DIAGNOSES, prepare=_as_pair,
-              compare=equal_values("on {where}: expected (global_batch, steps) = {expected}, got {got}"))
-    return (f"correct on all {len(Q1_CASES)} cases: N processes of b pairs learn from N x b pairs per "
-            f"step, and an epoch has N times fewer steps")
+              compare=equal_values(N_("on {where}: expected (global_batch, steps) = {expected}, got {got}")))
+    return _("correct on all {n} cases: N processes of b pairs learn from N x b pairs per step, and an epoch has "
+             "N times fewer steps").format(n=len(Q1_CASES))
 
 
 q1 = Exercise(
-    name="Q1 (global batch and steps per epoch)",
+    name=N_("Q1 (global batch and steps per epoch)"),
     var="global_batch_and_steps",
     checker=_check_q1,
     hints=[
-        "One optimizer step: every process computes the gradients of its own batch, then they are "
-        "averaged. How many pairs is that?",
-        "An epoch is cut into ceil(num_pairs / batch_size) batches (the last one may be shorter). Each "
-        "step uses one batch per process.",
-        "Every process must do the same number of steps: batches // world_size (the rest is left out "
-        "this epoch).",
+        N_("One optimizer step: every process computes the gradients of its own batch, then they are "
+           "averaged. How many pairs is that?"),
+        N_("An epoch is cut into ceil(num_pairs / batch_size) batches (the last one may be shorter). Each "
+           "step uses one batch per process."),
+        N_("Every process must do the same number of steps: batches // world_size (the rest is left out "
+           "this epoch)."),
     ],
-    solution='''
+    solution=N_('''
 def global_batch_and_steps(num_pairs, world_size, batch_size):
     batches = math.ceil(num_pairs / batch_size)      # the last batch may be shorter
     return world_size * batch_size, batches // world_size
-''',
+'''),
 )
 
 
@@ -103,47 +104,50 @@ Q2_CASES = [(10, 2), (10, 3), (7, 4), (3, 3), (5, 1), (2, 4)]
 def _check_q2(answer) -> str:
     for n, world_size in Q2_CASES:
         batches = [f"batch {i}" for i in range(n)]
-        where = f"{n} batches, world_size={world_size}"
+        where = _("{n} batches, world_size={world_size}").format(n=n, world_size=world_size)
         shares = []
         for rank in range(world_size):
             got = call_answer(answer, (batches, world_size, rank), f"{where}, rank={rank}")
             if not isinstance(got, (list, tuple)):
-                raise CheckFailed(f"on {where}, rank={rank}: return a list of batches, got {type(got).__name__}")
+                raise CheckFailed(_("on {where}, rank={rank}: return a list of batches, got {type}").format(
+                    where=where, rank=rank, type=type(got).__name__))
             if any(b not in batches for b in got):
-                raise CheckFailed(f"on {where}, rank={rank}: {got!r} holds something that is not one of the batches")
+                raise CheckFailed(_("on {where}, rank={rank}: {got!r} holds something that is not one of the "
+                                    "batches").format(where=where, rank=rank, got=got))
             shares.append(list(got))
         sizes = [len(s) for s in shares]
         if len(set(sizes)) > 1:
-            raise CheckFailed(f"on {where}: the processes get {sizes} batches; they must all get the same "
-                              f"number, or the ones with more wait forever in an all-reduce that the others "
-                              f"never join (leave out the last len(batches) % world_size)")
+            raise CheckFailed(_("on {where}: the processes get {sizes} batches; they must all get the same "
+                                "number, or the ones with more wait forever in an all-reduce that the others "
+                                "never join (leave out the last len(batches) % world_size)").format(where=where, sizes=sizes))
         used = [b for s in shares for b in s]
         if len(used) != len(set(used)):
             twice = next(b for b in used if used.count(b) > 1)
-            raise CheckFailed(f"on {where}: {twice!r} goes to two processes; each batch must go to one")
+            raise CheckFailed(_("on {where}: {twice!r} goes to two processes; each batch must go to one").format(
+                where=where, twice=twice))
         if sizes[0] != n // world_size:
-            raise CheckFailed(f"on {where}: each process gets {sizes[0]} batches, but {n // world_size} "
-                              f"each are possible: only len(batches) % world_size = {n % world_size} "
-                              f"should be left out")
-    return ("correct: equal shares, no batch twice, as many as possible (the package deals them out "
-            "like cards: rank, rank + N, ... — shard_batches)")
+            raise CheckFailed(_("on {where}: each process gets {got} batches, but {possible} each are possible: only "
+                                "len(batches) % world_size = {left} should be left out").format(
+                where=where, got=sizes[0], possible=n // world_size, left=n % world_size))
+    return _("correct: equal shares, no batch twice, as many as possible (the package deals them out "
+             "like cards: rank, rank + N, ... — shard_batches)")
 
 
 q2 = Exercise(
-    name="Q2 (this process' shard)",
+    name=N_("Q2 (this process' shard)"),
     var="my_shard",
     checker=_check_q2,
     hints=[
-        "Every process receives the same list `batches` (the same seed gives the same epoch order) and "
-        "must pick its own part of it.",
-        "Leave out the last len(batches) % world_size batches, so that the rest divides evenly.",
-        "Then deal them out like cards: batches[rank::world_size] of what is left.",
+        N_("Every process receives the same list `batches` (the same seed gives the same epoch order) and "
+           "must pick its own part of it."),
+        N_("Leave out the last len(batches) % world_size batches, so that the rest divides evenly."),
+        N_("Then deal them out like cards: batches[rank::world_size] of what is left."),
     ],
-    solution='''
+    solution=N_('''
 def my_shard(batches, world_size, rank):
     usable = len(batches) // world_size * world_size    # the same number for every process
     return batches[:usable][rank::world_size]
-''',
+'''),
 )
 
 
@@ -162,31 +166,31 @@ def _grad_case(world_size: int, shapes: list, seed: int):
 
 
 Q3_CASES = [
-    ("2 processes, a weight (3, 4) and a bias (3,)", (_grad_case(2, [(3, 4), (3,)], seed=1),)),
-    ("4 processes, three parameters", (_grad_case(4, [(2, 2), (5,), (1,)], seed=2),)),
-    ("3 processes, one parameter", (_grad_case(3, [(6,)], seed=3),)),
-    ("1 process: nothing to average", (_grad_case(1, [(2, 3)], seed=4),)),
+    (N_("2 processes, a weight (3, 4) and a bias (3,)"), (_grad_case(2, [(3, 4), (3,)], seed=1),)),
+    (N_("4 processes, three parameters"), (_grad_case(4, [(2, 2), (5,), (1,)], seed=2),)),
+    (N_("3 processes, one parameter"), (_grad_case(3, [(6,)], seed=3),)),
+    (N_("1 process: nothing to average"), (_grad_case(1, [(2, 3)], seed=4),)),
 ]
 
 
 def _as_tensor_list(got, where, grads):
     if not isinstance(got, (list, tuple)) or len(got) != len(grads[0]):
-        raise CheckFailed(f"on {where}: return a list with one averaged tensor per parameter "
-                          f"({len(grads[0])}), got {type(got).__name__}"
-                          + (f" of length {len(got)}" if isinstance(got, (list, tuple)) else ""))
+        raise CheckFailed(_("on {where}: return a list with one averaged tensor per parameter ({n}), got "
+                            "{type}").format(where=where, n=len(grads[0]), type=type(got).__name__)
+                          + (_(" of length {n}").format(n=len(got)) if isinstance(got, (list, tuple)) else ""))
     return list(got)
 
 
 def _compare_lists(got, expected, where):
     for i, (a, e) in enumerate(zip(got, expected)):
-        compare_tensors(a, e, f"on {where}, parameter {i}")
+        compare_tensors(a, e, _("on {where}, parameter {i}").format(where=where, i=i))
 
 
 Q3_DIAGNOSES = [
     (lambda grads: [sum(g[i] for g in grads) for i in range(len(grads[0]))],
-     "you returned the sum over the processes: an all-reduce with SUM gives that, and DDP then divides "
-     "by the number of processes, so that the step is the one for the mean loss of the global batch."),
-    (lambda grads: list(grads[0]), "you returned rank 0's gradients: the others' batches are lost."),
+     N_("you returned the sum over the processes: an all-reduce with SUM gives that, and DDP then divides "
+        "by the number of processes, so that the step is the one for the mean loss of the global batch.")),
+    (lambda grads: list(grads[0]), N_("you returned rank 0's gradients: the others' batches are lost.")),
 ]
 
 
@@ -196,21 +200,21 @@ def _check_q3(answer) -> str:
 
 
 q3 = Exercise(
-    name="Q3 (what the all-reduce computes)",
+    name=N_("Q3 (what the all-reduce computes)"),
     var="average_gradients",
     checker=_check_q3,
     hints=[
-        "grads[r][i] is the gradient of parameter i on process r. Every process ends up with the same "
-        "result, one tensor per parameter.",
-        "For parameter i, combine grads[0][i], grads[1][i], ...: which combination gives the gradient of "
-        "the mean loss over all N batches?",
-        "The mean over the processes: sum(g[i] for g in grads) / len(grads), for every i.",
+        N_("grads[r][i] is the gradient of parameter i on process r. Every process ends up with the same "
+           "result, one tensor per parameter."),
+        N_("For parameter i, combine grads[0][i], grads[1][i], ...: which combination gives the gradient of "
+           "the mean loss over all N batches?"),
+        N_("The mean over the processes: sum(g[i] for g in grads) / len(grads), for every i."),
     ],
-    solution='''
+    solution=N_('''
 def average_gradients(grads):
     world_size = len(grads)
     return [sum(g[i] for g in grads) / world_size for i in range(len(grads[0]))]
-''',
+'''),
 )
 
 
@@ -219,46 +223,56 @@ def average_gradients(grads):
 # ---------------------------------------------------------------------------------------
 
 Q4_CHOICES = {
-    "A": "Keep the learning rate: each process still sees a batch of the same size.",
-    "B": "Start from 4 times the learning rate (the global batch is 4 times larger), with a warm-up, "
-         "and check the loss curve: a larger batch averages away noise, so each step can go further.",
-    "C": "Divide it by 4: four processes each take a step, so the model moves four times as far.",
-    "D": "Multiply it by 16: four processes and four times the data per step.",
+    "A": N_("Keep the learning rate: each process still sees a batch of the same size."),
+    "B": N_("Start from 2 = sqrt(4) times the learning rate (the square-root rule for Adam-type "
+            "optimizers: the global batch is 4 times larger), with a warm-up, and check the loss curve."),
+    "C": N_("Divide it by 4: four processes each take a step, so the model moves four times as far."),
+    "D": N_("Multiply it by 16: four processes and four times the data per step."),
+    "E": N_("Multiply it by 4 (the linear scaling rule), with a warm-up."),
 }
 
 Q4_WHY_NOT = {
-    "A": "the optimizer takes one step per global batch, whose gradient is the average over 4 x 128 "
-         "pairs: less noisy than one batch of 128. Kept as it is, the run makes 4 times fewer steps at "
-         "the same step size and learns slower per pair seen.",
-    "C": "the processes do not take separate steps: after the all-reduce they all take the *same* step, "
-         "with the averaged gradient. There is one step per global batch.",
-    "D": "the gradient is averaged, not summed, over the 4 x 128 pairs: the global batch is 4 times "
-         "larger, not 16.",
+    "A": N_("the optimizer takes one step per global batch, whose gradient is the average over 4 x 128 "
+            "pairs: less noisy than one batch of 128. Kept as it is, the run makes 4 times fewer steps at "
+            "the same step size and learns slower per pair seen."),
+    "C": N_("the processes do not take separate steps: after the all-reduce they all take the *same* step, "
+            "with the averaged gradient. There is one step per global batch."),
+    "D": N_("the gradient is averaged, not summed, over the 4 x 128 pairs: the global batch is 4 times "
+            "larger, not 16."),
+    "E": N_("the linear scaling rule (Goyal et al., 2017) was derived and tested for SGD, whose step is "
+            "proportional to the gradient. AdamW divides the step by the root of the running mean of the "
+            "squared gradients, and for Adam-type optimizers the square-root rule (Malladi et al., 2022) "
+            "is the one with a derivation: 4 times the batch, sqrt(4) = 2 times the learning rate. With SGD, "
+            "E would be the right start."),
 }
 
 
 def _check_q4(answer) -> str:
     if not isinstance(answer, str):
-        raise CheckFailed(f"lr_choice must be one letter as a string, e.g. 'A', got {type(answer).__name__}")
+        raise CheckFailed(_("lr_choice must be one letter as a string, e.g. 'A', got {type}").format(
+            type=type(answer).__name__))
     letter = answer.strip().upper().rstrip(")").strip()
     if letter not in Q4_CHOICES:
-        raise CheckFailed(f"lr_choice must be one of {', '.join(Q4_CHOICES)}, got {answer!r}")
+        raise CheckFailed(_("lr_choice must be one of {choices}, got {answer!r}").format(
+            choices=", ".join(Q4_CHOICES), answer=answer))
     if letter != "B":
-        raise CheckFailed(f"{letter} is not the best choice: {Q4_WHY_NOT[letter]}")
-    return ("B: the linear scaling rule (Goyal et al., 2017) as a starting point, with a warm-up; it holds "
-            "up to some batch size and then breaks down, and for Adam a smaller factor (such as sqrt(4) = 2) "
-            "is often used: a rule to try, then check the curve.")
+        raise CheckFailed(_("{letter} is not the best choice: {why}").format(letter=letter, why=_(Q4_WHY_NOT[letter])))
+    return _("B: the square-root scaling rule for Adam and AdamW (Malladi et al., 2022; their rule also "
+             "adjusts Adam's betas and epsilon), with a warm-up. For SGD the starting point would be the "
+             "linear rule (Goyal et al., 2017): 4 times. Both hold up to some batch size and then break "
+             "down: a rule to start from, then check the loss curve.")
 
 
 q4 = Exercise(
-    name="Q4 (learning rate and global batch)",
+    name=N_("Q4 (learning rate and global batch)"),
     var="lr_choice",
     checker=_check_q4,
     hints=[
-        "How many optimizer steps does one epoch take with 4 processes, compared with 1?",
-        "The averaged gradient of 512 pairs is less noisy than that of 128: how far can one step go?",
+        N_("How many optimizer steps does one epoch take with 4 processes, compared with 1?"),
+        N_("The averaged gradient of 512 pairs is less noisy than that of 128: how far can one step go?"),
+        N_("The optimizer is AdamW, not SGD: which scaling rule was derived for Adam-type optimizers?"),
     ],
-    solution='''
-lr_choice = "B"   # about 4x (the linear scaling rule), with a warm-up; then check the loss curve
-''',
+    solution=N_('''
+lr_choice = "B"   # sqrt(4) = 2x for AdamW (the square-root rule), with a warm-up; then check the loss curve
+'''),
 )

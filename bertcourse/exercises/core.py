@@ -71,6 +71,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .._checks import check_bool, check_choice, check_finite_number, check_int, check_positive_int  # noqa: F401
+from ..i18n import gettext as _
 from .mutation import changed_arguments, in_place_detail
 from .values import plain_equal
 
@@ -116,8 +117,8 @@ class CheckResult:
         return self.status == "pass"
 
     def __str__(self) -> str:
-        mark = {"pass": "PASS", "fail": "FAIL", "not attempted": "NOT ATTEMPTED YET"}[self.status]
-        return f"[{mark}] {self.exercise}: {self.message}"
+        mark = {"pass": _("PASS"), "fail": _("FAIL"), "not attempted": _("NOT ATTEMPTED YET")}[self.status]
+        return _("[{mark}] {exercise}: {message}").format(mark=mark, exercise=self.exercise, message=self.message)
 
     __repr__ = __str__
 
@@ -190,22 +191,22 @@ def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
     _need_tolerance("compare_tensors", "atol", atol)
     _need_tolerance("compare_tensors", "rtol", rtol)
     if not isinstance(got, torch.Tensor):
-        raise CheckFailed(f"{what}: expected a torch.Tensor, got {type(got).__name__}")
+        raise CheckFailed(_("{what}: expected a torch.Tensor, got {type}").format(what=what, type=type(got).__name__))
     if type(got) not in (torch.Tensor, torch.nn.Parameter):   # a subclass can override every comparison
         raise CheckFailed(f"{what}: expected a plain torch.Tensor, got the subclass {type(got).__name__}; "
                           f"return the values as a torch.Tensor")
     if got.is_meta:
-        raise CheckFailed(f"{what}: you returned a tensor on the 'meta' device, which has a shape "
-                          f"but no values; compute the values.")
+        raise CheckFailed(_("{what}: you returned a tensor on the 'meta' device, which has a shape "
+                            "but no values; compute the values.").format(what=what))
     if tuple(got.shape) != tuple(expected.shape):
-        raise CheckFailed(f"{what}: expected shape {tuple(expected.shape)}, got {tuple(got.shape)}")
+        raise CheckFailed(_("{what}: expected shape {expected}, got {got}").format(what=what, expected=tuple(expected.shape), got=tuple(got.shape)))
     if got.is_complex() and not expected.is_complex():
-        raise CheckFailed(f"{what}: expected a real tensor (dtype {expected.dtype}), got the complex "
-                          f"dtype {got.dtype}; the answer has no imaginary part.")
+        raise CheckFailed(_("{what}: expected a real tensor (dtype {expected}), got the complex dtype {got}; "
+                            "the answer has no imaginary part.").format(what=what, expected=expected.dtype, got=got.dtype))
     if expected.is_floating_point() and not (got.is_floating_point() or got.is_complex()):
-        raise CheckFailed(f"{what}: expected a floating-point tensor (dtype {expected.dtype}), got "
-                          f"dtype {got.dtype}, which cannot hold fractions; compute with floats "
-                          f"(true division /, or .float()).")
+        raise CheckFailed(_("{what}: expected a floating-point tensor (dtype {expected}), got dtype {got}, which cannot "
+                            "hold fractions; compute with floats (true division /, or .float()).").format(
+            what=what, expected=expected.dtype, got=got.dtype))
     got = got.detach().cpu()
     if got.dtype == torch.bool or expected.dtype == torch.bool:
         bad = got != expected
@@ -214,9 +215,9 @@ def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
         bad = ~torch.isclose(got.to(wide), expected.detach().cpu().to(wide), atol=atol, rtol=rtol, equal_nan=True)
     if bad.any():
         idx = tuple(int(i) for i in bad.nonzero()[0])
-        raise CheckFailed(f"{what}: first difference at index {idx}: expected "
-                          f"{_show_entry(expected[idx])}, got {_show_entry(got[idx])} "
-                          f"({int(bad.sum())} of {bad.numel()} entries differ)")
+        raise CheckFailed(_("{what}: first difference at index {idx}: expected {expected}, got {got} ({bad} of {n} "
+                            "entries differ)").format(what=what, idx=idx, expected=_show_entry(expected[idx]),
+                                                      got=_show_entry(got[idx]), bad=int(bad.sum()), n=bad.numel()))
 
 
 def _show_entry(x: torch.Tensor) -> str:
@@ -231,8 +232,8 @@ def equal_values(message: str | Callable[[Any, Any, str], str] =
     ``compare(got, expected, where)`` raises CheckFailed unless ``got == expected``.
 
     ``message`` is a ``str.format`` template with the fields ``where``, ``expected`` and
-    ``got`` (after ``show``, e.g. a function that prints a list compactly), or a function
-    ``message(got, expected, where) -> str``."""
+    ``got`` (after ``show``, e.g. a function that prints a list compactly; translated when
+    shown, so mark it with ``N_``), or a function ``message(got, expected, where) -> str``."""
     _need(isinstance(message, str) or callable(message), "equal_values", "message",
           "a str template or a function", message)
     _need(show is None or callable(show), "equal_values", "show", "a function or None", show)
@@ -243,7 +244,7 @@ def equal_values(message: str | Callable[[Any, Any, str], str] =
         if callable(message):
             raise CheckFailed(message(got, expected, where))
         g, e = (show(got), show(expected)) if show is not None else (got, expected)
-        raise CheckFailed(message.format(where=where, expected=e, got=g))
+        raise CheckFailed(_(message).format(where=where, expected=e, got=g))
 
     return compare
 
@@ -256,34 +257,36 @@ def as_number(got, where: str, whole: bool = False):
     if isinstance(got, torch.Tensor) and got.numel() == 1:
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, (int, float)):
-        raise CheckFailed(f"on {where}: expected a {'whole ' if whole else ''}number, got "
-                          + (repr(got) if whole else type(got).__name__))
+        raise CheckFailed((_("on {where}: expected a whole number, got {got}") if whole else
+                           _("on {where}: expected a number, got {got}")).format(
+            where=where, got=repr(got) if whole else type(got).__name__))
     if not math.isfinite(got):                  # NaN would slip through every "abs(a - b) > tol"
-        raise CheckFailed(f"on {where}: expected a finite {'whole ' if whole else ''}number, got {got!r}")
+        raise CheckFailed((_("on {where}: expected a finite whole number, got {got!r}") if whole else
+                           _("on {where}: expected a finite number, got {got!r}")).format(where=where, got=got))
     if whole and got != int(got):
-        raise CheckFailed(f"on {where}: expected a whole number, got {got!r}")
+        raise CheckFailed(_("on {where}: expected a whole number, got {got!r}").format(where=where, got=got))
     return got
 
 
 def predicted_number(value, where: str, low, high, must: str, in_range: str = "", *, whole=False, blank=""):
     """A predicted number in ``[low, high]`` (``blank``: a dict entry's placeholder text), or CheckFailed."""
-    for name, text in (("where", where), ("must", must), ("in_range", in_range)):
-        _need(isinstance(text, str), "predicted_number", name, "a str (for messages)", text)
+    # must, in_range and blank come translated from the checker (it runs when check() does)
     if blank and (value is Ellipsis or value is None):
-        raise CheckFailed(f"{where} is still {'...' if value is Ellipsis else 'None'}: write {blank}")
+        raise CheckFailed(_("{where} is still {value}: write {blank}").format(
+            where=where, value="..." if value is Ellipsis else "None", blank=blank))
     if isinstance(value, (str, bool)) or not (blank or isinstance(value, (int, float, torch.Tensor))):
-        raise CheckFailed(f"{where} must be {must}, got " + (repr(value) if blank else
-                                                             f"{type(value).__name__} {value!r:.40}"))
+        got = repr(value) if blank else f"{type(value).__name__} {value!r:.40}"
+        raise CheckFailed(_("{where} must be {must}, got {got}").format(where=where, must=must, got=got))
     number = as_number(value, where, whole=whole)
     if not low <= number <= high:
-        raise CheckFailed(f"{where} must be {in_range}, got {number:g}")
+        raise CheckFailed(_("{where} must be {must}, got {got:g}").format(where=where, must=in_range, got=number))
     return int(number) if whole else float(number)
 
 
 def predicted_dict(answer, keys: Sequence[str], where: str, each: str, **number) -> dict:
     """A dict of :func:`predicted_number` s, one per key (``each``: what every value is)."""
     if not isinstance(answer, dict) or set(answer) != set(keys):
-        raise CheckFailed(f"{where} must be a dict with the keys {list(keys)}, {each}, got {answer!r:.80}")
+        raise CheckFailed(_("{where} must be a dict with the keys {keys}, {each}, got {got:.80}").format(where=where, keys=list(keys), each=each, got=repr(answer)))
     return {key: predicted_number(answer[key], f"{where}[{key!r}]", **number) for key in keys}
 
 
@@ -292,11 +295,11 @@ def predicted_choice(answer, choices: dict, where: str, described: bool = False)
     _need_where("predicted_choice", where)
     _need(isinstance(described, bool), "predicted_choice", "described", "True or False", described)
     if not isinstance(answer, str):
-        raise CheckFailed(f"{where} must be one of {', '.join(map(repr, choices))} (a string), got "
-                          f"{type(answer).__name__} {answer!r:.40}")
+        raise CheckFailed(_("{where} must be one of {listed} (a string), got {type} {got:.40}").format(
+            where=where, listed=", ".join(map(repr, choices)), type=type(answer).__name__, got=repr(answer)))
     if (choice := str.lower(str.strip(answer))) not in choices:      # a plain str, whatever subclass
-        listed = ", ".join(f"{c!r} ({d})" if described else repr(c) for c, d in choices.items())
-        raise CheckFailed(f"{where} must be one of {listed}, got {answer!r}")
+        listed = ", ".join(f"{c!r} ({_(d)})" if described else repr(c) for c, d in choices.items())
+        raise CheckFailed(_("{where} must be one of {listed}, got {got!r}").format(where=where, listed=listed, got=answer))
     return choice
 
 
@@ -373,7 +376,7 @@ def _starter(answer) -> bool:
 def _raised_by_stub(answer, error: BaseException) -> bool:
     """A NotImplementedError counts as "not attempted" only when the answer is a starter
     stub and raised it itself (from its own frame, not from something it called)."""
-    frame, _ = _innermost_frame(error)
+    frame, _line = _innermost_frame(error)
     return frame is not None and any(_code_of(a) is frame.f_code and _is_stub(a) for a in _candidates(answer))
 
 
@@ -384,26 +387,26 @@ def _describe_error(e: BaseException) -> str:
 def _error_note(e: BaseException) -> str:
     """What to add to "your code raised ..." for the exceptions that need explaining."""
     if isinstance(e, SystemExit):
-        return " (exit() and sys.exit() end the program; return the result instead)"
+        return _(" (exit() and sys.exit() end the program; return the result instead)")
     if isinstance(e, NotImplementedError):
         frame, line = _innermost_frame(e)
-        place = f" in `{frame.f_code.co_name}` (line {line})" if frame is not None else ""
-        return (f" — this is not the untouched starter: it was raised{place} while your code ran. "
-                f"If it is a leftover `raise NotImplementedError` line, delete it; if a function "
-                f"you call raised it, that operation is not available for these inputs.")
+        place = _(" in `{name}` (line {line})").format(name=frame.f_code.co_name, line=line) if frame else ""
+        return _(" — this is not the untouched starter: it was raised{place} while your code ran. "
+                 "If it is a leftover `raise NotImplementedError` line, delete it; if a function "
+                 "you call raised it, that operation is not available for these inputs.").format(place=place)
     return ""
 
 
 def _raised_message(where: str, e: BaseException) -> str:
-    return f"on {where}, your code raised {_describe_error(e)}{_error_note(e)}"
+    return _("on {where}, your code raised {error}{note}").format(where=where, error=_describe_error(e), note=_error_note(e))
 
 
 def _require_function(answer) -> None:
     """The learner's answer must be a function (also when a checker passes a wrapper)."""
     for candidate in _candidates(answer):
         if not callable(candidate):
-            who = _CURRENT_VAR.get() or "your answer"      # the notebook name (an identifier) when set
-            raise CheckFailed(f"{who} must be a function, got {type(candidate).__name__}")
+            who = _CURRENT_VAR.get() or _("your answer")      # the notebook name (an identifier) when set
+            raise CheckFailed(_("{who} must be a function, got {type}").format(who=who, type=type(candidate).__name__))
 
 
 def _copies(args: tuple) -> tuple:
@@ -443,8 +446,8 @@ def _attempt(answer, args: tuple, where: str, no_grad: bool = False) -> _Attempt
     if got is None or got is Ellipsis:
         if _starter(answer):
             raise NotAttempted()
-        raise CheckFailed(f"on {where}, your code returned {got!r} instead of a result: did you "
-                          f"forget the `return`? (Changing an argument in place gives nothing back.)")
+        raise CheckFailed(_("on {where}, your code returned {got!r} instead of a result: did you forget "
+                            "the `return`? (Changing an argument in place gives nothing back.)").format(where=where, got=got))
     return _Attempt(got, changed_arguments(answer, args, given))
 
 
@@ -457,7 +460,7 @@ def call_answer(answer: Callable, args: tuple, where: str):
     _need_where("call_answer", where)
     attempt = _attempt(answer, args, where)
     if attempt.changed:
-        raise CheckFailed(f"on {where}: {in_place_detail(attempt.changed)}")
+        raise CheckFailed(_("on {where}: {detail}").format(where=where, detail=in_place_detail(attempt.changed)))
     return attempt.value
 
 
@@ -505,10 +508,11 @@ def _matches(wrong, got, args: tuple, compare, where: str, no_grad: bool) -> boo
 
 
 def message_of(mistake: Callable) -> str:
-    """A diagnosis function's message for the learner: its docstring, on one line."""
+    """A diagnosis function's message for the learner: its docstring, on one line, in the
+    current language (``bertcourse.i18n`` extracts the docstrings of ``*_DIAGNOSES`` lists)."""
     _need(inspect.isfunction(mistake) and bool(mistake.__doc__), "message_of", "mistake",
           "a function with a docstring (the message)", mistake)
-    return " ".join(mistake.__doc__.split())
+    return _(" ".join(mistake.__doc__.split()))
 
 
 def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, tuple]],
@@ -566,8 +570,9 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
     _need(isinstance(no_grad, bool), fn, "no_grad", "a bool", no_grad)
     if compare is None:
         def compare(got, expected, where):
-            compare_tensors(got, expected, f"on {where}", atol=atol, rtol=rtol)
+            compare_tensors(got, expected, _("on {where}").format(where=where), atol=atol, rtol=rtol)
     _require_function(answer)
+    cases = [(_(description), args) for description, args in cases]    # marked with N_ by the chapters
     for description, args in cases:
         with _grad_mode(no_grad):
             expected = reference(*_copies(args))
@@ -579,18 +584,17 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
             whys = []
             for wrong, why in diagnoses:
                 if _matches(wrong, got, args, compare, description, no_grad):
-                    whys.append(why(*_copies(args)) if callable(why) else why)
+                    whys.append(why(*_copies(args)) if callable(why) else _(why))
                     if not all_diagnoses:
                         break
             if whys:
-                raise CheckFailed(f"{failure} — {' Or: '.join(whys)}") from None
+                raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=_(" Or: ").join(whys))) from None
             raise
         if attempt.changed:
             if in_place is not None:
-                raise CheckFailed(in_place.format(where=description))
-            raise CheckFailed(f"on {description}: the result is right, but "
-                              f"{in_place_detail(attempt.changed)}")
-    return f"correct on all {len(cases)} cases ({', '.join(d for d, _ in cases)})"
+                raise CheckFailed(_(in_place).format(where=description))
+            raise CheckFailed(_("on {where}: the result is right, but {detail}").format(where=description, detail=in_place_detail(attempt.changed)))
+    return _("correct on all {n} cases ({cases})").format(n=len(cases), cases=_(", ").join(d for d, _a in cases))
 
 
 # --- The exercise ---
@@ -619,10 +623,11 @@ class Exercise:
             :class:`CheckFailed`. It may call :func:`run_cases`.
         hints: tiered hints; each ``hint()`` call shows the next one.
         solution: reference solution as code text (shown by ``solution()``).
+        fields: values for ``{placeholders}`` in the hints, filled after translating them.
     """
 
     def __init__(self, name: str, var: str, checker: Callable[[Any], str],
-                 hints: Sequence[str], solution: str):
+                 hints: Sequence[str], solution: str, fields: dict | None = None):
         _need(isinstance(name, str), "Exercise", "name", "a str", name)
         _need(isinstance(var, str) and var.isidentifier(), "Exercise", "var",
               "the answer's name in the notebook (an identifier)", var)
@@ -630,10 +635,11 @@ class Exercise:
         _need(isinstance(hints, Sequence) and not isinstance(hints, str)
               and all(isinstance(h, str) for h in hints), "Exercise", "hints", "a list of str", hints)
         _need(isinstance(solution, str), "Exercise", "solution", "the solution's code as a str", solution)
+        _need(fields is None or isinstance(fields, dict), "Exercise", "fields", "a dict or None", fields)
         if not hints:
             raise ValueError("an exercise needs at least one hint")
-        self.name, self.var, self.checker = name, var, checker
-        self.hints, self._solution, self._hints_shown = list(hints), solution.strip("\n"), 0
+        self.name, self.var, self.checker, self.fields = name, var, checker, fields
+        self.hints, self._solution, self._hints_shown = list(hints), solution, 0
 
     def __repr__(self) -> str:
         return f"<Exercise {self.name}: `{self.var}`>"
@@ -647,48 +653,51 @@ class Exercise:
         return result
 
     def _not_attempted(self) -> CheckResult:
-        return CheckResult(self.name, "not attempted",
-                           f"`{self.var}` still raises NotImplementedError or returns None; "
-                           f"write your code where it says `...` and run the cell.")
+        return CheckResult(_(self.name), "not attempted",
+                           _("`{var}` still raises NotImplementedError or returns None; write your code "
+                             "where it says `...` and run the cell.").format(var=self.var))
 
     def _evaluate(self, answer: Any) -> CheckResult:
+        # name, hints and solution are marked with N_ by the chapters; translated here, when shown
         if answer is _MISSING:
-            return CheckResult(self.name, "not attempted",
-                               f"define `{self.var}` in a cell above, run it, then check again.")
+            return CheckResult(_(self.name), "not attempted",
+                               _("define `{var}` in a cell above, run it, then check again.").format(var=self.var))
         if answer is None or answer is Ellipsis:
-            return CheckResult(self.name, "not attempted",
-                               f"`{self.var}` is still the starter placeholder; replace it with your answer.")
+            return CheckResult(_(self.name), "not attempted", _("`{var}` is still the starter placeholder; "
+                                                                "replace it with your answer.").format(var=self.var))
         tokens = _CURRENT_VAR.set(self.var), _CURRENT_ANSWER.set(answer)
         try:
             message = self.checker(answer)
         except NotAttempted:
             return self._not_attempted()
         except CheckFailed as e:
-            return CheckResult(self.name, "fail", f"{e}  (stuck? call .hint() on this exercise)")
+            return CheckResult(_(self.name), "fail", _("{message}  (stuck? call .hint() on this exercise)").format(message=e))
         except KeyboardInterrupt:
             raise
         except NotImplementedError as e:   # a checker that called the answer itself
             if _raised_by_stub(answer, e):
                 return self._not_attempted()
-            return CheckResult(self.name, "fail", f"checking `{self.var}` raised "
-                                                  f"{_describe_error(e)}{_error_note(e)}")
+            return CheckResult(_(self.name), "fail", _("checking `{var}` raised {error}{note}").format(
+                var=self.var, error=_describe_error(e), note=_error_note(e)))
         except BaseException as e:  # a bug in the learner's value that the checker tripped on
-            return CheckResult(self.name, "fail", f"checking `{self.var}` raised "
-                                                  f"{type(e).__name__}: {e}{_error_note(e)}")
+            return CheckResult(_(self.name), "fail", _("checking `{var}` raised {error}{note}").format(
+                var=self.var, error=f"{type(e).__name__}: {e}", note=_error_note(e)))
         finally:
             _CURRENT_VAR.reset(tokens[0])
             _CURRENT_ANSWER.reset(tokens[1])
-        return CheckResult(self.name, "pass", message)
+        return CheckResult(_(self.name), "pass", message)
 
     def hint(self) -> str:
         """Print the next hint (they get more specific)."""
         i = min(self._hints_shown, len(self.hints) - 1)
         self._hints_shown += 1
-        text = _Printed(f"Hint {i + 1}/{len(self.hints)}: {self.hints[i]}")
+        hint = _(self.hints[i]).format(**self.fields) if self.fields is not None else _(self.hints[i])
+        text = _Printed(_("Hint {i}/{n}: {hint}").format(i=i + 1, n=len(self.hints), hint=hint))
         print(text)
         return text
 
     def solution(self) -> str:
-        """Print the reference solution."""
-        print(self._solution)
-        return _Printed(self._solution)
+        """Print the reference solution (its comments in the current language)."""
+        text = _(self._solution).strip("\n")
+        print(text)
+        return _Printed(text)

@@ -14,6 +14,8 @@ import numbers
 
 import torch
 
+from ..i18n import gettext as _, gettext_noop as N_
+
 __all__ = ["changed_arguments", "in_place_detail"]
 
 
@@ -95,7 +97,7 @@ def _argument_names(answer, n: int) -> list:
         if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
             names.append(params[i].name)
         else:
-            names.append(f"argument {i + 1}")
+            names.append(_("argument {i}").format(i=i + 1))
     return names
 
 
@@ -107,32 +109,36 @@ def changed_arguments(answer, pristine: tuple, given: tuple) -> list:
     return [(names[i], _kind(pristine[i])) for i in changed]
 
 
+# marked here, translated when the message is built (N_: see bertcourse.i18n)
 _ADVICE = {
-    "tensor": "Compute new tensors instead of changing the ones you are given: masked_fill instead "
-              "of masked_fill_, x = x * s instead of x *= s, or start from {name}.clone().",
-    "list": "Work on a copy (list({name})) instead of changing the list you are given.",
-    "dict": "Work on a copy (dict({name})) instead of changing the dict you are given.",
-    "set": "Work on a copy (set({name})) instead of changing the set you are given.",
-    "module": "Use the module as it is: read its layers and weights, but do not change them, "
-              "replace them, or switch it with train() / eval().",
-    "tuple": "Something inside the tuple {name} changed: compute new values instead.",
-    "object": "Read its attributes; do not assign to them.",
+    "tensor": N_("Compute new tensors instead of changing the ones you are given: masked_fill instead "
+                 "of masked_fill_, x = x * s instead of x *= s, or start from {name}.clone()."),
+    "list": N_("Work on a copy (list({name})) instead of changing the list you are given."),
+    "dict": N_("Work on a copy (dict({name})) instead of changing the dict you are given."),
+    "set": N_("Work on a copy (set({name})) instead of changing the set you are given."),
+    "module": N_("Use the module as it is: read its layers and weights, but do not change them, "
+                 "replace them, or switch it with train() / eval()."),
+    "tuple": N_("Something inside the tuple {name} changed: compute new values instead."),
+    "object": N_("Read its attributes; do not assign to them."),
 }
+_KIND = {"tensor": N_("tensor"), "list": N_("list"), "dict": N_("dict"), "set": N_("set"),
+         "module": N_("module"), "tuple": N_("tuple"), "object": N_("object")}
 
 
 def _join(words: list) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return words[0] if len(words) == 1 else _(", ").join(words[:-1]) + _(" and ") + words[-1]
 
 
 def in_place_detail(changed: list) -> str:
     """"your code changed its argument `x` in place, ...", with advice for each kind."""
     names = _join([f"`{name}`" for name, _ in changed])
     if len(changed) == 1:
-        what = f"its argument {names} in place, so the caller's {changed[0][1]} is no longer what it was"
+        what = _("its argument {names} in place, so the caller's {kind} is no longer what it was").format(
+            names=names, kind=_(_KIND[changed[0][1]]))
     else:
-        what = f"its arguments {names} in place, so the caller's values are no longer what they were"
+        what = _("its arguments {names} in place, so the caller's values are no longer what they were").format(names=names)
     first_of_kind: dict = {}
     for name, kind in changed:
         first_of_kind.setdefault(kind, name)
-    advice = " ".join(_ADVICE[kind].format(name=name) for kind, name in first_of_kind.items())
-    return f"your code changed {what}. {advice}"
+    advice = " ".join(_(_ADVICE[kind]).format(name=name) for kind, name in first_of_kind.items())
+    return _("your code changed {what}. {advice}").format(what=what, advice=advice)

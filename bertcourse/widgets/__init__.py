@@ -79,7 +79,7 @@ class FigureWidget:
 
     def update(self) -> None:
         """Recompute the state and redraw the figure into the output area."""
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt      # lazy: a heavy import (CONTRIBUTING.md, "Imports")
         self.state = self.compute()
         if self.figure is not None:
             plt.close(self.figure)

@@ -53,6 +53,7 @@ from matplotlib.patches import Rectangle
 
 from .._checks import check_finite_number, check_int, check_tensor
 from ..attention import MultiHeadAttention, dot_product_attention, entropy
+from ..i18n import gettext as _, gettext_noop as N_
 from . import FigureWidget
 from .drawing import draw_message
 
@@ -71,12 +72,13 @@ NUM_HIDDENS, NUM_HEADS = 32, 4
 HEAD_DIM = NUM_HIDDENS // NUM_HEADS
 MAX_TOKENS = 24
 
-HEAD_NAMES = [
-    "same kind of word",
-    "previous word",
-    "looks for nouns",
-    "untrained (random)",
+HEAD_NAMES = [          # figure titles stay English; the widget's message translates them
+    N_("same kind of word"),
+    N_("previous word"),
+    N_("looks for nouns"),
+    N_("untrained (random)"),
 ]
+EMPTY_TEXT = N_("Type at least one word in the text box (it is empty now).")
 
 CATEGORIES = ["animal", "person", "thing", "pronoun", "verb", "adjective", "function", "punctuation"]
 _LEXICON = {
@@ -231,7 +233,7 @@ def attention_for_sentence(tokens: list[str], head: int | None = None,
     with torch.no_grad():
         q, k, v = (m.split_heads(W(x)) for W in (m.W_q, m.W_k, m.W_v))  # (1, heads, n, 8)
         scale = 1.0 / (math.sqrt(HEAD_DIM) * temperature)
-        _, weights = dot_product_attention(q, k, v, scale=scale)     # (1, heads, n, n)
+        _output, weights = dot_product_attention(q, k, v, scale=scale)     # (1, heads, n, n)
     weights = weights[0]
     return weights if head is None else weights[head]
 
@@ -297,13 +299,13 @@ class AttentionExplorer(FigureWidget):
         style = {"description_width": "90px"}
         wide = W.Layout(width="640px")
         self.sentence = W.Dropdown(options=SENTENCES, value=sentence if sentence in SENTENCES else SENTENCES[0],
-                                   description="sentence", style=style, layout=wide)
-        self.text = W.Text(value=sentence, description="or type", continuous_update=False,
+                                   description=_("sentence"), style=style, layout=wide)
+        self.text = W.Text(value=sentence, description=_("or type"), continuous_update=False,
                            style=style, layout=wide)
-        self.query = W.Dropdown(options=[], description="query", style=style)
-        self.head = W.IntSlider(value=head, min=0, max=NUM_HEADS - 1, description="head", style=style)
+        self.query = W.Dropdown(options=[], description=_("query"), style=style)
+        self.head = W.IntSlider(value=head, min=0, max=NUM_HEADS - 1, description=_("head"), style=style)
         self.temperature = W.FloatSlider(value=temperature, min=0.1, max=5.0, step=0.1,
-                                         description="temperature", style=style)
+                                         description=_("temperature"), style=style)
         self.info = W.HTML()
         self._refresh_queries(reset=True)
         super().__init__([self.sentence, self.text, self.query, self.head, self.temperature])
@@ -340,22 +342,23 @@ class AttentionExplorer(FigureWidget):
         state = {"tokens": tokens, "head": h, "temperature": tau, "query": self.query.value,
                  "weights": None, "row": None}
         if not tokens:
-            state["message"] = "Type at least one word in the text box (it is empty now)."
+            state["message"] = _(EMPTY_TEXT)
             return state
         weights = attention_for_sentence(tokens, h, tau)        # (queries, keys)
         i = state["query"] if state["query"] is not None else _default_query(tokens)
         state.update(query=i, weights=weights, row=weights[i])
         j = int(weights[i].argmax())
-        message = (f"head {h} ({HEAD_NAMES[h]}), temperature {tau:.1f}: query '{tokens[i]}' "
-                   f"attends most to '{tokens[j]}' (weight {float(weights[i, j]):.2f}).")
+        message = _("head {h} ({name}), temperature {tau:.1f}: query '{query}' attends most to '{key}' "
+                    "(weight {weight:.2f}).").format(h=h, name=_(HEAD_NAMES[h]), tau=tau, query=tokens[i],
+                                                    key=tokens[j], weight=float(weights[i, j]))
         if len(all_tokens) > MAX_TOKENS:
-            message += f" Showing the first {MAX_TOKENS} of {len(all_tokens)} tokens."
+            message += _(" Showing the first {shown} of {n} tokens.").format(shown=MAX_TOKENS, n=len(all_tokens))
         state["message"] = message
         return state
 
     def draw(self, state: dict) -> Figure:
         if state["weights"] is None:
-            return draw_message(state["message"])
+            return draw_message(EMPTY_TEXT)         # plot text stays English (no CJK font on Colab/Binder)
         return draw_attention(state["tokens"], state["weights"], state["query"],
                               title=f"head {state['head']}: {HEAD_NAMES[state['head']]}")
 

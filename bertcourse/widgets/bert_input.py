@@ -20,9 +20,12 @@ from matplotlib.patches import Patch, Rectangle
 
 from .._checks import check_positive_int, check_tensor, shape_str
 from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
-from ..data import SPECIAL_TOKENS, truncate_pair
+from ..data import SPECIAL_TOKENS, get_tokenizer, truncate_pair
+from ..i18n import gettext as _, gettext_noop as N_
 from . import FigureWidget
 from .drawing import draw_message
+
+EMPTY_TEXT = N_("Type sentence A (it is empty now); sentence B is optional.")
 
 __all__ = ["EXAMPLE_A", "EXAMPLE_B", "SEGMENT_COLORS", "COLUMNS", "describe_input",
            "embedding_shapes", "embedding_parts", "draw_input_table", "draw_embedding_sum",
@@ -276,7 +279,6 @@ class InputExplorer(FigureWidget):
     def __init__(self, text_a: str = EXAMPLE_A, text_b: str = "", tokenizer=None,
                  config: BERTConfig | None = None):
         if tokenizer is None:
-            from ..data import get_tokenizer
             tokenizer = get_tokenizer()
         _check_tokenizer(tokenizer)
         if config is None:
@@ -289,10 +291,10 @@ class InputExplorer(FigureWidget):
         self.tokenizer, self.config = tokenizer, config
         style = {"description_width": "90px"}
         wide = W.Layout(width="720px")
-        self.text_a = W.Text(value=text_a, description="sentence A", continuous_update=False,
+        self.text_a = W.Text(value=text_a, description=_("sentence A"), continuous_update=False,
                              style=style, layout=wide)
-        self.text_b = W.Text(value=text_b, description="sentence B", continuous_update=False,
-                             placeholder="(optional: leave empty for a single text)",
+        self.text_b = W.Text(value=text_b, description=_("sentence B"), continuous_update=False,
+                             placeholder=_("(optional: leave empty for a single text)"),
                              style=style, layout=wide)
         self.info = W.HTML()
         super().__init__([self.text_a, self.text_b])
@@ -302,28 +304,29 @@ class InputExplorer(FigureWidget):
         empty = {"tokens": [], "segments": [], "positions": [], "ids": [], "tokens_a": [],
                  "tokens_b": None, "num_truncated": 0, "shapes": None}
         if not self.tokenizer.tokenize(self.text_a.value):
-            return {**empty, "message": "Type sentence A (it is empty now); sentence B is optional."}
+            return {**empty, "message": _(EMPTY_TEXT)}
         state = describe_input(self.tokenizer, self.text_a.value, self.text_b.value,
                                max_len=self.config.max_len)
         n = len(state["tokens"])
         state["shapes"] = embedding_shapes(self.config, n)
         pieces = sum(t.startswith("##") for t in state["tokens"])
         if state["tokens_b"] is None:
-            message = (f"single text: [CLS] A [SEP] = {n} tokens, segment ids all 0")
+            message = _("single text: [CLS] A [SEP] = {n} tokens, segment ids all 0").format(n=n)
         else:
             last_a = len(state["tokens_a"]) + 1          # the first [SEP]
-            message = (f"text pair: [CLS] A [SEP] B [SEP] = {n} tokens; segment 0 for positions "
-                       f"0..{last_a}, segment 1 for {last_a + 1}..{n - 1}")
-        message += f"; {pieces} WordPiece continuation piece{'s' if pieces != 1 else ''} (##)"
+            message = _("text pair: [CLS] A [SEP] B [SEP] = {n} tokens; segment 0 for positions 0..{last_a}, "
+                        "segment 1 for {first_b}..{last}").format(n=n, last_a=last_a, first_b=last_a + 1, last=n - 1)
+        message += (_("; {n} WordPiece continuation piece (##)") if pieces == 1 else
+                    _("; {n} WordPiece continuation pieces (##)")).format(n=pieces)
         if state["num_truncated"]:
-            message += (f". Too long for max_len={self.config.max_len}: {state['num_truncated']} "
-                        f"tokens were cut")
-        state["message"] = message + "."
+            message += _(". Too long for max_len={max_len}: {n} tokens were cut").format(
+                max_len=self.config.max_len, n=state["num_truncated"])
+        state["message"] = message + _(".")
         return state
 
     def draw(self, state: dict) -> Figure:
         if not state["tokens"]:
-            return draw_message(state["message"])
+            return draw_message(EMPTY_TEXT)         # plot text stays English (no CJK font on Colab/Binder)
         c = self.config
         return draw_input_table(state, state["shapes"],
                                 title=f"tiny BERTEncoder: vocab {c.vocab_size}, hidden {c.num_hiddens}, "

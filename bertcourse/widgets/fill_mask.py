@@ -16,17 +16,19 @@ BERT special tokens.
 """
 from __future__ import annotations
 
-
 import ipywidgets as W
 import torch
 from matplotlib.figure import Figure
 
-from ..analysis import (MASK, attention_maps, check_mlm_model, encode_words, fill_mask, fill_mask_tokens,
-                        hf_tokenizer, mask_word)
 from .._checks import check_int, check_tensor
+from ..analysis import MASK, attention_maps, check_mlm_model, encode_words, fill_mask, fill_mask_tokens, mask_word
 from ..bert import BERTModel
+from ..i18n import gettext as _
+from ..wordpiece import hf_tokenizer
 from . import FigureWidget
 from .drawing import draw_message
+
+NO_MASK = "Type [MASK] somewhere in the sentence, or choose a word to mask."
 
 __all__ = ["fill_mask", "encode_words", "mask_word", "fill_mask_tokens", "draw_fill_mask",
            "FillMaskPlayground", "attention_maps", "draw_attention_grid"]
@@ -109,18 +111,18 @@ class FillMaskPlayground(FigureWidget):
         hf_tokenizer(tokenizer)
         self.model, self.tokenizer = model, tokenizer
         style = {"description_width": "110px"}
-        self.text = W.Text(value=text, description="sentence", continuous_update=False, style=style,
+        self.text = W.Text(value=text, description=_("sentence"), continuous_update=False, style=style,
                            layout=W.Layout(width="640px"))
-        self.word = W.Dropdown(options=[("(use the [MASK]s in the sentence)", -1)], value=-1,
-                               description="mask a word", style=style, layout=W.Layout(width="420px"))
-        self.top_k = W.IntSlider(value=top_k, min=1, max=10, description="top k", style=style)
+        self.word = W.Dropdown(options=[(_("(use the [MASK]s in the sentence)"), -1)], value=-1,
+                               description=_("mask a word"), style=style, layout=W.Layout(width="420px"))
+        self.top_k = W.IntSlider(value=top_k, min=1, max=10, description=_("top k"), style=style)
         self._refresh_words()
         super().__init__([self.text, self.word, self.top_k])
         self.widget = W.VBox([self.text, W.HBox([self.word, self.top_k]), self.output])
 
     def _refresh_words(self) -> None:
-        _, words = encode_words(self.tokenizer, self.text.value)
-        self.word.options = [("(use the [MASK]s in the sentence)", -1)] + [
+        _tokens, words = encode_words(self.tokenizer, self.text.value)
+        self.word.options = [(_("(use the [MASK]s in the sentence)"), -1)] + [
             (f"{i}: {w}", i) for i, (w, _, _) in enumerate(words) if w != MASK]
         self.word.value = -1
 
@@ -136,7 +138,7 @@ class FillMaskPlayground(FigureWidget):
             tokens = mask_word(tokens, words, self.word.value)
             state["tokens"] = tokens
         if MASK not in tokens:
-            state["message"] = "Type [MASK] somewhere in the sentence, or choose a word to mask."
+            state["message"] = NO_MASK       # drawn in the figure, whose text stays English
             return state
         try:
             state["predictions"] = fill_mask_tokens(self.model, self.tokenizer, tokens, self.top_k.value)

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from .._checks import check_int
 from ..finetune import BERTClassifier, misclassified, token_contributions
 from ..reviews import LABELS, Review
+from ..i18n import gettext as _
 from . import FigureWidget
 from .drawing import draw_message
 
@@ -47,22 +48,25 @@ def contribution_data(model: BERTClassifier, tokenizer, text: str, true_label: i
                 correct=None if true_label is None else prediction == true_label,
                 top_positive=None, top_negative=None)
     if not pieces:
-        data["message"] = "type a sentence"
+        data["message"] = _("type a sentence")
         return data
     i, j = int(contrib.argmax()), int(contrib.argmin())
     if contrib[i] > 0:
         data["top_positive"] = (pieces[i], float(contrib[i]))
     if contrib[j] < 0:
         data["top_negative"] = (pieces[j], float(contrib[j]))
-    msg = f"P(positive) = {p:.2f} → {LABELS[prediction]}"
+    msg = _("P(positive) = {p:.2f} → {label}").format(p=p, label=LABELS[prediction])
     if true_label is not None:
-        msg += (" (correct)" if data["correct"] else f" — WRONG: the data set says {LABELS[true_label]}")
+        msg += (_(" (correct)") if data["correct"] else
+                _(" — WRONG: the data set says {label}").format(label=LABELS[true_label]))
     parts = []
     if data["top_positive"]:
-        parts.append(f"most positive piece '{data['top_positive'][0]}' ({data['top_positive'][1]:+.2f})")
+        parts.append(_("most positive piece '{piece}' ({value:+.2f})").format(
+            piece=data["top_positive"][0], value=data["top_positive"][1]))
     if data["top_negative"]:
-        parts.append(f"most negative piece '{data['top_negative'][0]}' ({data['top_negative'][1]:+.2f})")
-    data["message"] = msg + (". " + "; ".join(parts) if parts else "") + "."
+        parts.append(_("most negative piece '{piece}' ({value:+.2f})").format(
+            piece=data["top_negative"][0], value=data["top_negative"][1]))
+    data["message"] = msg + (_(". ") + _("; ").join(parts) if parts else "") + _(".")
     return data
 
 
@@ -112,14 +116,15 @@ class WhyDidItSayThat(FigureWidget):
         self.model, self.tokenizer = model, tokenizer
         self.mistakes = misclassified(model, tokenizer, reviews) if reviews else []
         style = {"description_width": "80px"}
-        self.text = W.Text(value=text, description="sentence", continuous_update=False, style=style,
+        self.text = W.Text(value=text, description=_("sentence"), continuous_update=False, style=style,
                            layout=W.Layout(width="640px"))
-        options = [("(type your own sentence below)", TYPE_YOUR_OWN)]
+        options = [(_("(type your own sentence below)"), TYPE_YOUR_OWN)]
         for i, (r, p) in enumerate(self.mistakes):
             short = r.text if len(r.text) <= 70 else r.text[:67] + "..."
-            options.append((f"{i + 1}. {r.site}, labelled {LABELS[r.label]}, P(pos)={p:.2f}: {short}", i))
+            options.append((_("{i}. {site}, labelled {label}, P(pos)={p:.2f}: {text}").format(
+                i=i + 1, site=r.site, label=LABELS[r.label], p=p, text=short), i))
         self.example = W.Dropdown(options=options, value=TYPE_YOUR_OWN, style=style,
-                                  description=f"mistakes ({len(self.mistakes)})",
+                                  description=_("mistakes ({n})").format(n=len(self.mistakes)),
                                   layout=W.Layout(width="640px"))
         self.info = W.HTML()
         super().__init__([self.example, self.text])

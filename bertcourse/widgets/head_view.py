@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from .._checks import check_choice, check_int, check_tensor
 from ..analysis import attention_maps
 from ..hf_weights import PATTERNS, Pretrained
+from ..i18n import gettext as _
 from . import FigureWidget
 
 __all__ = ["PAIR_FILTERS", "ALL_TOKENS", "pair_mask", "head_view_data", "draw_head_view",
@@ -175,14 +176,14 @@ class HeadView(FigureWidget):
         c = pretrained.config
         style = {"description_width": "80px"}
         wide = W.Layout(width="560px")
-        self.text_a = W.Text(value=text_a, description="sentence A", continuous_update=False,
+        self.text_a = W.Text(value=text_a, description=_("sentence A"), continuous_update=False,
                              style=style, layout=wide)
-        self.text_b = W.Text(value=text_b, description="sentence B", continuous_update=False,
-                             style=style, layout=wide, placeholder="(optional)")
-        self.layer = W.IntSlider(value=layer, min=1, max=c.num_blks, description="layer", style=style)
-        self.head = W.IntSlider(value=head, min=1, max=c.num_heads, description="head", style=style)
-        self.token = W.Dropdown(options=[], description="token", style=style)
-        self.pair = W.ToggleButtons(options=list(PAIR_FILTERS), value=pair, description="pairs", style=style)
+        self.text_b = W.Text(value=text_b, description=_("sentence B"), continuous_update=False,
+                             style=style, layout=wide, placeholder=_("(optional)"))
+        self.layer = W.IntSlider(value=layer, min=1, max=c.num_blks, description=_("layer"), style=style)
+        self.head = W.IntSlider(value=head, min=1, max=c.num_heads, description=_("head"), style=style)
+        self.token = W.Dropdown(options=[], description=_("token"), style=style)
+        self.pair = W.ToggleButtons(options=list(PAIR_FILTERS), value=pair, description=_("pairs"), style=style)
         self.info = W.HTML()
         self._encode()
         self._refresh_tokens(token)
@@ -197,7 +198,7 @@ class HeadView(FigureWidget):
         self._pieces, self._segments, self._weights = attention_maps(self.pretrained.model, self.pretrained.tokenizer, a, b)
 
     def _refresh_tokens(self, token: int) -> None:
-        self.token.options = [("(all tokens)", ALL_TOKENS)] + [(f"{i}: {p}", i) for i, p in enumerate(self._pieces)]
+        self.token.options = [(_("(all tokens)"), ALL_TOKENS)] + [(f"{i}: {p}", i) for i, p in enumerate(self._pieces)]
         self.token.value = token if token == ALL_TOKENS or token < len(self._pieces) else ALL_TOKENS
 
     def link(self, change) -> None:
@@ -211,18 +212,23 @@ class HeadView(FigureWidget):
         state = {"pieces": self._pieces, "segments": self._segments, "layer": layer, "head": head,
                  "token": token, "pair": pair, "weights": self._weights, **data}
         if not data["kept"].any():
-            msg = f"no pairs {pair}: type a sentence B" if 1 not in self._segments else f"no pairs {pair}"
+            msg = (_("no pairs {pair}: type a sentence B") if 1 not in self._segments else
+                   _("no pairs {pair}")).format(pair=pair)
         elif token == ALL_TOKENS:
-            msg = f"layer {layer}, head {head}: every token's attention ({pair}); choose a token to follow one."
+            msg = _("layer {layer}, head {head}: every token's attention ({pair}); choose a token to follow "
+                    "one.").format(layer=layer, head=head, pair=pair)
         elif not data["kept"][token].any():
             side = "A" if self._segments[token] == 0 else "B"
-            msg = f"'{self._pieces[token]}' is in sentence {side}: the filter {pair} shows no query from it."
+            msg = _("'{piece}' is in sentence {side}: the filter {pair} shows no query from it.").format(
+                piece=self._pieces[token], side=side, pair=pair)
         else:
             row = data["row"]
             j = int(row.argmax())
-            msg = (f"layer {layer}, head {head}: '{self._pieces[token]}' (token {token}) attends most to "
-                   f"'{self._pieces[j]}' (token {j}, weight {float(row[j]):.2f})")
-            msg += "." if pair == "all" else f"; {float(row.sum()):.0%} of its attention is in the pairs {pair}."
+            msg = _("layer {layer}, head {head}: '{piece}' (token {token}) attends most to '{key}' (token {j}, "
+                    "weight {weight:.2f})").format(layer=layer, head=head, piece=self._pieces[token], token=token,
+                                                   key=self._pieces[j], j=j, weight=float(row[j]))
+            msg += _(".") if pair == "all" else _("; {share:.0%} of its attention is in the pairs {pair}.").format(
+                share=float(row.sum()), pair=pair)
         state["message"] = msg
         return state
 

@@ -31,8 +31,12 @@ from matplotlib.patches import Patch
 from .._checks import check_finite_number, check_int, check_int_list, check_keys, check_positive_int
 from ..bert import get_tokens_and_segments
 from ..data import Vocab, WordPieceTokenizer, draw_generator, generate_corpus, get_tokenizer, mask_tokens
+from ..i18n import gettext as _, gettext_noop as N_
 from . import FigureWidget
 from .drawing import ROW_WIDTH, draw_message, draw_tally, token_layout
+
+NOTHING_TO_MASK = N_("Type at least one word: the text has no token that can be masked "
+                     "([CLS], [SEP] and [UNK] never are).")
 
 __all__ = ["OUTCOMES", "CHOSEN", "COLOURS", "MAX_TOKENS", "corpus_sentences", "encode_text",
            "classify_masking", "mask_once", "count_outcomes", "running_counts",
@@ -218,15 +222,15 @@ class MaskingExplorer(FigureWidget):
         start = sentence if sentence is not None else self.sentences[0]
         self.sentence = W.Dropdown(options=self.sentences,
                                    value=start if start in self.sentences else self.sentences[0],
-                                   description="corpus sentence", style=style, layout=wide)
-        self.text = W.Text(value=start, description="or type", continuous_update=False,
+                                   description=_("corpus sentence"), style=style, layout=wide)
+        self.text = W.Text(value=start, description=_("or type"), continuous_update=False,
                            style=style, layout=wide)
         self.mask_prob = W.FloatSlider(value=mask_prob, min=0.05, max=0.5, step=0.01,
-                                       description="mask probability", style=style, readout_format=".2f")
-        self.seed = W.IntSlider(value=seed, min=0, max=99, description="seed", style=style)
-        self.resample = W.Button(description="re-sample", tooltip="draw the masks again")
-        self.resample_many = W.Button(description="re-sample × 100",
-                                      tooltip="draw 100 more times (the counts grow)")
+                                       description=_("mask probability"), style=style, readout_format=".2f")
+        self.seed = W.IntSlider(value=seed, min=0, max=99, description=_("seed"), style=style)
+        self.resample = W.Button(description=_("re-sample"), tooltip=_("draw the masks again"))
+        self.resample_many = W.Button(description=_("re-sample × 100"),
+                                      tooltip=_("draw 100 more times (the counts grow)"))
         self.info = W.HTML()
         self._draws = 1                  # how many draws the running counts include
         self._key = None                 # (ids, mask_prob, seed) the counts belong to
@@ -265,8 +269,7 @@ class MaskingExplorer(FigureWidget):
                  "masked_tokens": None, "pred_positions": None, "outcomes": None, "counts": None,
                  "running": None, "shares": None}
         if not any(i not in vocab.special_ids for i in ids):
-            state["message"] = ("Type at least one word: the text has no token that can be masked "
-                                "([CLS], [SEP] and [UNK] never are).")
+            state["message"] = _(NOTHING_TO_MASK)
             self._key = None
             return state
         key = (tuple(ids), p, seed)
@@ -288,20 +291,23 @@ class MaskingExplorer(FigureWidget):
         state.update(num_draws=self._draws, masked_tokens=vocab.to_tokens(last["ids"]),
                      pred_positions=last["pred_positions"], outcomes=last["outcomes"],
                      counts=counts, running=dict(self._running), shares=shares)
-        message = (f"draw {self._draws - 1} of seed {seed}, mask probability {p:.2f}: "
-                   f"{len(last['pred_positions'])} of "
-                   f"{sum(i not in vocab.special_ids for i in ids)} tokens chosen "
-                   f"({counts['[MASK]']} [MASK], {counts['random']} random, {counts['kept']} kept). "
-                   f"Running over {self._draws} draw{'s' if self._draws > 1 else ''}: {n_chosen} chosen, "
-                   + " / ".join(f"{100 * shares[o]:.1f}%" for o in CHOSEN) + " [MASK] / random / kept.")
+        message = _("draw {draw} of seed {seed}, mask probability {p:.2f}: {chosen} of {n} tokens chosen "
+                    "({masked} [MASK], {random} random, {kept} kept). ").format(
+            draw=self._draws - 1, seed=seed, p=p, chosen=len(last["pred_positions"]),
+            n=sum(i not in vocab.special_ids for i in ids), masked=counts["[MASK]"], random=counts["random"],
+            kept=counts["kept"])
+        message += (_("Running over {draws} draws: {chosen} chosen, {shares} [MASK] / random / kept.")
+                    if self._draws > 1 else
+                    _("Running over {draws} draw: {chosen} chosen, {shares} [MASK] / random / kept.")).format(
+            draws=self._draws, chosen=n_chosen, shares=" / ".join(f"{100 * shares[o]:.1f}%" for o in CHOSEN))
         if n_text > MAX_TOKENS - 2:
-            message += f" Showing the first {MAX_TOKENS - 2} of {n_text} tokens."
+            message += _(" Showing the first {shown} of {n} tokens.").format(shown=MAX_TOKENS - 2, n=n_text)
         state["message"] = message
         return state
 
     def draw(self, state: dict) -> Figure:
         if state["outcomes"] is None:
-            return draw_message(state["message"])
+            return draw_message(NOTHING_TO_MASK)    # plot text stays English (no CJK font on Colab/Binder)
         return draw_masking(state["tokens"], state["masked_tokens"], state["outcomes"],
                             state["running"],
                             title=f"mask probability {state['mask_prob']:.2f}, seed {state['seed']}, "

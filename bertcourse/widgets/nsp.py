@@ -28,6 +28,7 @@ from .._checks import check_int
 from ..bert import get_tokens_and_segments
 from ..data import (IS_NEXT, NOT_NEXT, WordPieceTokenizer, generate_corpus, get_tokenizer, sample_pair,
                     truncate_pair)
+from ..i18n import gettext as _
 from . import FigureWidget
 from .drawing import ROW_WIDTH, draw_tally, token_layout
 
@@ -133,10 +134,10 @@ class PairSampler(FigureWidget):
         self.tokenizer = tokenizer if tokenizer is not None else get_tokenizer(0)
         self.paragraphs = paragraphs if paragraphs is not None else generate_corpus(0).train
         style = {"description_width": "70px"}
-        self.seed = W.IntSlider(value=seed, min=0, max=99, description="seed", style=style)
+        self.seed = W.IntSlider(value=seed, min=0, max=99, description=_("seed"), style=style)
         self.max_len = W.IntSlider(value=max_len, min=8, max=48, description="max_len", style=style)
-        self.draw_one = W.Button(description="draw", tooltip="draw the next pair")
-        self.draw_many = W.Button(description="draw × 100", tooltip="draw 100 more pairs (the tally grows)")
+        self.draw_one = W.Button(description=_("draw"), tooltip=_("draw the next pair"))
+        self.draw_many = W.Button(description=_("draw × 100"), tooltip=_("draw 100 more pairs (the tally grows)"))
         self.info = W.HTML()
         self._draws = 1
         self._labels: list[int] = []
@@ -177,11 +178,13 @@ class PairSampler(FigureWidget):
         a, b, label, j = self._pair
         tokens, segments, before, after = pair_tokens(a, b, self.tokenizer, max_len)
         counts = tally(self._labels)
-        cut = "" if before == after else (f" Truncated to max_len={max_len}: A {before[0]} -> {after[0]}, "
-                                          f"B {before[1]} -> {after[1]} tokens.")
-        message = (f"draw {self._draws - 1} of seed {seed}: {label_name(label)} (label {label}). "
-                   f"Tally: {counts['IsNext']} IsNext, {counts['NotNext']} NotNext "
-                   f"({100 * counts['IsNext'] / len(self._labels):.1f}% IsNext).{cut}")
+        cut = "" if before == after else _(" Truncated to max_len={max_len}: A {a0} -> {a1}, B {b0} -> {b1} "
+                                           "tokens.").format(max_len=max_len, a0=before[0], a1=after[0],
+                                                             b0=before[1], b1=after[1])
+        message = _("draw {draw} of seed {seed}: {name} (label {label}). Tally: {is_next} IsNext, {not_next} "
+                    "NotNext ({share:.1f}% IsNext).{cut}").format(
+            draw=self._draws - 1, seed=seed, name=label_name(label), label=label, is_next=counts["IsNext"],
+            not_next=counts["NotNext"], share=100 * counts["IsNext"] / len(self._labels), cut=cut)
         return {"seed": seed, "max_len": max_len, "num_draws": self._draws, "sentence_a": a,
                 "sentence_b": b, "label": label, "label_name": label_name(label), "paragraph": j,
                 "tokens": tokens, "segments": segments, "lengths_before": before,

@@ -22,6 +22,7 @@ from matplotlib.patches import Rectangle
 
 from .._checks import check_int, check_positive_int
 from ..positional import sinusoidal_encoding
+from ..i18n import gettext as _
 from . import FigureWidget
 
 __all__ = ["WIDTHS", "encoding_view", "binary_table", "draw_explorer", "draw_sinusoids",
@@ -175,12 +176,12 @@ class PositionalEncodingExplorer(FigureWidget):
             raise ValueError(f"num_hiddens must be one of {WIDTHS}, got {num_hiddens}")
         style = {"description_width": "110px"}
         self.max_len = max_len
-        self.width = W.Dropdown(options=WIDTHS, value=num_hiddens, description="model width d",
+        self.width = W.Dropdown(options=WIDTHS, value=num_hiddens, description=_("model width d"),
                                 style=style)
-        self.position = W.IntSlider(value=position, min=0, max=max_len - 1, description="position",
+        self.position = W.IntSlider(value=position, min=0, max=max_len - 1, description=_("position"),
                                     style=style, continuous_update=False)
         self.dims = W.IntRangeSlider(value=(0, num_hiddens - 1), min=0, max=num_hiddens - 1,
-                                     description="dimensions", style=style, continuous_update=False)
+                                     description=_("dimensions"), style=style, continuous_update=False)
         super().__init__([self.width, self.position, self.dims])
 
     def link(self, change) -> None:

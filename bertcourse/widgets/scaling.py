@@ -1,11 +1,12 @@
 """Chapter 10 widget: data parallelism, one epoch at a glance.
 
 Choose the number of processes N and the batch of each process: the figure deals the epoch's
-batches out to the processes as :func:`bertcourse.speedups.shard_batches` does (rank ``r``
+batches out to the processes as :func:`bertcourse.batching.shard_batches` does (rank ``r``
 gets batches ``r, r + N, ...``; the last ``batches % N`` are left out) and shows one optimizer
 step per column, one process per row. The text says what changes: the global batch (N times
 the per-process batch), the optimizer steps per epoch (N times fewer), and the learning rate
-that the linear scaling rule would start from.
+to start from: sqrt(N) times the one-process rate for AdamW, the course's optimizer (the
+square-root rule, Malladi et al., 2022), N times for SGD (the linear rule, Goyal et al., 2017).
 
 Pure functions (tested directly): :func:`epoch_layout`. Draw functions: :func:`draw_epoch`,
 and :func:`draw_data_parallelism` (the chapter's picture of one data-parallel step). Widget:
@@ -13,13 +14,16 @@ and :func:`draw_data_parallelism` (the chapter's picture of one data-parallel st
 """
 from __future__ import annotations
 
+import math
+
 import ipywidgets as W
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from .._checks import check_finite_number, check_int, check_positive_int
+from ..batching import shard_batches
 from ..distributed import data_parallel_plan
-from ..speedups import shard_batches
+from ..i18n import gettext as _
 from . import FigureWidget
 
 __all__ = ["RANK_COLOURS", "epoch_layout", "draw_epoch", "draw_data_parallelism", "DataParallelPlanner"]
@@ -33,9 +37,10 @@ def epoch_layout(num_pairs: int, batch_size: int, world_size: int, base_lr: floa
 
     ``grid[rank][step]`` is the batch (its index in the epoch's order) that process ``rank``
     uses in optimizer step ``step``; ``left_out`` the batches not used this epoch; plus the
-    numbers of :func:`bertcourse.distributed.data_parallel_plan` and ``lr``, ``base_lr``
-    times ``world_size`` (the linear scaling rule's starting point, for a run whose
-    ``base_lr`` suited one process).
+    numbers of :func:`bertcourse.distributed.data_parallel_plan`, and the learning rates to
+    start from for a run whose ``base_lr`` suited one process: ``lr``, ``base_lr`` times
+    ``sqrt(world_size)`` (the square-root rule, for AdamW: the course's optimizer), and
+    ``lr_sgd``, ``base_lr`` times ``world_size`` (the linear rule, for SGD).
     """
     check_positive_int("num_pairs", num_pairs)
     check_finite_number("base_lr", base_lr, low=0, low_open=True)
@@ -45,7 +50,8 @@ def epoch_layout(num_pairs: int, batch_size: int, world_size: int, base_lr: floa
     grid = [shard_batches(order, world_size, rank) for rank in range(world_size)]
     used = {b for row in grid for b in row}
     return {**plan, "num_pairs": num_pairs, "batch_size": batch_size, "world_size": world_size,
-            "grid": grid, "left_out": [b for b in order if b not in used], "lr": base_lr * world_size}
+            "grid": grid, "left_out": [b for b in order if b not in used],
+            "lr": base_lr * math.sqrt(world_size), "lr_sgd": base_lr * world_size}
 
 
 def draw_epoch(layout: dict, max_steps: int = 40) -> Figure:
@@ -155,18 +161,20 @@ class DataParallelPlanner(FigureWidget):
         check_positive_int("num_pairs", num_pairs)
         self.num_pairs, self.base_lr = num_pairs, base_lr
         style = {"description_width": "150px"}
-        self.world_size = W.IntSlider(value=world_size, min=1, max=8, description="processes N", style=style)
+        self.world_size = W.IntSlider(value=world_size, min=1, max=8, description=_("processes N"), style=style)
         self.batch_size = W.SelectionSlider(options=[16, 32, 64, 128, 256, 512], value=batch_size,
-                                            description="batch per process", style=style)
+                                            description=_("batch per process"), style=style)
         self.info = W.HTML()
         super().__init__([self.world_size, self.batch_size])
         self.widget = W.VBox([self.world_size, self.batch_size, self.info, self.output])
 
     def compute(self) -> dict:
         state = epoch_layout(self.num_pairs, self.batch_size.value, self.world_size.value, self.base_lr)
-        state["message"] = (f"global batch {state['global_batch']:,} pairs; {state['steps_per_epoch']:,} steps per "
-                            f"epoch; {len(state['left_out'])} batch(es) left out; learning rate to start from "
-                            f"(linear rule): {state['lr']:.3g}")
+        state["message"] = _("global batch {batch:,} pairs; {steps:,} steps per epoch; {left} batch(es) left out; "
+                             "learning rate to start from: {lr:.3g} for AdamW (square-root rule; SGD's linear "
+                             "rule: {lr_sgd:.3g})").format(
+            batch=state["global_batch"], steps=state["steps_per_epoch"], left=len(state["left_out"]), lr=state["lr"],
+            lr_sgd=state["lr_sgd"])
         return state
 
     def draw(self, state: dict) -> Figure:

@@ -26,6 +26,7 @@ from .._checks import check_instance, check_str_list, check_tensor
 from ..attention import inspect_attention
 from ..seq2seq import BOS, EOS, DateVocab, translate
 from ..transformer import EncoderDecoder
+from ..i18n import gettext as _
 from . import FigureWidget
 
 __all__ = ["KINDS", "example_attention", "draw_attention_map", "TransformerAttentionExplorer"]
@@ -106,11 +107,11 @@ class TransformerAttentionExplorer(FigureWidget):
         num_heads = model.encoder.blks[0].attention.num_heads
         style = {"description_width": "70px"}
         self.example = W.Dropdown(options=[(" ".join(s), i) for i, s in enumerate(self.sources)],
-                                  value=0, description="example", style=style,
+                                  value=0, description=_("example"), style=style,
                                   layout=W.Layout(width="520px"))
-        self.kind = W.ToggleButtons(options=KINDS, value="cross", description="attention", style=style)
-        self.layer = W.IntSlider(value=0, min=0, max=num_blks - 1, description="layer", style=style)
-        self.head = W.IntSlider(value=0, min=0, max=num_heads - 1, description="head", style=style)
+        self.kind = W.ToggleButtons(options=KINDS, value="cross", description=_("attention"), style=style)
+        self.layer = W.IntSlider(value=0, min=0, max=num_blks - 1, description=_("layer"), style=style)
+        self.head = W.IntSlider(value=0, min=0, max=num_heads - 1, description=_("head"), style=style)
         self.info = W.HTML()
         super().__init__([self.example, self.kind, self.layer, self.head])
         self.widget = W.VBox([self.example, self.kind, W.HBox([self.layer, self.head]),
@@ -140,5 +141,5 @@ class TransformerAttentionExplorer(FigureWidget):
 
     def update(self) -> None:
         super().update()
-        self.info.value = (f"source: <b>{' '.join(self.state['source'])}</b> &nbsp; → &nbsp; "
-                           f"prediction: <b>{''.join(self.state['prediction'])}</b>")
+        self.info.value = _("source: <b>{source}</b> &nbsp; → &nbsp; prediction: <b>{prediction}</b>").format(
+            source=" ".join(self.state["source"]), prediction="".join(self.state["prediction"]))

@@ -7,7 +7,8 @@ plus the NSP loss (mean cross-entropy of the ``[CLS]`` classifier)::
 
 What this module adds around that one line:
 
-* :func:`mlm_loss`, :func:`nsp_loss` and :func:`pretraining_losses` (both heads, one batch);
+* :func:`nsp_loss` and :func:`pretraining_losses` (both heads, one batch; :func:`mlm_loss`,
+  chapter 5's, lives with the MLM head in :mod:`bertcourse.bert` and is re-exported here);
 * :func:`init_bert_weights` — BERT's N(0, 0.02) initialisation;
 * :func:`training_step` — forward, both losses, backward, clipping, AdamW step;
 * :func:`evaluate` — held-out MLM top-1 accuracy and NSP accuracy, in ``eval()`` mode;
@@ -15,7 +16,8 @@ What this module adds around that one line:
   (:class:`bertcourse.training.Trainer`, with :func:`~bertcourse.training.make_optimizer`
   and :func:`~bertcourse.training.lr_factor`, re-exported here).
 
-Elsewhere: the speed-ups that change no number (:mod:`bertcourse.speedups`), the baselines
+Elsewhere: the layers' fast paths (``@fast_path`` methods, :mod:`bertcourse.kernels`), the
+batching that trims padding (:mod:`bertcourse.batching`), the baselines
 (:mod:`bertcourse.baselines`), checkpoints (:mod:`bertcourse.checkpoints`) and the command
 line (:mod:`bertcourse.cli`)::
 
@@ -23,21 +25,21 @@ line (:mod:`bertcourse.cli`)::
 """
 from __future__ import annotations
 
-import itertools
-import sys
 from typing import Iterable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import (check_bool, check_finite_number, check_instance, check_optimizer, check_positive_int,
-                      check_tensor, shape_str)
-from .bert import BERTModel
-from .data import IS_NEXT, NOT_NEXT, check_batch
-from .distributed import device_of, move_to
-from .speedups import fast_path_supported, fused_mlm_loss, pretraining_features, trim_batch
-from .training import History, TrainConfig, Trainer, autocast, lr_factor, make_optimizer, optimizer_step
+from .._checks import (check_bool, check_finite_number, check_instance, check_optimizer, check_positive_int,
+                       check_tensor, shape_str)
+from ..batching import trim_batch
+from ..bert import BERTModel, mlm_loss
+from ..data import IS_NEXT, NOT_NEXT, check_batch
+from ..distributed import device_of
+from ..positional import LearnedPositionalEmbedding
+from ..training import (History, TrainConfig, Trainer, autocast, evaluation_batches, lr_factor, make_optimizer,
+                        optimizer_step)
 
 __all__ = ["mlm_loss", "nsp_loss", "pretraining_losses", "init_bert_weights", "training_step",
            "pretraining_step", "mlm_accuracy", "evaluate", "nsp_predictions", "pretrain",
@@ -48,36 +50,6 @@ __all__ = ["mlm_loss", "nsp_loss", "pretraining_losses", "init_bert_weights", "t
 # ---------------------------------------------------------------------------------------
 # The losses
 # ---------------------------------------------------------------------------------------
-
-def mlm_loss(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor) -> torch.Tensor:
-    """Masked-LM loss: the mean cross-entropy over the *real* predictions only.
-
-    ``mlm_logits`` (batch, max_preds, vocab), ``mlm_labels`` (batch, max_preds) integer,
-    ``mlm_weights`` (batch, max_preds) float, 1 for a real prediction and 0 for a padding
-    slot. The per-slot losses (``reduction='none'``) are multiplied by the weights, summed
-    and divided by the sum of the weights (at least 1e-8, so a batch without predictions
-    gives 0, not NaN). Pitfall: ``reduction='mean'`` first and *then* multiplying by the
-    weights does nothing useful — the padding slots have already been averaged in.
-    """
-    check_tensor("mlm_logits", mlm_logits, ndim=3, expected="(batch, max_preds, vocab)", floating=True)
-    batch, max_preds, vocab = mlm_logits.shape
-    exp = f"(batch={batch}, max_preds={max_preds})"
-    check_tensor("mlm_labels", mlm_labels, ndim=2, expected=exp, floating=False)
-    check_tensor("mlm_weights", mlm_weights, ndim=2, expected=exp, floating=True)
-    for name, x in (("mlm_labels", mlm_labels), ("mlm_weights", mlm_weights)):
-        if tuple(x.shape) != (batch, max_preds):
-            raise ValueError(f"{name} must have shape {exp} like mlm_logits' first two dimensions, "
-                             f"got shape {shape_str(x)}")
-    if mlm_labels.numel() and (mlm_labels.min() < 0 or mlm_labels.max() >= vocab):
-        raise ValueError(f"mlm_labels must be ids in 0..{vocab - 1} (vocab={vocab} from mlm_logits), "
-                         f"got values from {int(mlm_labels.min())} to {int(mlm_labels.max())}")
-    if mlm_weights.numel() and not bool(((mlm_weights >= 0) & torch.isfinite(mlm_weights)).all()):
-        raise ValueError("mlm_weights must be finite and >= 0 (1 for a real prediction, 0 for padding), got "
-                         f"values from {float(mlm_weights.min())} to {float(mlm_weights.max())}")
-    per_slot = F.cross_entropy(mlm_logits.reshape(-1, vocab), mlm_labels.reshape(-1), reduction="none")
-    weights = mlm_weights.reshape(-1).to(per_slot.dtype)
-    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
-
 
 def nsp_loss(nsp_logits: torch.Tensor, nsp_labels: torch.Tensor) -> torch.Tensor:
     """Next-sentence loss: mean cross-entropy of ``nsp_logits`` (batch, 2) against
@@ -108,11 +80,11 @@ def pretraining_losses(model: BERTModel, batch: dict, amp: bool = False,
 
     ``loss = mlm_loss + nsp_loss``: the MLM loss averages over real predictions only
     (``mlm_weights``), the NSP loss over the pairs. ``amp``: bf16 autocast for the
-    model, the losses in float32. ``fused``: the fast path of :mod:`bertcourse.speedups`
-    (same values, up to rounding): the encoder computed only where the losses read it
-    (:func:`~bertcourse.speedups.pretraining_features`) and the MLM loss without
-    materialising the ``(predictions, vocab)`` logits
-    (:func:`~bertcourse.speedups.fused_mlm_loss`). ``fused=False``: the model's own forward.
+    model, the losses in float32. ``fused``: the layers' fast paths (same values, up to
+    rounding): :meth:`~bertcourse.bert.BERTModel.pretraining_features` computes the encoder
+    only where the losses read it, and :meth:`~bertcourse.bert.MaskLM.loss` with
+    ``fused=True`` never materialises the ``(predictions, vocab)`` logits. ``fused=False``:
+    the plain forwards and :func:`mlm_loss` of the full logits.
     """
     check_bool("amp", amp)
     check_bool("fused", fused)
@@ -120,20 +92,9 @@ def pretraining_losses(model: BERTModel, batch: dict, amp: bool = False,
     _check_pretraining_model(model)
     batch = trim_batch(batch)
     with autocast(amp, batch["tokens"].device.type):
-        if not fused:
-            _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"],
-                                              batch["valid_lens"], batch["pred_positions"])
-        elif fast_path_supported(model):
-            features, nsp_logits = pretraining_features(model, batch)
-        else:                       # a model the fast path does not know: the plain encoder
-            encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
-            features = model.mlm.features(encoded, batch["pred_positions"])
-            nsp_logits = model.nsp(model.pooler(encoded))
-    if fused:
-        mlm = fused_mlm_loss(features, model.mlm.decoder.weight, model.mlm.decoder.bias,
-                             batch["mlm_labels"], batch["mlm_weights"])
-    else:
-        mlm = mlm_loss(mlm_logits.float(), batch["mlm_labels"], batch["mlm_weights"])
+        features, nsp_logits = model.pretraining_features(batch["tokens"], batch["segments"], batch["valid_lens"],
+                                                          batch["pred_positions"], fast=fused)
+        mlm = model.mlm.loss(features, batch["mlm_labels"], batch["mlm_weights"], fused=fused)
     nsp = nsp_loss(nsp_logits.float(), batch["nsp_labels"])
     return {"loss": mlm + nsp, "mlm_loss": mlm, "nsp_loss": nsp}
 
@@ -162,7 +123,6 @@ def init_bert_weights(model: nn.Module, std: float = 0.02) -> nn.Module:
         elif isinstance(module, nn.LayerNorm):
             module.weight.fill_(1.0)
             module.bias.zero_()
-    from .positional import LearnedPositionalEmbedding
     for module in model.modules():
         if isinstance(module, LearnedPositionalEmbedding):
             module.weight.normal_(0.0, std)
@@ -212,7 +172,12 @@ def mlm_accuracy(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights
     return correct.float() / real.sum().clamp(min=1)
 
 
-@torch.no_grad()
+def _trimmed(batch: dict) -> dict:
+    """A checked batch without its unused padding columns (what the evaluation loops read)."""
+    check_batch(batch)
+    return trim_batch(batch)
+
+
 def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
              amp: bool = False) -> dict:
     """Held-out metrics: ``{"mlm_acc", "nsp_acc", "mlm_loss", "nsp_loss", "num_preds",
@@ -225,35 +190,24 @@ def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
     """
     check_bool("amp", amp)
     _check_pretraining_model(model)
-    if max_batches is not None:
-        check_positive_int("max_batches", max_batches)
-    device = device_of(model)
-    was_training = model.training
-    model.eval()
     mlm_correct = mlm_total = mlm_loss_sum = 0.0
     nsp_correct = nsp_total = nsp_loss_sum = 0.0
-    try:
-        for batch in itertools.islice(loader, max_batches):
-            check_batch(batch)
-            batch = move_to(trim_batch(batch), device)
-            with autocast(amp, device.type):
-                _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"],
-                                                  batch["valid_lens"], batch["pred_positions"])
-            mlm_logits, nsp_logits = mlm_logits.float(), nsp_logits.float()
-            w = batch["mlm_weights"].float()
-            real = w > 0
-            labels = batch["mlm_labels"]
-            per_slot = F.cross_entropy(mlm_logits.reshape(-1, mlm_logits.shape[-1]), labels.reshape(-1),
-                                       reduction="none").reshape(labels.shape)
-            mlm_loss_sum += float((per_slot * w).sum())
-            mlm_correct += float(((mlm_logits.argmax(-1) == labels) & real).sum())
-            mlm_total += float(w.sum())
-            nsp_labels = batch["nsp_labels"]
-            nsp_loss_sum += float(F.cross_entropy(nsp_logits, nsp_labels, reduction="sum"))
-            nsp_correct += float((nsp_logits.argmax(-1) == nsp_labels).sum())
-            nsp_total += len(nsp_labels)
-    finally:
-        model.train(was_training)
+    for batch in evaluation_batches(model, map(_trimmed, loader), max_batches, amp):
+        _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"],
+                                          batch["valid_lens"], batch["pred_positions"])
+        mlm_logits, nsp_logits = mlm_logits.float(), nsp_logits.float()
+        w = batch["mlm_weights"].float()
+        real = w > 0
+        labels = batch["mlm_labels"]
+        per_slot = F.cross_entropy(mlm_logits.reshape(-1, mlm_logits.shape[-1]), labels.reshape(-1),
+                                   reduction="none").reshape(labels.shape)
+        mlm_loss_sum += float((per_slot * w).sum())
+        mlm_correct += float(((mlm_logits.argmax(-1) == labels) & real).sum())
+        mlm_total += float(w.sum())
+        nsp_labels = batch["nsp_labels"]
+        nsp_loss_sum += float(F.cross_entropy(nsp_logits, nsp_labels, reduction="sum"))
+        nsp_correct += float((nsp_logits.argmax(-1) == nsp_labels).sum())
+        nsp_total += len(nsp_labels)
     if mlm_total == 0 or nsp_total == 0:
         raise ValueError("loader gave no predictions to evaluate (is it empty?)")
     return {"mlm_acc": mlm_correct / mlm_total, "nsp_acc": nsp_correct / nsp_total,
@@ -261,25 +215,16 @@ def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
             "num_preds": int(mlm_total), "num_pairs": int(nsp_total)}
 
 
-@torch.no_grad()
 def nsp_predictions(model: BERTModel, loader: Iterable) -> torch.Tensor:
     """The model's NSP label (0 = IsNext, 1 = NotNext) for every pair of ``loader``, in the
     loader's order: ``(num_pairs,)`` long. With an unshuffled loader over a
     :class:`~bertcourse.data.PretrainDataset`, entry ``i`` belongs to ``dataset.pairs[i]``.
     Runs in ``eval()`` mode and restores the model's mode afterwards."""
     _check_pretraining_model(model)
-    device = device_of(model)
-    was_training = model.training
-    model.eval()
     out = []
-    try:
-        for batch in loader:
-            check_batch(batch)
-            batch = move_to(trim_batch(batch), device)
-            encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
-            out.append(model.nsp(model.pooler(encoded)).argmax(-1))
-    finally:
-        model.train(was_training)
+    for batch in evaluation_batches(model, map(_trimmed, loader)):
+        encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
+        out.append(model.nsp(model.pooler(encoded)).argmax(-1))
     if not out:
         raise ValueError("loader gave no batches (is it empty?)")
     return torch.cat(out).cpu()
@@ -314,8 +259,3 @@ def pretrain(model: BERTModel, train_loader: Iterable, eval_loader: Iterable | N
         return trainer.fit(progress=progress, plot=plot)
     finally:
         model.to(home)
-
-
-if __name__ == "__main__":          # python -m bertcourse.pretrain ...
-    from .cli import pretrain_main
-    sys.exit(pretrain_main())

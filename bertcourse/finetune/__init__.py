@@ -9,38 +9,43 @@ linear probe on frozen features. This module is the fine-tuning itself, one sect
    one linear layer to ``num_classes`` logits; :func:`build_classifier` puts it on the
    pretrained all-MiniLM-L6-v2 of chapter 8 or on random weights of the same shape.
 2. **Training and evaluation** on the course's shared loop (:mod:`bertcourse.training`):
-   :func:`classification_step`, :func:`evaluate_classifier`, :func:`finetune` (the BERT
-   recipe: AdamW, a small learning rate, warm-up, one to three epochs) and
+   :func:`classification_step`, :func:`evaluate_classifier`, :func:`finetune` (BERT's
+   recipe: AdamW, a small learning rate, warm-up, 2 to 4 epochs in the paper; one epoch here,
+   for time) and
    :func:`init_head_from_probe` (start the head from a fitted linear probe).
 3. **Looking at predictions.** :func:`predict_proba`, :func:`token_contributions`
    (occlusion: remove one token, see how the probability moves), :func:`misclassified`.
 4. **The model family** (:data:`MODEL_FAMILY`): BERT, RoBERTa, ALBERT, ELECTRA, DistilBERT
    with the figures of their papers, and :func:`encoder_parameters` to count them.
-5. **Command line**: ``python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment``.
+5. **Command line** (in :mod:`bertcourse.cli`, with every command):
+   ``python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment``.
 """
 from __future__ import annotations
 
-import argparse
+import copy
 import dataclasses
 import functools
-import math
 import os
-import sys
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import torch
+from tokenizers import Tokenizer
 from torch import nn
 from torch.utils.data import DataLoader
 
-from ._checks import (check_bool, check_choice, check_finite_number, check_instance, check_positive_int,
-                      check_tensor, check_tokenizer_fits, shape_str)
-from .bert import BERTConfig, BERTEncoder, Pooler
-from .distributed import device_of, move_to
-from .memory import release_memory
-from .probing import (WEIGHT_DECAYS, LogisticRegression, select_weight_decay, sentence_features)
-from .reviews import (SPLIT_SIZES, Review, SentimentDataset, collate_reviews, encode_texts,
-                      load_sentiment, review_loader, special_ids, stratified_subset)
+from .._checks import (check_bool, check_choice, check_finite_number, check_instance, check_positive_int,
+                       check_tensor, check_tokenizer_fits, shape_str)
+from ..analysis import hf_tokenizer
+from ..bert import BERTConfig, BERTEncoder, Pooler
+from ..checkpoints import TOKENIZER_FILE, load_weights, read_config, save_checkpoint
+from ..distributed import device_of, move_to
+from ..hf_weights import Pretrained, load_pretrained, mean_pool
+from ..memory import release_memory
+from ..pretrain import init_bert_weights
+from ..probing import POOLINGS, LogisticRegression
+from ..reviews import Review, SentimentDataset, collate_reviews, encode_texts, review_loader, special_ids
+from ..training import TrainConfig, Trainer, evaluation_batches, evaluation_mode
 
 __all__ = [
     # the classifier
@@ -60,7 +65,6 @@ __all__ = [
 # 1. The classifier
 # ----------------------------------------------------------------------------------------
 
-POOLINGS = ("mean", "cls")
 
 
 @dataclass
@@ -124,7 +128,8 @@ class BERTClassifier(nn.Module):
     1. the encoder: ``(batch, seq, num_hiddens)``;
     2. pooling to ``(batch, num_hiddens)``: ``"mean"`` averages the hidden states of the real
        tokens (padding excluded); ``"cls"`` takes the ``[CLS]`` state through the pooler
-       (dense + tanh), as BERT's paper does;
+       (dense + tanh): BERT's paper classifies from the final ``[CLS]`` state, and Google's
+       code (like Hugging Face's ``BertPooler``) puts this pooler in between;
     3. dropout, then a linear layer to ``num_classes`` logits.
 
     ``segments`` and ``valid_lens`` are keyword-only: passing the mask as the second
@@ -164,7 +169,6 @@ class BERTClassifier(nn.Module):
 
     def pool(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``(batch, seq, num_hiddens)`` -> ``(batch, num_hiddens)`` by ``config.pooling``."""
-        from .hf_weights import mean_pool
         if self.config.pooling == "cls":
             return self.pooler(hidden)
         return mean_pool(hidden, mask)
@@ -210,10 +214,7 @@ def build_classifier(source="minilm", num_classes: int = 2, pooling: str = "mean
     The new head is initialised from ``seed``. The classifier is in training mode.
     """
     check_positive_int("seed", seed, allow_zero=True)
-    import copy
 
-    from .hf_weights import Pretrained, load_pretrained
-    from .pretrain import init_bert_weights
     check_choice("pooling", pooling, POOLINGS)
     if isinstance(source, str):
         check_choice("source", source, ("minilm", "scratch"))
@@ -239,17 +240,14 @@ def save_classifier(path, model: BERTClassifier, tokenizer=None, trainer=None, e
     """Save a classifier (and its tokenizer and trainer state) with the course's
     :func:`~bertcourse.checkpoints.save_checkpoint`: ``model.safetensors`` + ``config.json``
     (+ ``tokenizer.json``, trainer state). Returns ``path``."""
-    from .checkpoints import save_checkpoint
     if not isinstance(model, BERTClassifier):
         raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
-    from .analysis import hf_tokenizer
     return save_checkpoint(path, model, hf_tokenizer(tokenizer) if tokenizer is not None else None,
                            trainer, extra)
 
 
 def load_classifier(path) -> tuple:
     """Load what :func:`save_classifier` wrote: ``(classifier in eval mode, tokenizer or None)``."""
-    from .checkpoints import TOKENIZER_FILE, load_weights, read_config
     config = read_config(path)
     if config.get("model_class") != "BERTClassifier":
         raise ValueError(f"checkpoint {os.fspath(path)!r} holds a {config.get('model_class')}, not a BERTClassifier")
@@ -261,7 +259,6 @@ def load_classifier(path) -> tuple:
     tokenizer = None
     file = os.path.join(os.fspath(path), TOKENIZER_FILE)
     if os.path.isfile(file):
-        from tokenizers import Tokenizer
         tokenizer = Tokenizer.from_file(file)
     return model.eval(), tokenizer
 
@@ -271,10 +268,13 @@ def load_classifier(path) -> tuple:
 # ----------------------------------------------------------------------------------------
 
 RECIPE = dict(lr=5e-5, epochs=1, batch_size=16, warmup_ratio=0.1, weight_decay=0.01, clip=1.0, dropout=0.1)
-"""The fine-tuning recipe of this chapter, in the range of BERT's paper (AdamW, learning rate
-2e-5 to 5e-5, batch 16 or 32, 2 to 4 epochs, warm-up over the first 10 % of the steps).
-Batch 16 rather than 32 halves the activations a step keeps for the backward pass: with
-MiniLM's gradients and AdamW's two moments, training stays near 1 GB on a CPU."""
+"""The fine-tuning recipe of this chapter. From BERT's paper (appendix A.3): a learning rate of
+2e-5 to 5e-5 and batches of 16 or 32; from Google's BERT code: AdamW-style decoupled weight
+decay 0.01 (not on biases and layer norms), warm-up over the first 10 % of the steps, gradient
+clipping at 1. Not from the paper: **one** epoch, the course's time budget; the paper
+fine-tuned for 2 to 4 epochs (3 for GLUE). Batch 16 rather than 32 halves the activations a
+step keeps for the backward pass: with MiniLM's gradients and AdamW's two moments, training
+stays near 1 GB on a CPU."""
 
 
 def _check_batch(batch) -> None:
@@ -303,33 +303,25 @@ def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = N
     afterwards. ``amp``: ``True``/``False`` to switch bf16 autocast on or off here; ``None``
     keeps whatever the caller set (the Trainer sets it)."""
     check_bool("amp", amp, allow_none=True)
-    from .training import autocast
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    device = device_of(model)
-    was_training = model.training
-    model.eval()
     correct, total, loss_sum = 0, 0, 0.0
     try:
-        with torch.no_grad(), (autocast(amp, device.type) if amp is not None else _nullcontext()):
-            for batch in loader:
-                _check_batch(batch)
-                batch = move_to(batch, device)
-                logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
-                loss_sum += float(nn.functional.cross_entropy(logits, batch["labels"], reduction="sum"))
-                correct += int((logits.argmax(-1) == batch["labels"]).sum())
-                total += len(batch["labels"])
+        for batch in evaluation_batches(model, map(_checked, loader), amp=amp):
+            logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
+            loss_sum += float(nn.functional.cross_entropy(logits, batch["labels"], reduction="sum"))
+            correct += int((logits.argmax(-1) == batch["labels"]).sum())
+            total += len(batch["labels"])
     finally:
-        model.train(was_training)
         release_memory()
     if total == 0:
         raise ValueError("loader gave no batches")
     return {"acc": correct / total, "loss": loss_sum / total, "n": total}
 
 
-def _nullcontext():
-    import contextlib
-    return contextlib.nullcontext()
+def _checked(batch: dict) -> dict:
+    _check_batch(batch)
+    return batch
 
 
 def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs: int = RECIPE["epochs"],
@@ -342,8 +334,10 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     :class:`~bertcourse.training.Trainer` (its ``history`` has the losses and the validation
     accuracies, ``elapsed`` the seconds).
 
-    One epoch is ``ceil(len(train) / batch_size)`` steps; the learning rate rises linearly
-    over the first ``warmup_ratio`` of all steps, then falls linearly to 0. ``validation``
+    One epoch is ``ceil(len(train) / batch_size)`` steps; the learning rate is ``lr`` times a
+    linear warm-up ramp over the first ``warmup_ratio`` of all steps times a linear decay from
+    1 at step 0 to 0 at the end (:func:`~bertcourse.training.lr_factor`), so it peaks a little
+    below ``lr`` at the end of the warm-up (about ``0.91 * lr`` for chapter 9). ``validation``
     is evaluated ``evals_per_epoch`` times per epoch (and at the end).
 
     ``train_word_embeddings=False`` keeps the ``(vocab_size, num_hiddens)`` word-embedding
@@ -358,7 +352,6 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     where it was, so the cells and functions that use it afterwards need not know. The returned
     trainer's optimizer state stays on the training device: to train further, call
     ``finetune`` again (or move the model back to ``trainer.device`` before ``trainer.fit()``)."""
-    from .training import TrainConfig, Trainer
     if not isinstance(model, BERTClassifier):
         raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
     check_tokenizer_fits(tokenizer, model)
@@ -425,24 +418,12 @@ def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str], batch_
     dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
     loader = DataLoader(dataset, batch_size=batch_size,
                         collate_fn=functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16))
-    device = device_of(model)
-    was_training = model.training
-    model.eval()
     try:
-        out = []
-        with _autocast(amp, device):
-            for batch in loader:
-                batch = move_to(batch, device)
-                out.append(model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1).cpu())
+        out = [model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1).cpu()
+               for batch in evaluation_batches(model, loader, amp=bool(amp))]
     finally:
-        model.train(was_training)
         release_memory()
     return torch.cat(out)
-
-
-def _autocast(amp, device: torch.device):
-    from .training import autocast
-    return autocast(bool(amp), device.type)
 
 
 @torch.no_grad()
@@ -471,12 +452,8 @@ def token_contributions(model: BERTClassifier, tokenizer, text: str, target: int
     variants = [ids] + [ids[:i] + ids[i + 1:] for i in body]
     pad = special_ids(tokenizer)["[PAD]"]
     batch = move_to(collate_reviews([(torch.tensor(v), 0) for v in variants], pad), device_of(model))
-    was_training = model.training
-    model.eval()
-    try:
+    with evaluation_mode(model):
         probs = model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1)[:, target].cpu()
-    finally:
-        model.train(was_training)
     p, p_without = float(probs[0]), probs[1:]
     return {"pieces": pieces[1:-1], "p": p, "p_without": p_without, "contributions": p - p_without}
 
@@ -536,7 +513,7 @@ MODEL_FAMILY = [
 
 def model_family_table():
     """:data:`MODEL_FAMILY` as a pandas DataFrame indexed by model."""
-    import pandas as pd
+    import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
     return pd.DataFrame(MODEL_FAMILY).set_index("model")
 
 
@@ -567,130 +544,3 @@ def encoder_parameters(vocab_size: int, hidden: int, layers: int, ffn: int | Non
     if pooler:
         total += hidden * hidden + hidden
     return total
-
-
-# ----------------------------------------------------------------------------------------
-# 5. Command line: python -m bertcourse.finetune
-# ----------------------------------------------------------------------------------------
-
-def _parser():
-    from .cli import Parser, add_device_option, nonnegative_float, nonnegative_int, positive_float, positive_int
-    p = Parser(prog="python -m bertcourse.finetune",
-               description="Fine-tune a BERT sentence classifier on the 2,400 training sentences of the UCI "
-                           "Sentiment Labelled Sentences data (shipped with the package; offline), report "
-                           "the validation accuracy after every epoch, save a checkpoint and evaluate once "
-                           "on the 300 test sentences. The last line printed is 'test accuracy: 0.xxx'.",
-               epilog="Example: python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment. "
-                      "Ctrl-C stops after the current step; the checkpoint is then saved and evaluated.")
-    p.add_argument("--model", default="minilm",
-                   help="minilm: start from the pretrained all-MiniLM-L6-v2 (chapter 8); scratch: the same "
-                        "architecture and tokenizer with random weights (default: minilm)")
-    p.add_argument("--out", required=True, help="output folder for the checkpoint (created if needed)")
-    p.add_argument("--epochs", type=positive_int("--epochs"), default=RECIPE["epochs"],
-                   help=f"passes over the training sentences (default: {RECIPE['epochs']})")
-    p.add_argument("--lr", type=positive_float("--lr"), default=None,
-                   help="peak learning rate of AdamW (default: 5e-5 for minilm, 3e-4 for scratch)")
-    p.add_argument("--batch-size", type=positive_int("--batch-size"), default=RECIPE["batch_size"],
-                   help=f"sentences per batch (default: {RECIPE['batch_size']})")
-    p.add_argument("--warmup-ratio", type=nonnegative_float("--warmup-ratio"), default=RECIPE["warmup_ratio"],
-                   help="fraction of the steps with a linear warm-up, at most 1 (default: 0.1)")
-    p.add_argument("--weight-decay", type=nonnegative_float("--weight-decay"), default=RECIPE["weight_decay"],
-                   help="AdamW weight decay on weight matrices (default: 0.01)")
-    p.add_argument("--pooling", default="mean",
-                   help="mean: average of the real tokens' states (what MiniLM was trained for); cls: the "
-                        "[CLS] state through the pooler (default: mean)")
-    p.add_argument("--head", default=None,
-                   help="how the new classification layer starts: probe (fit a logistic regression on the "
-                        "frozen pooled features first, then fine-tune everything: LP-FT) or random "
-                        "(default: probe for minilm, random for scratch)")
-    p.add_argument("--train-size", type=positive_int("--train-size"), default=None,
-                   help="use only this many training sentences, stratified by site and label "
-                        "(default: all 2,400)")
-    p.add_argument("--seed", type=nonnegative_int("--seed"), default=0,
-                   help="seed of the new weights, dropout and batch order (the split is fixed; default: 0)")
-    p.add_argument("--amp", default="auto",
-                   help="bf16 autocast: auto (when the CPU has fast bf16), on or off (default: auto)")
-    p.add_argument("--threads", type=positive_int("--threads"), default=None,
-                   help="torch threads (default: torch's choice)")
-    p.add_argument("--checkpointing", action="store_true",
-                   help="recompute each encoder block's activations in the backward pass instead of keeping "
-                        "them: the same training, a fraction of the activation memory, about 30%% more time")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_device_option(p)
-    return p
-
-
-def _parse_args(argv) -> argparse.Namespace:
-    from .cli import UsageError, check_writable
-    args = _parser().parse_args(argv)
-    for option, value, choices in (("--model", args.model, ("minilm", "scratch")),
-                                   ("--pooling", args.pooling, POOLINGS),
-                                   ("--amp", args.amp, ("auto", "on", "off")),
-                                   ("--head", args.head or "probe", ("probe", "random"))):
-        if value not in choices:
-            raise UsageError(f"{option} must be one of {', '.join(choices)}, got {value!r}")
-    if args.warmup_ratio > 1:
-        raise UsageError(f"--warmup-ratio must be <= 1, got {args.warmup_ratio}")
-    if args.train_size is not None and args.train_size > SPLIT_SIZES["train"]:
-        raise UsageError(f"--train-size must be <= {SPLIT_SIZES['train']} (the training split), got {args.train_size}")
-    if args.lr is None:
-        args.lr = 5e-5 if args.model == "minilm" else 3e-4
-    if args.head is None:
-        args.head = "probe" if args.model == "minilm" else "random"
-    check_writable(args.out)
-    return args
-
-
-def _run(args) -> int:
-    from .training import cpu_has_fast_bf16
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    amp = {"auto": cpu_has_fast_bf16(), "on": True, "off": False}[args.amp]
-    splits = load_sentiment()
-    train = splits.train if args.train_size is None else stratified_subset(splits.train, args.train_size, args.seed)
-    print(f"loading {args.model} ...", flush=True)
-    model, tokenizer = build_classifier(args.model, pooling=args.pooling, seed=args.seed)
-    if args.head == "probe":
-        features = {name: sentence_features(model, tokenizer, [r.text for r in reviews], args.pooling, amp=amp)
-                    for name, reviews in (("train", train), ("validation", splits.validation))}
-        labels = {name: torch.tensor([r.label for r in reviews])
-                  for name, reviews in (("train", train), ("validation", splits.validation))}
-        probe, wd, accs = select_weight_decay(features["train"], labels["train"], features["validation"],
-                                              labels["validation"], WEIGHT_DECAYS)
-        init_head_from_probe(model, probe)
-        print(f"head started from a linear probe on the frozen features (weight decay {wd:g}, validation "
-              f"accuracy {accs[wd]:.3f})", flush=True)
-    n_params = sum(p.numel() for p in model.parameters())
-    print(f"fine-tuning {'pretrained all-MiniLM-L6-v2' if args.model == 'minilm' else 'a randomly initialised MiniLM'}"
-          f" ({n_params:,} parameters, {args.pooling} pooling) on {len(train):,} sentences for {args.epochs} "
-          f"epoch(s): lr {args.lr:g}, batch {args.batch_size}, bf16 autocast: {amp}", flush=True)
-    trainer = finetune(model, tokenizer, train, splits.validation, epochs=args.epochs, lr=args.lr,
-                       batch_size=args.batch_size, warmup_ratio=args.warmup_ratio,
-                       weight_decay=args.weight_decay, seed=args.seed, amp=amp,
-                       checkpointing=args.checkpointing, progress=not args.quiet, plot=False, device=args.device)
-    history = trainer.history
-    per_epoch = max(1, math.ceil(len(train) / args.batch_size))
-    for ev in history.evals:
-        print(f"epoch {ev['step'] / per_epoch:.2f} (step {ev['step']}): validation accuracy {ev['acc']:.3f}",
-              flush=True)
-    test = evaluate_classifier(model, review_loader(splits.test, tokenizer, args.batch_size), amp=amp)
-    extra = {"model": args.model, "head": args.head, "pooling": args.pooling, "epochs": args.epochs,
-             "lr": args.lr, "batch_size": args.batch_size, "train_size": len(train), "seed": args.seed, "test_acc": test["acc"],
-             "validation_acc": history.evals[-1]["acc"] if history.evals else None,
-             "train_seconds": trainer.elapsed, "stopped_by": history.stopped_by}
-    save_classifier(args.out, model, tokenizer, trainer, extra=extra)
-    state = "interrupted" if history.interrupted else "done"
-    print(f"{state}: {trainer.step} steps in {trainer.elapsed:.1f} s; checkpoint saved to {args.out}", flush=True)
-    print(f"test accuracy: {test['acc']:.3f}", flush=True)
-    return 130 if history.interrupted else 0
-
-
-def main(argv=None) -> int:
-    """``python -m bertcourse.finetune``; returns the exit code (0 done, 2 bad options,
-    130 interrupted)."""
-    from .cli import run_cli
-    return run_cli(_parse_args, _run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

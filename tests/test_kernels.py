@@ -1,30 +1,44 @@
-"""bertcourse.speedups: the fused MLM loss, batch trimming and length buckets change no number."""
+"""The fast paths (``@fast_path`` methods of the layers, built from bertcourse.kernels) give the
+numbers of the plain forwards: values and gradients, float32 and bfloat16, with dropout off
+(with dropout on, the masks are other draws from the same distribution).
+
+Tolerances: float32 1e-5 (values) and 1e-4 relative (gradients): the fast paths add the same
+terms in another order (a fused QKV product, oneDNN instead of MKL); bfloat16: 2-5 % of the
+largest value, what rounding 8-bit mantissas to another order gives in these sizes."""
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
-from tiny_bert import small_model, full_batch, interrupt_at
+from tiny_bert import full_batch, small_model
 
-from bertcourse.checkpoints import load_checkpoint, save_checkpoint
-from bertcourse.pretrain import mlm_loss, nsp_loss, pretraining_losses, pretraining_step
-from bertcourse.speedups import (
-    LengthBucketSampler,
-    bucketed_loader,
-    fused_mlm_loss,
-    trim_batch,
-)
-from bertcourse.training import TrainConfig, Trainer
+from torch import nn
+
+import bertcourse.kernels as kernels
+from bertcourse.attention import MultiHeadAttention, additive_mask
+from bertcourse.batching import trim_batch
+from bertcourse.bert import MaskLM
+from bertcourse.kernels import dropout_mask, linear, onednn_enabled, use_onednn
+from bertcourse.pretrain import mlm_loss, pretraining_losses
+from bertcourse.transformer import EncoderBlock
+from bertcourse.utils import FAST_PATH, show_source
 
 
 def reference_mlm(features, weight, bias, labels, weights):
     return mlm_loss(F.linear(features, weight, bias).float(), labels, weights)
 
+def fused_mlm_loss(features, weight, bias, labels, weights, **kw):
+    """MaskLM.fused_loss with the decoder's weight and bias set to ``weight`` and ``bias``."""
+    head = MaskLM(weight.shape[0], weight.shape[1])
+    head.decoder.weight, head.decoder.bias = weight, bias
+    return head.loss(features, labels, weights, fused=True) if not kw else head.fused_loss(
+        features, labels, weights, **kw)
+
 def random_mlm_problem(batch=6, preds=5, d=16, vocab=50, seed=0, zero_rows=True):
     g = torch.Generator().manual_seed(seed)
     features = torch.randn(batch, preds, d, generator=g, requires_grad=True)
-    weight = torch.randn(vocab, d, generator=g).mul_(0.5).requires_grad_()
-    bias = torch.randn(vocab, generator=g, requires_grad=True)
+    weight = nn.Parameter(torch.randn(vocab, d, generator=g).mul_(0.5))
+    bias = nn.Parameter(torch.randn(vocab, generator=g))
     labels = torch.randint(0, vocab, (batch, preds), generator=g)
     weights = torch.ones(batch, preds)
     if zero_rows:
@@ -57,7 +71,7 @@ def test_fused_mlm_loss_in_bfloat16_is_close_to_autocast():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         ref = mlm_loss(F.linear(f, w, b).float(), lab, wt)
     g_ref = torch.autograd.grad(ref, [f, w, b])
-    got = fused_mlm_loss(f.to(torch.bfloat16), w.to(torch.bfloat16), b, lab, wt, chunk=16, block=32)
+    got = fused_mlm_loss(f.to(torch.bfloat16), w, b, lab, wt, chunk=16, block=32)
     g_got = torch.autograd.grad(got, [f, w, b])
     assert got.dtype == torch.float32
     assert math.isclose(got.item(), ref.item(), rel_tol=2e-3)
@@ -73,18 +87,30 @@ def test_fused_mlm_loss_without_predictions_is_zero_and_differentiable():
 
 def test_fused_mlm_loss_checks_its_inputs():
     f, w, b, lab, wt = random_mlm_problem()
-    with pytest.raises(ValueError, match=r"features must have shape \(batch, num_preds, num_hiddens\)"):
+    with pytest.raises(ValueError, match=r"features must have shape \(batch, num_preds, num_hiddens=16\)"):
         fused_mlm_loss(f[0], w, b, lab, wt)
-    with pytest.raises(ValueError, match=r"weight must have shape \(vocab, num_hiddens=16\), got shape \(50, 8\)"):
-        fused_mlm_loss(f, w[:, :8], b, lab, wt)
-    with pytest.raises(ValueError, match=r"bias must have shape \(vocab=50,\), got shape \(49,\)"):
-        fused_mlm_loss(f, w, b[:-1], lab, wt)
-    with pytest.raises(ValueError, match=r"mlm_weights must have shape \(batch=6, num_preds=5\), got shape \(6, 4\)"):
+    with pytest.raises(ValueError, match=r"features"):
+        fused_mlm_loss(f[..., :8], w, b, lab, wt)
+    with pytest.raises(ValueError, match=r"mlm_weights must have shape \(batch=6, max_preds=5\)"):
         fused_mlm_loss(f, w, b, lab, wt[:, :4])
     with pytest.raises(TypeError, match="mlm_labels must be an integer tensor"):
         fused_mlm_loss(f, w, b, lab.float(), wt)
     with pytest.raises(ValueError, match=r"mlm_labels must be ids in 0..49"):
         fused_mlm_loss(f, w, b, lab + 50, wt)
+    with pytest.raises(ValueError, match="chunk must be"):
+        fused_mlm_loss(f, w, b, lab, wt, chunk=0)
+    with pytest.raises(TypeError, match="fused must be True or False"):
+        MaskLM(50, 16).loss(f, lab, wt, fused="yes")
+
+
+def test_plain_and_fused_loss_agree_and_plain_is_mlm_loss_of_the_logits():
+    f, w, b, lab, wt = random_mlm_problem(zero_rows=False)
+    head = MaskLM(50, 16)
+    head.decoder.weight, head.decoder.bias = w, b
+    plain = head.loss(f, lab, wt)
+    assert torch.equal(plain, mlm_loss(head.decoder(f), lab, wt))
+    assert torch.allclose(head.loss(f, lab, wt, fused=True), plain, atol=1e-5)
+
 
 def test_mlm_features_are_what_the_head_feeds_its_decoder(tokenizer, dataset):
     model = small_model(tokenizer).eval()
@@ -94,74 +120,15 @@ def test_mlm_features_are_what_the_head_feeds_its_decoder(tokenizer, dataset):
     via = model.mlm.decoder(model.mlm.features(encoded, batch["pred_positions"]))
     assert torch.equal(direct, via)
 
-def test_trim_batch_changes_nothing_but_the_speed(tokenizer, dataset):
-    model = small_model(tokenizer).eval()
-    batch = full_batch(dataset)
-    trimmed = trim_batch(batch)
-    longest = int(batch["valid_lens"].max())
-    assert trimmed["tokens"].shape == (len(dataset), longest) < batch["tokens"].shape
-    assert torch.equal(trimmed["tokens"], batch["tokens"][:, :longest])
-    for key in ("valid_lens", "pred_positions", "mlm_labels", "mlm_weights", "nsp_labels"):
-        assert trimmed[key] is batch[key]
-    a = pretraining_losses(model, batch, fused=False)          # trims inside
-    _, mlm_full, nsp_full = model(batch["tokens"], batch["segments"], batch["valid_lens"],
-                                  batch["pred_positions"])
-    assert torch.allclose(a["mlm_loss"], mlm_loss(mlm_full, batch["mlm_labels"], batch["mlm_weights"]), atol=1e-5)
-    assert torch.allclose(a["nsp_loss"], nsp_loss(nsp_full, batch["nsp_labels"]), atol=1e-5)
-    with pytest.raises(ValueError, match=r"missing the key\(s\) \['nsp_labels'\]"):
-        trim_batch({k: v for k, v in batch.items() if k != "nsp_labels"})
-    with pytest.raises(TypeError, match="batch must be a dict"):
-        trim_batch([batch["tokens"]])
-
-def test_length_buckets_cover_every_example_once_with_similar_lengths():
-    g = torch.Generator().manual_seed(0)
-    lengths = torch.randint(5, 60, (1000,), generator=g)
-    sampler = LengthBucketSampler(lengths, batch_size=32, pool_batches=8, generator=torch.Generator().manual_seed(1))
-    batches = list(sampler)
-    assert len(batches) == len(sampler) == math.ceil(1000 / 32)
-    assert sorted(i for b in batches for i in b) == list(range(1000))
-    spread = sum(int(lengths[b].max() - lengths[b].min()) for b in batches) / len(batches)
-    random_spread = sum(int(lengths[b].max() - lengths[b].min())
-                        for b in torch.randperm(1000, generator=g).split(32)) / len(batches)
-    assert spread < random_spread / 4, (spread, random_spread)
-    again = list(LengthBucketSampler(lengths, 32, 8, torch.Generator().manual_seed(1)))
-    assert again == batches                                      # seeded: repeatable
-    assert list(sampler) != batches                              # the next epoch is a new order
-    with pytest.raises(ValueError, match="lengths must be a non-empty 1-D sequence"):
-        LengthBucketSampler([], 4)
-
-def test_resume_with_a_bucketed_loader(tokenizer, dataset, tmp_path):
-    cfg = TrainConfig(steps=8, eval_every=None, warmup_steps=2, amp=False, seed=1)
-    a = small_model(tokenizer)
-    Trainer(a, bucketed_loader(dataset, 4, seed=5, pool_batches=2), pretraining_step(), cfg).fit(progress=False, plot=False)
-    b = small_model(tokenizer)
-    t = Trainer(b, bucketed_loader(dataset, 4, seed=5, pool_batches=2), pretraining_step(), cfg)
-    interrupt_at(t, 6)                                     # in the second epoch (5 batches each)
-    t.fit(progress=False, plot=False)
-    save_checkpoint(tmp_path, b, tokenizer, t)
-    b, _, state = load_checkpoint(tmp_path)
-    t = Trainer(b, bucketed_loader(dataset, 4, seed=5, pool_batches=2), pretraining_step(), cfg)
-    t.load_state_dict(state)
-    t.fit(progress=False, plot=False)
-    for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
-        assert torch.equal(va, vb), k
-
-
-# --- the fast path: pretraining_features, dropout_mask, linear --------------------------------
-
-from bertcourse.speedups import (  # noqa: E402
-    dropout_mask,
-    fast_path_supported,
-    linear,
-    onednn_enabled,
-    pretraining_features,
-    use_onednn,
-)
-
 
 def plain_features(model, batch):
     encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
     return model.mlm.features(encoded, batch["pred_positions"]), model.nsp(model.pooler(encoded))
+
+
+def pretraining_features(model, batch, fast=True):
+    return model.pretraining_features(batch["tokens"], batch["segments"], batch["valid_lens"],
+                                      batch["pred_positions"], fast=fast)
 
 
 def grads_of(model, outputs):
@@ -213,25 +180,28 @@ def test_the_fast_path_with_dropout_keeps_the_distribution_and_repeats_with_the_
 
 def test_models_the_fast_path_does_not_know_use_the_plain_encoder(tokenizer, dataset):
     model = small_model(tokenizer).eval()
-    assert fast_path_supported(model)
-    model.encoder.blks[0].norm_first = True          # a pre-norm block: not what pretraining_features computes
-    assert not fast_path_supported(model)
+    assert model.encoder.supports_fast_path()
+    model.encoder.blks[0].norm_first = True          # a pre-norm block: not what fast_forward computes
+    assert not model.encoder.supports_fast_path()
     batch = full_batch(dataset)
     fused, plain = pretraining_losses(model, batch, fused=True), pretraining_losses(model, batch, fused=False)
     assert torch.allclose(fused["loss"], plain["loss"], atol=1e-5)
+    b = trim_batch(batch)
     with pytest.raises(TypeError, match="post-norm EncoderBlocks"):
-        pretraining_features(model, trim_batch(batch))
+        model.encoder.fast_forward(b["tokens"], b["segments"], b["valid_lens"])
+    for f, p in zip(pretraining_features(model, b), plain_features(model, b)):     # fast=True falls back
+        assert torch.equal(f, p)
 
 
 def test_pretraining_features_check_their_inputs(tokenizer, dataset):
     model = small_model(tokenizer).eval()
     batch = trim_batch(full_batch(dataset))
-    with pytest.raises(ValueError, match=r"valid_lens must be \(batch,\) lengths of at least 1"):
+    with pytest.raises(ValueError, match=r"valid_lens must be \(batch=\d+,\) lengths of at least 1"):
         pretraining_features(model, {**batch, "valid_lens": batch["valid_lens"] * 0})
-    with pytest.raises(ValueError, match=r"pred_positions must have shape \(batch=\d+, num_preds\) with values in"):
+    with pytest.raises(ValueError, match=r"pred_positions must lie in \[0, seq=\d+\)"):
         pretraining_features(model, {**batch, "pred_positions": batch["pred_positions"] + 100})
-    with pytest.raises(ValueError, match="missing the key"):
-        pretraining_features(model, {"tokens": batch["tokens"]})
+    with pytest.raises(TypeError, match="pretraining heads"):
+        pretraining_features(type(model)(model.config, with_heads=False), batch)
 
 
 def test_dropout_mask_keeps_one_minus_p_and_scales():
@@ -287,17 +257,100 @@ def test_fused_mlm_loss_is_the_same_with_and_without_onednn():
 
 
 def test_onednn_keeps_kernels_for_a_bounded_number_of_shapes():
-    import bertcourse.speedups as speedups
     w = torch.randn(8, 4)
     use_onednn(True, min_product=0)
     try:
         for rows in range(1, 60):
             linear(torch.randn(rows, 4), w)
         if onednn_enabled():
-            assert len(speedups._ONEDNN["shapes"]) == speedups.ONEDNN_MAX_SHAPES
+            assert kernels.onednn_shapes() == kernels.ONEDNN_MAX_SHAPES
         assert torch.allclose(linear(torch.ones(61, 4), w), F.linear(torch.ones(61, 4), w))   # beyond: PyTorch's
     finally:
         use_onednn(True)
-    assert len(speedups._ONEDNN["shapes"]) == 0
+    assert kernels.onednn_shapes() == 0
     linear(torch.randn(3, 4), w)                       # a small product: not sent to oneDNN
-    assert len(speedups._ONEDNN["shapes"]) == 0
+    assert kernels.onednn_shapes() == 0
+
+
+# --- each layer's fast path against its own forward ---------------------------------------
+
+def _layer_inputs(batch=3, seq=7, d=16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(batch, seq, d, generator=g, requires_grad=True)
+    valid_lens = torch.tensor([7, 4, 1])
+    rows = torch.tensor([[0, 3], [0, 1], [0, 0]])                    # [CLS] and one more position
+    return X, valid_lens, rows
+
+
+def _compare(fast, plain, inputs, params, tol):
+    """Values and gradients (of the same random projection of the output) agree within
+    ``tol`` times the largest value / the largest gradient entry. (Relative to the largest
+    gradient of all, not of each tensor: some are zero in exact arithmetic — the key bias,
+    which the softmax cancels — and hold only rounding noise.)"""
+    assert fast.shape == plain.shape
+    scale = float(plain.detach().float().abs().max())
+    assert float((fast.detach().float() - plain.detach().float()).abs().max()) <= tol * scale
+    probe = torch.randn(plain.shape, generator=torch.Generator().manual_seed(1))
+    wrt = [*inputs, *params]
+    g_fast = torch.autograd.grad((fast.float() * probe).sum(), wrt, retain_graph=True)
+    g_plain = torch.autograd.grad((plain.float() * probe).sum(), wrt, retain_graph=True)
+    largest = max(float(b.float().abs().max()) for b in g_plain)
+    for a, b in zip(g_fast, g_plain):
+        assert float((a.float() - b.float()).abs().max()) <= tol * largest
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 0.05)])
+@pytest.mark.parametrize("subset", [False, True])
+def test_attention_fast_self_attention_equals_forward(dtype, tol, subset):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, num_heads=2, dropout=0.1, bias=True).eval()
+    X, valid_lens, rows = _layer_inputs()
+    use_onednn(True, min_product=0)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            Xq = torch.gather(X, 1, rows[:, :, None].expand(-1, -1, 16)) if subset else X
+            fast = mha.fast_self_attention(X, additive_mask(valid_lens, 7), Xq if subset else None)
+            plain = mha(Xq, X, X, valid_lens)
+    finally:
+        use_onednn(True)
+    _compare(fast, plain, [X], list(mha.parameters()), tol)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 0.05)])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_block_fast_forward_equals_forward(dtype, tol, activation):
+    torch.manual_seed(0)
+    blk = EncoderBlock(16, 32, 2, dropout=0.0, bias=True, activation=activation).train()   # dropout 0: exact
+    X, valid_lens, rows = _layer_inputs()
+    use_onednn(True, min_product=0)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            fast_all = blk.fast_forward(X, additive_mask(valid_lens, 7))
+            plain = blk(X, valid_lens)
+            fast_rows = blk.fast_forward(X, additive_mask(valid_lens, 7), rows)
+    finally:
+        use_onednn(True)
+    _compare(fast_all, plain, [X], list(blk.parameters()), tol)
+    picked = torch.gather(plain, 1, rows[:, :, None].expand(-1, -1, 16))
+    _compare(fast_rows, picked, [X], list(blk.parameters()), tol)
+    with pytest.raises(TypeError, match="post-norm"):
+        EncoderBlock(16, 32, 2, norm_first=True).fast_forward(X, additive_mask(valid_lens, 7))
+
+
+def test_additive_mask_masks_like_masked_softmax():
+    from bertcourse.attention import masked_softmax
+    scores = torch.randn(3, 2, 5, 5)
+    valid_lens = torch.tensor([5, 2, 1])
+    expected = masked_softmax(scores, valid_lens)
+    assert torch.allclose(torch.softmax(scores + additive_mask(valid_lens, 5), dim=-1), expected, atol=1e-7)
+    with pytest.raises(TypeError, match="valid_lens"):
+        additive_mask(valid_lens.float(), 5)
+
+
+def test_show_source_of_a_layer_shows_its_plain_forward_and_one_line_per_fast_path():
+    shown = show_source(MultiHeadAttention).source
+    assert "def forward" in shown and "def fast_self_attention" not in shown and "def cached" not in shown
+    assert shown.count(FAST_PATH) == 2
+    assert f"{FAST_PATH} show_source(MultiHeadAttention.cached)" in shown
+    assert "def fast_self_attention" in show_source(MultiHeadAttention.fast_self_attention).source
+    assert show_source(MaskLM).source.count(FAST_PATH) == 1 and "def loss" in show_source(MaskLM).source

@@ -1,0 +1,7 @@
+"""``python -m bertcourse.pretrain``: the command line itself lives in :mod:`bertcourse.cli`, with
+every command of the course (one style: one-line errors, exit codes 0 / 2 / 130)."""
+import sys
+
+from ..cli import pretrain_main
+
+sys.exit(pretrain_main())

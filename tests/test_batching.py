@@ -1,0 +1,66 @@
+"""bertcourse.batching: trimming padding and batching by length change no number."""
+import math
+
+import pytest
+import torch
+from tiny_bert import full_batch, interrupt_at, small_model
+
+from bertcourse.batching import LengthBucketSampler, bucketed_loader, trim_batch
+from bertcourse.checkpoints import load_checkpoint, save_checkpoint
+from bertcourse.pretrain import mlm_loss, nsp_loss, pretraining_losses, pretraining_step
+from bertcourse.training import TrainConfig, Trainer
+
+
+def test_trim_batch_changes_nothing_but_the_speed(tokenizer, dataset):
+    model = small_model(tokenizer).eval()
+    batch = full_batch(dataset)
+    trimmed = trim_batch(batch)
+    longest = int(batch["valid_lens"].max())
+    assert trimmed["tokens"].shape == (len(dataset), longest) < batch["tokens"].shape
+    assert torch.equal(trimmed["tokens"], batch["tokens"][:, :longest])
+    for key in ("valid_lens", "pred_positions", "mlm_labels", "mlm_weights", "nsp_labels"):
+        assert trimmed[key] is batch[key]
+    a = pretraining_losses(model, batch, fused=False)          # trims inside
+    _, mlm_full, nsp_full = model(batch["tokens"], batch["segments"], batch["valid_lens"],
+                                  batch["pred_positions"])
+    assert torch.allclose(a["mlm_loss"], mlm_loss(mlm_full, batch["mlm_labels"], batch["mlm_weights"]), atol=1e-5)
+    assert torch.allclose(a["nsp_loss"], nsp_loss(nsp_full, batch["nsp_labels"]), atol=1e-5)
+    with pytest.raises(ValueError, match=r"missing the key\(s\) \['nsp_labels'\]"):
+        trim_batch({k: v for k, v in batch.items() if k != "nsp_labels"})
+    with pytest.raises(TypeError, match="batch must be a dict"):
+        trim_batch([batch["tokens"]])
+
+
+def test_length_buckets_cover_every_example_once_with_similar_lengths():
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(5, 60, (1000,), generator=g)
+    sampler = LengthBucketSampler(lengths, batch_size=32, pool_batches=8, generator=torch.Generator().manual_seed(1))
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == math.ceil(1000 / 32)
+    assert sorted(i for b in batches for i in b) == list(range(1000))
+    spread = sum(int(lengths[b].max() - lengths[b].min()) for b in batches) / len(batches)
+    random_spread = sum(int(lengths[b].max() - lengths[b].min())
+                        for b in torch.randperm(1000, generator=g).split(32)) / len(batches)
+    assert spread < random_spread / 4, (spread, random_spread)
+    again = list(LengthBucketSampler(lengths, 32, 8, torch.Generator().manual_seed(1)))
+    assert again == batches                                      # seeded: repeatable
+    assert list(sampler) != batches                              # the next epoch is a new order
+    with pytest.raises(ValueError, match="lengths must be a non-empty 1-D sequence"):
+        LengthBucketSampler([], 4)
+
+
+def test_resume_with_a_bucketed_loader(tokenizer, dataset, tmp_path):
+    cfg = TrainConfig(steps=8, eval_every=None, warmup_steps=2, amp=False, seed=1)
+    a = small_model(tokenizer)
+    Trainer(a, bucketed_loader(dataset, 4, seed=5, pool_batches=2), pretraining_step(), cfg).fit(progress=False, plot=False)
+    b = small_model(tokenizer)
+    t = Trainer(b, bucketed_loader(dataset, 4, seed=5, pool_batches=2), pretraining_step(), cfg)
+    interrupt_at(t, 6)                                     # in the second epoch (5 batches each)
+    t.fit(progress=False, plot=False)
+    save_checkpoint(tmp_path, b, tokenizer, t)
+    b, _, state = load_checkpoint(tmp_path)
+    t = Trainer(b, bucketed_loader(dataset, 4, seed=5, pool_batches=2), pretraining_step(), cfg)
+    t.load_state_dict(state)
+    t.fit(progress=False, plot=False)
+    for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(va, vb), k

@@ -1,0 +1,226 @@
+"""The package speaks Chinese on request (bertcourse.i18n): the switch, the catalog's
+completeness, exercise feedback and widget labels in both languages."""
+from __future__ import annotations
+
+import importlib
+import inspect
+import shutil
+
+import matplotlib
+import polib
+import pytest
+
+matplotlib.use("Agg")
+
+from bertcourse import i18n  # noqa: E402
+from bertcourse.exercises.core import message_of  # noqa: E402
+
+CHAPTERS = [f"ch{n:02d}" for n in range(1, 11)]
+
+
+@pytest.fixture(autouse=True)
+def english_afterwards():
+    """Every test starts and ends in English, whatever it switches to."""
+    i18n.set_language("en")
+    yield
+    i18n.set_language("en")
+
+
+def cjk_share(text: str) -> float:
+    """The share of Chinese characters among the letters of ``text``."""
+    letters = [c for c in text if c.isalpha()]
+    return sum("\u4e00" <= c <= "\u9fff" for c in letters) / max(1, len(letters))
+
+
+# --- the switch --------------------------------------------------------------------------------
+
+def test_english_is_the_default_and_set_language_switches():
+    assert i18n.get_language() == "en"
+    i18n.set_language("zh")
+    assert i18n.get_language() == "zh"
+    assert i18n.gettext("sentence A") == "句子A"
+    i18n.set_language("en")
+    assert i18n.gettext("sentence A") == "sentence A"
+
+
+@pytest.mark.parametrize("bad, error", [("fr", ValueError), ("ZH", ValueError), ("", ValueError),
+                                        (None, TypeError), (1, TypeError), (["zh"], TypeError)])
+def test_set_language_refuses_other_values(bad, error):
+    with pytest.raises(error) as e:
+        i18n.set_language(bad)
+    message = str(e.value)
+    assert "lang" in message and "'en'" in message and "'zh'" in message and repr(bad)[:10] in message
+    assert i18n.get_language() == "en"          # a refused value changes nothing
+
+
+def test_gettext_refuses_a_non_string():
+    with pytest.raises(TypeError, match="msgid"):
+        i18n.gettext(3)
+
+
+def test_placeholders_are_kept_and_filled_after_translating():
+    i18n.set_language("zh")
+    text = i18n.gettext("correct on all {n} cases ({cases})")
+    assert "{n}" in text and "{cases}" in text
+    assert text.format(n=3, cases="a") == "3个测试用例全部正确（a）"
+
+
+# --- the catalog --------------------------------------------------------------------------------
+
+def test_every_wrapped_string_has_a_finished_translation():
+    assert i18n.catalog_problems() == []
+
+
+def test_extraction_finds_marked_strings_and_diagnosis_docstrings():
+    messages = i18n.extract_messages()
+    from bertcourse.exercises import ch01
+    assert message_of(ch01._weights_no_scale) in messages            # a diagnosis's docstring
+    assert "Q1 (scaled dot-product attention weights)" in messages   # an N_() mark
+    assert "sentence A" in messages                                  # a widget's _() call
+    assert any(p.startswith("bertcourse/widgets/bert_input.py:") for p in messages["sentence A"])
+    # helpers' docstrings are not learner-facing: only functions listed in *_DIAGNOSES are taken
+    assert inspect.getdoc(ch01._visible) not in messages
+
+
+def test_catalog_problems_names_missing_fuzzy_untranslated_and_stale_entries(tmp_path):
+    path = tmp_path / "bertcourse.po"
+    shutil.copy(i18n.catalog_path(), path)
+    catalog = polib.pofile(str(path))
+    missing, fuzzy, empty = catalog[0], catalog[1], catalog[2]
+    catalog.remove(missing)
+    fuzzy.flags.append("fuzzy")
+    empty.msgstr = ""
+    catalog.append(polib.POEntry(msgid="a string no code uses any more", msgstr="没人用的字符串"))
+    catalog.save()
+    problems = "\n".join(i18n.catalog_problems(path))
+    assert f"missing from the catalog: {missing.msgid[:70]!r}" in problems
+    assert f"fuzzy (the English changed; check the translation): {fuzzy.msgid[:70]!r}" in problems
+    assert f"untranslated: {empty.msgid[:70]!r}" in problems
+    assert "stale" in problems and "a string no code uses any more" in problems
+    assert len(i18n.catalog_problems(path)) == 4
+
+
+def test_update_adds_new_strings_untranslated_and_retires_old_ones(tmp_path):
+    path = tmp_path / "bertcourse.po"
+    shutil.copy(i18n.catalog_path(), path)
+    catalog = polib.pofile(str(path))
+    gone = catalog[5]
+    catalog.remove(gone)
+    catalog.append(polib.POEntry(msgid="an old string", msgstr="旧字符串"))
+    catalog.save()
+    assert i18n.update_catalog(path) == (1, 1)
+    catalog = polib.pofile(str(path))
+    assert catalog.find(gone.msgid).msgstr == ""                    # back, to be translated
+    assert catalog.find("an old string", include_obsolete_entries=True).obsolete
+    problems = i18n.catalog_problems(path)
+    assert problems == [f"untranslated: {gone.msgid[:70]!r} ({gone.occurrences[0][0]}:{gone.occurrences[0][1]})"]
+
+
+def test_a_fuzzy_translation_is_not_used(monkeypatch):
+    catalog = polib.POFile()
+    catalog.append(polib.POEntry(msgid="head", msgstr="头"))
+    catalog.append(polib.POEntry(msgid="layer", msgstr="层", flags=["fuzzy"]))
+    monkeypatch.setattr(i18n, "_read_catalog", lambda path=None: catalog)
+    i18n._translations.cache_clear()
+    try:
+        i18n.set_language("zh")
+        assert (i18n.gettext("head"), i18n.gettext("layer"), i18n.gettext("unknown")) == ("头", "layer", "unknown")
+    finally:
+        i18n._translations.cache_clear()
+
+
+# --- exercise feedback --------------------------------------------------------------------------
+
+def _mistake_answer(chapter: str):
+    """A chapter's exercise, a wrong answer for it and the English messages of its list of
+    mistakes. The wrong answer is the first diagnosis of a ``Q<k>_DIAGNOSES`` list that is a
+    plain function (a docstring diagnosis, or the ``wrong`` of a ``(wrong, message)`` pair):
+    it makes exactly that mistake."""
+    module = importlib.import_module(f"bertcourse.exercises.{chapter}")
+    for k in range(1, 6):
+        mistakes = []
+        for d in getattr(module, f"Q{k}_DIAGNOSES", []):
+            if inspect.isfunction(d) and d.__doc__:
+                mistakes.append((d, message_of(d)))
+            elif isinstance(d, tuple) and inspect.isfunction(d[0]) and isinstance(d[1], str):
+                mistakes.append(d)
+        if mistakes:
+            return getattr(module, f"q{k}"), mistakes[0][0], [message for _, message in mistakes]
+    raise AssertionError(f"{chapter} has no diagnosis that a wrong answer can reproduce")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_diagnosed_mistake_is_explained_in_the_language_asked_for(chapter, capsys):
+    exercise, wrong, messages = _mistake_answer(chapter)
+    english = exercise.check(wrong)
+    assert english.status == "fail"
+    named = [m for m in messages if m in english.message]
+    assert named, english.message                    # the English feedback names the mistake
+    assert cjk_share(str(english)) == 0
+    assert str(english).startswith(f"[FAIL] {exercise.name}: ")
+
+    i18n.set_language("zh")
+    chinese = exercise.check(wrong)
+    assert chinese.status == "fail"
+    why = i18n.gettext(named[0])                     # the catalog's translation of the diagnosis
+    assert why != named[0] and cjk_share(why) > 0.3    # code and identifiers stay as they are
+    assert why in chinese.message and named[0] not in chinese.message
+    assert cjk_share(str(chinese)) >= 0.5, str(chinese)
+    assert str(chinese).startswith(f"[未通过] {i18n.gettext(exercise.name)}：")
+    hint = exercise.hint()                           # hints name code, so no share is asked of them
+    assert hint == f"提示1/{len(exercise.hints)}：" + i18n.gettext(exercise.hints[0]).format(**exercise.fields or {})
+    assert i18n.gettext(exercise.hints[0]) != exercise.hints[0]
+
+    i18n.set_language("en")                          # back in English: exactly the English again
+    assert exercise.check(wrong).message == english.message
+    capsys.readouterr()
+
+
+def test_a_prediction_is_answered_in_chinese(capsys):
+    from bertcourse.exercises.ch02 import q5
+    i18n.set_language("zh")
+    result = q5.check({"first": 6, "mean": 6})        # too many for both readouts
+    assert result.status == "fail" and cjk_share(result.message) >= 0.5, result.message
+    assert "太多了" in result.message
+    printed = capsys.readouterr().out
+    assert printed.strip() == str(result)
+
+
+def test_not_attempted_and_solution_speak_chinese(capsys):
+    from bertcourse.exercises.ch01 import q1
+    i18n.set_language("zh")
+    result = q1.check(None)
+    assert result.status == "not attempted" and "尚未作答" in str(result) and "占位符" in result.message
+    solution = q1.solution()
+    assert "每一行之和为1" in solution                    # the comment is Chinese
+    assert "return torch.softmax(scores, dim=-1)" in solution   # the code is not translated
+    capsys.readouterr()
+
+
+# --- widgets ------------------------------------------------------------------------------------
+
+def test_a_widget_built_after_the_switch_has_chinese_labels():
+    from bertcourse.widgets.positional import PositionalEncodingExplorer
+    english = PositionalEncodingExplorer()
+    assert [c.description for c in english.controls] == ["model width d", "position", "dimensions"]
+    i18n.set_language("zh")
+    chinese = PositionalEncodingExplorer()
+    assert [c.description for c in chinese.controls] == ["模型宽度d", "位置", "维度"]
+    assert [c.description for c in english.controls] == ["model width d", "position", "dimensions"]
+
+
+def test_widget_messages_are_chinese_and_figure_text_stays_english():
+    from bertcourse.widgets.attention import AttentionExplorer
+    i18n.set_language("zh")
+    explorer = AttentionExplorer()
+    assert [explorer.sentence.description, explorer.query.description] == ["句子", "查询"]
+    assert cjk_share(explorer.state["message"]) >= 0.5, explorer.state["message"]
+    texts = [t.get_text() for t in explorer.figure.texts]
+    for ax in explorer.figure.axes:
+        texts += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        texts += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels() + ax.texts]
+    assert any(texts) and all(cjk_share(t) == 0 for t in texts)     # no CJK font on Colab/Binder
+    explorer.text.value = ""                                        # the message drawn in the figure
+    assert "请" in explorer.state["message"]
+    drawn = [t.get_text() for ax in explorer.figure.axes for t in ax.texts]
+    assert drawn == ["Type at least one word in the text box (it is empty now)."]
