@@ -127,7 +127,7 @@ def test_input_errors_are_reported_by_rank_0_only(capsys, tmp_path, monkeypatch)
     (["--epochs", "-2"], "--epochs must be > 0, got -2"),
 ])
 def test_the_finetune_command_reads_negative_numbers_as_values(capsys, tmp_path, argv, message):
-    from bertcourse.finetune import main as finetune_main
+    from bertcourse.cli import finetune_main
     code = finetune_main(["--out", str(tmp_path / "run"), *argv])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err == f"error: {message}\n"

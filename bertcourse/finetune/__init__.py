@@ -57,8 +57,6 @@ __all__ = [
     "predict_proba", "token_contributions", "misclassified",
     # the model family
     "MODEL_FAMILY", "model_family_table", "encoder_parameters",
-    # command line
-    "main",
 ]
 
 # ----------------------------------------------------------------------------------------
