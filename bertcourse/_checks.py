@@ -45,8 +45,11 @@ def check_dim(name: str, x: torch.Tensor, dim: int, size: int, expected: str) ->
         raise ValueError(f"{name} must have shape {expected}, got shape {shape_str(x)}")
 
 
-def check_positive_int(name: str, value, *, allow_zero: bool = False) -> None:
-    """Raise TypeError/ValueError unless `value` is a (positive) Python int."""
+def check_positive_int(name: str, value, *, allow_zero: bool = False, allow_none: bool = False) -> None:
+    """Raise TypeError/ValueError unless `value` is a (positive) Python int (or None, where
+    ``allow_none``: an optional setting such as ``eval_every=None``)."""
+    if allow_none and value is None:
+        return
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
     if value < 0 or (value == 0 and not allow_zero):
@@ -71,9 +74,12 @@ def check_hidden(name: str, X, num_hiddens: int) -> None:
 
 
 def check_finite_number(name: str, value, *, low: float | None = None, high: float | None = None,
-                        low_open: bool = False, high_open: bool = False) -> None:
+                        low_open: bool = False, high_open: bool = False, allow_none: bool = False) -> None:
     """Raise TypeError unless ``value`` is a real number (not a bool), ValueError if it is NaN,
-    infinite or outside ``[low, high]`` (``low_open``/``high_open``: the bound itself excluded)."""
+    infinite or outside ``[low, high]`` (``low_open``/``high_open``: the bound itself excluded).
+    ``allow_none``: None is accepted too (an optional setting, e.g. ``clip=None``: no clipping)."""
+    if allow_none and value is None:
+        return
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
     if not math.isfinite(value):

@@ -22,6 +22,7 @@ from typing import Callable
 import torch
 
 from .batching import bucketed_loader
+from ._checks import check_path
 from .bert import CONFIGS, BERTModel, get_config
 from .checkpoints import CONFIG_FILE, MODEL_FILE, STATE_FILE, STATE_INFO_FILE, load_checkpoint, save_checkpoint
 from .data import load_pretrain_data
@@ -94,7 +95,6 @@ def nonnegative_int(name: str) -> Callable[[str], int]:
 
 def check_writable(folder: str, option: str = "--out") -> None:
     """Create ``folder`` if needed and make sure a file can be written into it."""
-    from ._checks import check_path
     try:
         check_path(option, folder, kind="folder", what="output folder")   # "" or an existing file
     except ValueError as e:

@@ -225,3 +225,17 @@ def test_check_tokenizer_fits():
         check_tokenizer_fits(tok, "model")
     with pytest.raises(TypeError, match="tokenizer must be a WordPieceTokenizer"):
         check_tokenizer_fits("tok", model)
+
+
+def test_optional_settings_accept_none_only_where_allowed():
+    check_positive_int("eval_every", None, allow_none=True)
+    check_finite_number("clip", None, low=0, low_open=True, allow_none=True)
+    check_bool("amp", None, allow_none=True)
+    with pytest.raises(TypeError, match="eval_every must be an int, got NoneType"):
+        check_positive_int("eval_every", None)
+    with pytest.raises(TypeError, match="clip must be a number, got NoneType"):
+        check_finite_number("clip", None)
+    with pytest.raises(TypeError, match=r"amp must be True or False, or None, got str \('yes'\)"):
+        check_bool("amp", "yes", allow_none=True)
+    with pytest.raises(ValueError, match="clip must be > 0, got -1"):
+        check_finite_number("clip", -1, low=0, low_open=True, allow_none=True)

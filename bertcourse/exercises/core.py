@@ -145,10 +145,8 @@ def _need_args(function: str, args) -> tuple:
 
 def _need_tolerance(function: str, name: str, value) -> None:
     _need(isinstance(value, numbers.Real) and not isinstance(value, bool), function, name, "a number", value)
-    if not value >= 0:
-        raise ValueError(f"{function}: {name} must be >= 0, got {value!r}")
-    if math.isinf(value):           # an infinite tolerance would pass anything
-        raise ValueError(f"{function}: {name} must be a finite number, got {value!r}")
+    if not 0 <= value < math.inf:           # NaN, negative, or infinite (which would pass anything)
+        raise ValueError(f"{function}: {name} must be {'finite' if value == math.inf else '>= 0'}, got {value!r}")
 
 
 # --- Seeded inputs ---
@@ -169,9 +167,8 @@ def randn(*shape: int, seed: int | torch.Generator, scale: float = 1.0) -> torch
         _need(isinstance(n, int) and not isinstance(n, bool), "randn", f"shape[{i}]", "an int", n)
         if n < 0:
             raise ValueError(f"randn: shape[{i}] must be >= 0, got {n}")
-    _need(isinstance(scale, numbers.Real) and not isinstance(scale, bool), "randn", "scale", "a number", scale)
-    if not math.isfinite(scale):
-        raise ValueError(f"randn: scale must be a finite number, got {scale}")
+    _need(isinstance(scale, numbers.Real) and not isinstance(scale, bool) and math.isfinite(scale), "randn",
+          "scale", "a finite number", scale)
     generator = seed if isinstance(seed, torch.Generator) else seeded(seed)
     return torch.randn(*shape, generator=generator) * scale
 
