@@ -45,8 +45,11 @@ def check_dim(name: str, x: torch.Tensor, dim: int, size: int, expected: str) ->
         raise ValueError(f"{name} must have shape {expected}, got shape {shape_str(x)}")
 
 
-def check_positive_int(name: str, value, *, allow_zero: bool = False) -> None:
-    """Raise TypeError/ValueError unless `value` is a (positive) Python int."""
+def check_positive_int(name: str, value, *, allow_zero: bool = False, allow_none: bool = False) -> None:
+    """Raise TypeError/ValueError unless `value` is a (positive) Python int (or None, where
+    ``allow_none``: an optional setting such as ``eval_every=None``)."""
+    if allow_none and value is None:
+        return
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
     if value < 0 or (value == 0 and not allow_zero):
@@ -71,9 +74,12 @@ def check_hidden(name: str, X, num_hiddens: int) -> None:
 
 
 def check_finite_number(name: str, value, *, low: float | None = None, high: float | None = None,
-                        low_open: bool = False, high_open: bool = False) -> None:
+                        low_open: bool = False, high_open: bool = False, allow_none: bool = False) -> None:
     """Raise TypeError unless ``value`` is a real number (not a bool), ValueError if it is NaN,
-    infinite or outside ``[low, high]`` (``low_open``/``high_open``: the bound itself excluded)."""
+    infinite or outside ``[low, high]`` (``low_open``/``high_open``: the bound itself excluded).
+    ``allow_none``: None is accepted too (an optional setting, e.g. ``clip=None``: no clipping)."""
+    if allow_none and value is None:
+        return
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
     if not math.isfinite(value):
@@ -99,10 +105,14 @@ def check_int(name: str, value, *, low: int | None = None, high: int | None = No
         raise ValueError(f"{name} must be an int with {lo}{name}{hi}, got {value}")
 
 
-def check_bool(name: str, value) -> None:
-    """Raise TypeError unless ``value`` is True or False (``"no"`` would count as true)."""
+def check_bool(name: str, value, *, allow_none: bool = False) -> None:
+    """Raise TypeError unless ``value`` is True or False (``"no"`` would count as true), or
+    None where ``allow_none`` (None meaning "decide for me", e.g. ``amp=None``)."""
+    if allow_none and value is None:
+        return
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} ({value!r})")
+        extra = ", or None" if allow_none else ""
+        raise TypeError(f"{name} must be True or False{extra}, got {type(value).__name__} ({value!r})")
 
 
 def check_choice(name: str, value, choices) -> None:
@@ -203,10 +213,92 @@ def check_ids(name: str, ids, vocab_size: int, *, ndim: int = 2,
 # Files
 # ----------------------------------------------------------------------------------------
 
-def check_path(name: str, value) -> None:
-    """Raise TypeError unless ``value`` is a str or an ``os.PathLike`` (e.g. ``pathlib.Path``)."""
+def check_path(name: str, value, *, kind: str | None = None, must_exist: bool = False,
+               what: str = "") -> str:
+    """``value`` as a str path, checked once for every function that takes a path.
+
+    TypeError unless it is a str or an ``os.PathLike`` (e.g. ``pathlib.Path``); ValueError
+    for an empty string (``Path("")`` is the current folder: never what a learner meant).
+    ``kind="folder"``: ValueError if it is an existing *file*; ``kind="file"``: ValueError if
+    it is an existing *folder* (both say what to pass instead). ``must_exist``:
+    FileNotFoundError if nothing is there. ``what`` names the thing, e.g. "checkpoint folder".
+    """
+    if kind not in (None, "file", "folder"):
+        raise ValueError(f"kind must be None, 'file' or 'folder', got {kind!r}")
+    thing = what or kind or "file or folder"
     if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a path (str or pathlib.Path), got {type(value).__name__} ({value!r})")
+        raise TypeError(f"{name} must be a path (str or pathlib.Path) of the {thing}, "
+                        f"got {type(value).__name__} ({value!r})")
+    path = os.fspath(value)
+    if not isinstance(path, str):          # a PathLike of bytes
+        raise TypeError(f"{name} must be a str path of the {thing}, got {type(path).__name__} ({path!r})")
+    if path.strip() == "":
+        raise ValueError(f"{name} must be the path of the {thing}, got an empty string "
+                         f"(write '.' if you mean the current folder)")
+    if kind == "folder" and os.path.exists(path) and not os.path.isdir(path):
+        other = os.path.join(os.path.dirname(path) or ".", "run")
+        raise ValueError(f"{name} {path!r} is a file, but {name} must be a folder (the {thing}): pass the "
+                         f"path of a folder instead (a new one is created), e.g. {other!r}")
+    if kind == "file" and os.path.isdir(path):
+        raise ValueError(f"{name} {path!r} is a folder, but {name} must be a file (the {thing}): pass the "
+                         f"path of a file in it")
+    if must_exist and not os.path.exists(path):
+        raise FileNotFoundError(f"{name} {path!r} does not exist (expected the {thing})")
+    return path
+
+
+# ----------------------------------------------------------------------------------------
+# Optimizers and models with their tokenizers
+# ----------------------------------------------------------------------------------------
+
+def check_betas(name: str, value) -> tuple:
+    """``value`` as a pair ``(beta1, beta2)`` of Adam's decay rates, each finite and in
+    ``[0, 1)`` (beta = 1 would never forget, and Adam's bias correction divides by 1 - beta)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{name} must be a pair (beta1, beta2) of numbers in [0, 1), got "
+                        f"{type(value).__name__} ({value!r})")
+    for i, b in enumerate(value):
+        check_finite_number(f"{name}[{i}]", b, low=0, high=1, high_open=True)
+    return tuple(float(b) for b in value)
+
+
+def check_optimizer(name: str, value) -> None:
+    """Raise TypeError unless ``value`` is a ``torch.optim.Optimizer``."""
+    if not isinstance(value, torch.optim.Optimizer):
+        raise TypeError(f"{name} must be a torch.optim.Optimizer (make one with "
+                        f"bertcourse.training.make_optimizer(model)), got {type(value).__name__}")
+
+
+def vocab_size_of(tokenizer) -> int:
+    """The number of tokens of a course ``WordPieceTokenizer`` (``len``) or a Hugging Face
+    ``tokenizers.Tokenizer`` (``get_vocab_size()``); TypeError for anything else."""
+    if callable(getattr(tokenizer, "get_vocab_size", None)):
+        return int(tokenizer.get_vocab_size())
+    if hasattr(tokenizer, "vocab") and hasattr(tokenizer, "tokenizer"):
+        return len(tokenizer)
+    raise TypeError(f"tokenizer must be a WordPieceTokenizer (bertcourse.data) or a tokenizers.Tokenizer, "
+                    f"got {type(tokenizer).__name__}")
+
+
+def check_tokenizer_fits(tokenizer, model) -> None:
+    """The one check of a tokenizer/model pair: every id the tokenizer can produce must be a
+    row of the model's token embedding (``vocab_size``), and a tokenizer that truncates must
+    not keep more tokens than the model has positions (``max_len``). A pair that was not
+    trained together fails here with both numbers, instead of an index error deep inside."""
+    config = getattr(model, "config", None)
+    config = getattr(config, "bert", config)     # a classifier's config holds its encoder's
+    if not hasattr(config, "vocab_size") or not hasattr(config, "max_len"):
+        raise TypeError(f"model must be a bertcourse BERTModel (with a config), got {type(model).__name__}")
+    n = vocab_size_of(tokenizer)
+    if n > config.vocab_size:
+        raise ValueError(f"tokenizer and model do not fit: the tokenizer has {n} tokens but the model's token "
+                         f"embedding has vocab_size={config.vocab_size} rows; use the tokenizer the model was "
+                         f"trained with")
+    truncation = getattr(tokenizer, "truncation", None)
+    if isinstance(truncation, dict) and truncation.get("max_length", 0) > config.max_len:
+        raise ValueError(f"tokenizer and model do not fit: the tokenizer keeps up to "
+                         f"{truncation['max_length']} tokens but the model has max_len={config.max_len} "
+                         f"positions")
 
 
 def read_json(path, what: str = "JSON file"):

@@ -15,7 +15,7 @@ import re
 
 import torch
 
-from ._checks import check_int, check_str_list
+from ._checks import check_int, check_str_list, check_tokenizer_fits
 from .attention import inspect_attention
 from .bert import BERTModel, get_tokens_and_segments
 from .wordpiece import hf_tokenizer
@@ -53,16 +53,22 @@ def encode_words(tokenizer, text: str) -> tuple[list, list]:
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     tok = hf_tokenizer(tokenizer)
     text = re.sub(r"\[mask\]", MASK, text, flags=re.IGNORECASE)
-    enc = tok.encode(text, add_special_tokens=False)
+    first = tok.encode(text, add_special_tokens=False)
+    # A tokenizer that truncates (chapter 8's, at the model's max_len) puts the rest into
+    # `overflowing`: keep it, so that a [MASK] past the cut is reported, not silently lost.
+    parts = [first, *first.overflowing]
+    tokens = [t for e in parts for t in e.tokens]
+    word_ids = [w for e in parts for w in e.word_ids]
+    offsets = [o for e in parts for o in e.offsets]
     spans = []                        # [first_char, end_char, first_token, last_token]
-    for i, (w, (a, b)) in enumerate(zip(enc.word_ids, enc.offsets)):
-        same_word = (i > 0 and w is not None and w == enc.word_ids[i - 1]
-                     and MASK not in (enc.tokens[i], enc.tokens[i - 1]))
+    for i, (w, (a, b)) in enumerate(zip(word_ids, offsets)):
+        same_word = (i > 0 and w is not None and w == word_ids[i - 1]
+                     and MASK not in (tokens[i], tokens[i - 1]))
         if same_word:
             spans[-1][1], spans[-1][3] = b, i
         else:
             spans.append([a, b, i, i])
-    return list(enc.tokens), [(text[a:b], first, last) for a, b, first, last in spans]
+    return tokens, [(text[a:b], first, last) for a, b, first, last in spans]
 
 
 def mask_word(tokens: list, words: list, index: int) -> list:
@@ -90,11 +96,18 @@ def fill_mask_tokens(model: BERTModel, tokenizer, tokens: list, top_k: int = 5) 
     positions = [i for i, t in enumerate(ids) if t == mask_id]
     if not positions:
         raise ValueError("text must contain at least one [MASK] (or mask a word) to fill in")
+    check_tokenizer_fits(tok, model)
+    vocab, max_len = model.config.vocab_size, model.config.max_len
+    if top_k > vocab:      # refused rather than clamped: a silent change would hide the mistake
+        raise ValueError(f"top_k must be at most the vocabulary size {vocab} (there are only {vocab} "
+                         f"tokens to rank), got {top_k}")
+    if positions[-1] > max_len - 2:         # [CLS] at 0, and [SEP] needs the last position
+        raise ValueError(f"text has a [MASK] at position {positions[-1]} (counting [CLS] as 0), but the model "
+                         f"reads at most max_len={max_len} positions, [CLS] and [SEP] included: truncated to "
+                         f"fit, the text would lose that [MASK]; shorten the text before it")
     if len(ids) > model.config.max_len:
         raise ValueError(f"text has {len(ids)} tokens with [CLS] and [SEP], but the model takes at most "
                          f"max_len={model.config.max_len}: shorten it")
-    vocab = model.config.vocab_size
-    top_k = min(top_k, vocab)
     with inspect_attention(model, keep_weights=False):     # eval mode: no dropout, same answer every time
         device = next(model.parameters()).device      # a model on a GPU gets its input there
         x = torch.tensor([ids], device=device)
@@ -136,6 +149,7 @@ def attention_maps(model: BERTModel, tokenizer, text_a: str, text_b: str | None 
     for name, text in (("text_a", text_a), ("text_b", text_b)):
         if text is not None and not isinstance(text, str):
             raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+    check_tokenizer_fits(tok, model)
     a = tok.encode(text_a, add_special_tokens=False).tokens
     b = None if text_b is None else tok.encode(text_b, add_special_tokens=False).tokens
     pieces, segments = get_tokens_and_segments(a, b)

@@ -126,6 +126,7 @@ def additive_mask(valid_lens: torch.Tensor, num_keys: int) -> torch.Tensor:
     """``(batch, 1, 1, num_keys)`` float32: 0 for the keys ``j < valid_lens[b]``, the most
     negative float32 for the rest. Added to the scores before the softmax, it masks padding
     as :func:`masked_softmax` does (for rows with at least one visible key)."""
+    check_positive_int("num_keys", num_keys)
     check_tensor("valid_lens", valid_lens, ndim=1, expected="(batch,) integer lengths", floating=False)
     mask = key_mask(valid_lens, (valid_lens.shape[0], 1, 1, num_keys))     # True = a real key
     return torch.zeros(mask.shape, device=mask.device).masked_fill_(~mask, torch.finfo(torch.float32).min)

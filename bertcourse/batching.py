@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from ._checks import check_positive_int, shape_str
+from ._checks import check_int_list, check_positive_int, shape_str
 from .data import check_batch
 
 __all__ = ["trim_batch", "shard_batches", "LengthBucketSampler", "bucketed_loader"]
@@ -84,7 +84,9 @@ class LengthBucketSampler(torch.utils.data.Sampler):
             raise ValueError(f"rank must be in 0..world_size-1 = 0..{world_size - 1}, got {rank}")
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-        self.lengths = torch.as_tensor(lengths)
+        if isinstance(lengths, torch.Tensor) and lengths.is_floating_point() and torch.equal(lengths, lengths.round()):
+            lengths = lengths.long()      # torch.ones(n): whole numbers in a float tensor are lengths too
+        self.lengths = torch.tensor(check_int_list("lengths", lengths, low=0), dtype=torch.long)
         if self.lengths.dim() != 1 or len(self.lengths) == 0:
             raise ValueError(f"lengths must be a non-empty 1-D sequence, got shape {shape_str(self.lengths)}")
         self.batch_size, self.pool_batches = batch_size, pool_batches
@@ -118,6 +120,7 @@ def bucketed_loader(dataset, batch_size: int, seed: int = 0, pool_batches: int =
     hold pairs of similar length (:class:`LengthBucketSampler`), seeded by ``seed``. With
     ``world_size`` processes, process ``rank`` gets its share (every process must pass the
     same ``seed``)."""
+    check_positive_int("seed", seed, allow_zero=True)
     lengths = getattr(dataset, "lengths", None)   # a PretrainDataset knows them; others are read
     if lengths is None:
         lengths = [int(dataset[i]["valid_lens"]) for i in range(len(dataset))]

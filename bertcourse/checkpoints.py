@@ -16,6 +16,7 @@ import os
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from ._checks import check_path
 from .bert import BERTConfig, BERTModel
 from .data import WordPieceTokenizer
 
@@ -71,7 +72,7 @@ def save_checkpoint(path, model: nn.Module, tokenizer=None, trainer=None, extra:
         raise TypeError(f"tokenizer must have a save(path) method, got {type(tokenizer).__name__}")
     if trainer is not None and not callable(getattr(trainer, "state_dict", None)):
         raise TypeError(f"trainer must be a bertcourse.training.Trainer, got {type(trainer).__name__}")
-    path = os.fspath(path)
+    path = check_path("path", path, kind="folder", what="checkpoint folder")
     os.makedirs(path, exist_ok=True)
     tensors, tied = _unique_state_dict(model)
     config = {"model_class": type(model).__name__, "config": _model_config(model), "tied": tied,
@@ -94,9 +95,7 @@ def save_checkpoint(path, model: nn.Module, tokenizer=None, trainer=None, extra:
 
 
 def _file(path, name: str) -> str:
-    path = os.fspath(path)
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"checkpoint folder {path!r} does not exist")
+    path = check_path("path", path, kind="folder", must_exist=True, what="checkpoint folder")
     file = os.path.join(path, name)
     if not os.path.isfile(file):
         raise FileNotFoundError(f"no {name} in {path!r}: not a checkpoint written by save_checkpoint")
@@ -153,7 +152,8 @@ def load_weights(path, model: nn.Module) -> dict:
 def load_trainer_state(path) -> dict | None:
     """The saved trainer state of the checkpoint (for ``Trainer.load_state_dict``), or
     ``None`` when it has none."""
-    if not os.path.isfile(os.path.join(os.fspath(path), STATE_FILE)):
+    if not os.path.isfile(os.path.join(check_path("path", path, kind="folder", must_exist=True,
+                                                   what="checkpoint folder"), STATE_FILE)):
         return None
     return {"tensors": _read_tensors(_file(path, STATE_FILE)), "info": _read_json(_file(path, STATE_INFO_FILE))}
 

@@ -22,6 +22,7 @@ from typing import Callable
 import torch
 
 from .batching import bucketed_loader
+from ._checks import check_path
 from .bert import CONFIGS, BERTModel, get_config
 from .checkpoints import CONFIG_FILE, MODEL_FILE, STATE_FILE, STATE_INFO_FILE, load_checkpoint, save_checkpoint
 from .data import load_pretrain_data
@@ -42,7 +43,19 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a bad option is one line on stderr and exit code 2 (no usage dump)."""
+    """argparse, but a bad option is one line on stderr and exit code 2 (no usage dump), and
+    every number is read as a value, negative ones included."""
+
+    # argparse takes an argument that starts with "-" for an option unless it matches
+    # `_negative_number_matcher`, which (before Python 3.13) knows only "-5" and "-.5": so
+    # `--lr -1e-3` gave "expected one argument" instead of the range check's "--lr must be
+    # > 0". Widened to every float spelling; valid because no option of ours looks like a number.
+    _NUMBER = re.compile(r"^-(\d[\d_]*\.?[\d_]*|\.\d[\d_]*)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$",
+                         re.IGNORECASE)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = self._NUMBER
 
     def error(self, message):
         # "argument --seconds: --seconds must be > 0" -> "--seconds must be > 0"
@@ -82,6 +95,10 @@ def nonnegative_int(name: str) -> Callable[[str], int]:
 
 def check_writable(folder: str, option: str = "--out") -> None:
     """Create ``folder`` if needed and make sure a file can be written into it."""
+    try:
+        check_path(option, folder, kind="folder", what="output folder")   # "" or an existing file
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     try:
         os.makedirs(folder, exist_ok=True)
         probe = os.path.join(folder, f".write-test-{os.getpid()}")

@@ -27,7 +27,7 @@ from typing import NamedTuple, Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from ._checks import check_bool, check_int_list, check_positive_int, check_tensor
+from ._checks import check_bool, check_int_list, check_path, check_positive_int, check_tensor
 from .bert import get_tokens_and_segments
 from .wordpiece import DEFAULT_VOCAB_SIZE, SPECIAL_TOKENS, Vocab, WordPieceTokenizer, get_tokenizer, train_wordpiece
 from .corpus import (Animal, ClozeItem, Corpus, Country, Fact, ParagraphInfo, Person, Town, World,
@@ -540,6 +540,7 @@ def parse_wikitext_lines(lines) -> list:
 
 def read_wikitext(path) -> list:
     """Read a WikiText file (e.g. ``wiki.train.tokens``) -> paragraphs, with :func:`parse_wikitext_lines`."""
+    path = check_path("path", path, kind="file", must_exist=True, what="WikiText file")
     with open(path, encoding="utf-8") as f:
         return parse_wikitext_lines(f.readlines())
 

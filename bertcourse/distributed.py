@@ -45,7 +45,8 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from ._checks import check_finite_number, check_instance, check_path, check_positive_int, check_str_list, check_tensor
+from ._checks import (check_bool, check_finite_number, check_instance, check_int, check_path, check_positive_int,
+                      check_str_list, check_tensor)
 
 __all__ = ["resolve_device", "device_of", "move_to", "launched_by_torchrun", "init_distributed", "world",
            "is_main_process", "shutdown_distributed", "StepModule", "data_parallel", "agree", "step_seed",
@@ -163,6 +164,7 @@ def shutdown_distributed(barrier: bool = True) -> None:
     """Leave the group, after a last barrier (no rank leaves while another still needs it)
     unless ``barrier=False`` (after an error: the others may never get there); nothing to do
     when training alone."""
+    check_bool("barrier", barrier)
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         if barrier:
             torch.distributed.barrier()
@@ -206,6 +208,7 @@ def agree(flag: int, device: torch.device) -> int:
     """The largest ``flag`` over all ranks (an all-reduce with MAX): every rank calls it at the
     same point and gets the same answer, e.g. "stop" if any rank was interrupted or is out of
     time. Training alone: ``flag`` itself."""
+    check_int("flag", flag)
     if world()[1] == 1:
         return flag
     t = torch.tensor([flag], dtype=torch.int64, device=device)
@@ -287,8 +290,7 @@ def allreduce_seconds(num_params: int, world_size: int, gbytes_per_s: float, byt
     check_positive_int("num_params", num_params)
     check_positive_int("world_size", world_size)
     check_positive_int("bytes_per_value", bytes_per_value)
-    if isinstance(gbytes_per_s, bool) or not isinstance(gbytes_per_s, (int, float)) or not gbytes_per_s > 0:
-        raise ValueError(f"gbytes_per_s must be a number > 0 (the link's bandwidth in GB/s), got {gbytes_per_s!r}")
+    check_finite_number("gbytes_per_s", gbytes_per_s, low=0, low_open=True)    # the link's bandwidth in GB/s
     check_finite_number("latency_s", latency_s, low=0)
     steps = 2 * (world_size - 1)
     return steps * latency_s + steps / world_size * num_params * bytes_per_value / (gbytes_per_s * 1e9)

@@ -234,8 +234,7 @@ def read_checkpoint(folder) -> tuple[dict[str, torch.Tensor], str]:
     Reads ``model.safetensors`` if present, else ``pytorch_model.bin`` (with
     ``weights_only=True``); sharded checkpoints (``*.index.json``) are read shard by shard.
     """
-    check_path("folder", folder)
-    folder = Path(folder)
+    folder = Path(check_path("folder", folder, kind="folder", what="checkpoint folder"))
     if not folder.is_dir():
         raise FileNotFoundError(f"the checkpoint folder {str(folder)!r} does not exist")
     path = _weights_file(folder)
@@ -305,10 +304,10 @@ def _resolve(source, download: bool = False, cache_dir=None) -> Path:
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"source must be 'minilm', the path of a checkpoint folder, or a hub name such as "
                         f"'bert-base-uncased' with download=True, got {type(source).__name__}")
+    name = check_path("source", source, what="checkpoint folder (or 'minilm')")   # "" is not "."
     check_bool("download", download)
     if cache_dir is not None:
-        check_path("cache_dir", cache_dir)
-    name = os.fspath(source)
+        check_path("cache_dir", cache_dir, kind="folder", what="cache folder")
     if isinstance(source, str) and name.lower() in _MINILM_NAMES:
         return minilm_folder()
     is_hub_id = isinstance(source, str) and bool(_HUB_ID.match(name)) and not name.startswith((".", "~"))

@@ -61,6 +61,8 @@ def dropout_mask(shape, p: float, dtype: torch.dtype = torch.float32, device=Non
 
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """``torch.nn.functional.dropout(x, p, training)`` with a :func:`dropout_mask`."""
+    check_probability("p", p)
+    check_bool("training", training)
     if not training or p == 0:
         return x
     return x * dropout_mask(x.shape, p, torch.promote_types(x.dtype, torch.float32), x.device)
@@ -68,6 +70,8 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
 
 def add_dropout(X: torch.Tensor, Y: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """``X + dropout(Y)`` in one pass (the residual connection of "add & norm")."""
+    check_probability("p", p)
+    check_bool("training", training)
     if not training or p == 0:
         return X + Y
     return torch.addcmul(X, Y, dropout_mask(Y.shape, p, torch.promote_types(Y.dtype, torch.float32), Y.device))

@@ -21,7 +21,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from ._checks import check_choice, check_positive_int, check_tensor, shape_str
+from ._checks import (check_bool, check_choice, check_finite_number, check_positive_int, check_tensor,
+                      check_tokenizer_fits, shape_str)
 from .attention import inspect_attention
 from .bert import BERTEncoder
 from .distributed import device_of, move_to
@@ -108,8 +109,7 @@ def fit_logistic_regression(X: torch.Tensor, y: torch.Tensor, weight_decay: floa
     check_tensor("y", y, ndim=1, expected=f"(n={X.shape[0]},)", floating=False)
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y must have shape (n={X.shape[0]},) like X's rows, got shape {shape_str(y)}")
-    if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or weight_decay < 0:
-        raise ValueError(f"weight_decay must be a number >= 0, got {weight_decay!r}")
+    check_finite_number("weight_decay", weight_decay, low=0)
     check_positive_int("steps", steps)
     X, y = X.detach().float(), y.long()
     model = LogisticRegression(X.shape[1], num_classes)
@@ -149,10 +149,13 @@ def sentence_features(model, tokenizer, texts: Sequence[str], pooling: str = "me
     pooler; ``"both"``, the pair ``(mean, cls)`` from one pass. ``model`` is a
     :class:`~bertcourse.bert.BERTModel` (or a :class:`BERTClassifier`); it is run in eval
     mode and nothing is trained. Sentences of similar length are batched together."""
+    check_positive_int("batch_size", batch_size)
+    check_bool("amp", amp)
     check_choice("pooling", pooling, POOLINGS + ("both",))
     encoder = getattr(model, "encoder", None)
     if not isinstance(encoder, BERTEncoder):
         raise TypeError(f"model must be a BERTModel or BERTClassifier, got {type(model).__name__}")
+    check_tokenizer_fits(tokenizer, model)
     pooler = getattr(model, "pooler", None)
     if pooling in ("cls", "both") and pooler is None:
         raise ValueError(f"pooling={pooling!r} needs a model with a pooler (model.pooler is None)")
@@ -213,6 +216,8 @@ def frozen_features(seed: int = 0, amp: bool | None = None) -> FrozenFeatures:
     """Mean-pooled and ``[CLS]``-pooled frozen all-MiniLM-L6-v2 features of every sentence of
     :func:`load_sentiment` (one pass, cached). ``amp``: bf16 autocast (``None``: when the CPU
     has fast bf16, as the Trainer decides)."""
+    check_positive_int("seed", seed, allow_zero=True)
+    check_bool("amp", amp, allow_none=True)
     return _frozen_features(seed, cpu_has_fast_bf16() if amp is None else bool(amp))
 
 
@@ -225,6 +230,9 @@ def few_shot_accuracies(n: int, seed: int = 0, amp: bool | None = None) -> dict:
     (balanced over sites and labels, :func:`stratified_indices`): ``{"bag of words": acc,
     "probe": acc}``. The bag-of-words vocabulary comes from those ``n`` sentences only; both
     weight decays are chosen on the validation split."""
+    check_positive_int("n", n)
+    check_positive_int("seed", seed, allow_zero=True)
+    check_bool("amp", amp, allow_none=True)
     splits = load_sentiment(seed)
     idx = stratified_indices(splits.train, n, seed)
     train = [splits.train[i] for i in idx]

@@ -22,7 +22,7 @@ from typing import Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from ._checks import check_choice, check_positive_int
+from ._checks import check_bool, check_choice, check_positive_int
 from .batching import LengthBucketSampler
 from .wordpiece import hf_tokenizer
 
@@ -168,6 +168,7 @@ def load_sentiment(seed: int = 0) -> SentimentSplits:
     """The course's fixed split of the 3,000 sentences: 2,400 / 300 / 300 (train /
     validation / test), 400 / 50 / 50 of every site and label, no text in two splits
     (see :func:`split_reviews`). The lists are fresh copies; the split is cached."""
+    check_positive_int("seed", seed, allow_zero=True)
     s = _cached_splits(seed)
     return SentimentSplits(list(s.train), list(s.validation), list(s.test), seed)
 
@@ -176,6 +177,7 @@ def stratified_indices(reviews: Sequence[Review], n: int, seed: int = 0) -> list
     """Indices of ``n`` of ``reviews``, as evenly as possible over the (site, label) groups
     (round robin), each group in the hash order of :func:`split_reviews`; so the first 100
     are part of the first 300. Sorted."""
+    check_positive_int("seed", seed, allow_zero=True)
     check_positive_int("n", n)
     if n > len(reviews):
         raise ValueError(f"n must be at most len(reviews)={len(reviews)}, got {n}")
@@ -195,6 +197,7 @@ def stratified_indices(reviews: Sequence[Review], n: int, seed: int = 0) -> list
 
 def stratified_subset(reviews: Sequence[Review], n: int, seed: int = 0) -> list[Review]:
     """``n`` of ``reviews``, balanced over sites and labels (see :func:`stratified_indices`)."""
+    check_positive_int("seed", seed, allow_zero=True)
     return [reviews[i] for i in stratified_indices(reviews, n, seed)]
 
 
@@ -275,6 +278,7 @@ def collate_reviews(examples, pad_id: int = 0, pad_to_multiple: int = 1) -> dict
     shapes instead of sixty, which keeps the memory of a CPU run from creeping up (the
     allocator and the math libraries keep buffers per shape); the padding is masked, so
     the results are the same."""
+    check_positive_int("pad_id", pad_id, allow_zero=True)
     if not examples:
         raise ValueError("examples must not be empty")
     check_positive_int("pad_to_multiple", pad_to_multiple)
@@ -298,6 +302,9 @@ def review_loader(reviews, tokenizer, batch_size: int = 32, shuffle: bool = Fals
     ``seed``), so that little time goes into padding. ``shuffle=False`` (evaluation): the
     order of ``reviews``. ``reviews`` may also be a :class:`SentimentDataset`. Batches are
     padded to a multiple of ``pad_to_multiple`` tokens (see :func:`collate_reviews`)."""
+    check_bool("shuffle", shuffle)
+    check_positive_int("seed", seed, allow_zero=True)
+    check_positive_int("pad_to_multiple", pad_to_multiple)
     check_positive_int("batch_size", batch_size)
     dataset = reviews if isinstance(reviews, SentimentDataset) else SentimentDataset(reviews, tokenizer, max_len)
     collate = functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=pad_to_multiple)

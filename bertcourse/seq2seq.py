@@ -25,8 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from ._checks import (check_ids, check_instance, check_int, check_int_list, check_positive_int, check_str_list,
-                      check_tensor, shape_str)
+from ._checks import (check_bool, check_ids, check_instance, check_int, check_int_list, check_positive_int,
+                      check_str_list, check_tensor, shape_str)
 from .distributed import device_of
 from .training import TrainConfig, Trainer
 from .transformer import EncoderDecoder, greedy_decode
@@ -140,6 +140,7 @@ def _spelled(kind: str, n: int) -> tuple:
 
 def spell_date(date: _dt.date, style: int = 0) -> list[str]:
     """A date in words. ``style=0``: "<day> of <month> <year>"; ``style=1``: "<month> <day> <year>"."""
+    check_int("style", style)
     _check_date(date)
     day, month, year = list(_spelled("day", date.day)), MONTHS[date.month - 1], list(_spelled("year", date.year))
     if style == 0:
@@ -316,6 +317,8 @@ def train_seq2seq(model: EncoderDecoder, pairs: Sequence[tuple], src_vocab: Date
 
     Returns the training loss of every step (``history["loss"]``).
     """
+    check_positive_int("seed", seed, allow_zero=True)
+    check_bool("progress", progress)
     check_positive_int("num_steps", num_steps)
     check_positive_int("batch_size", batch_size)
     if len(pairs) == 0:
@@ -334,6 +337,7 @@ def train_seq2seq(model: EncoderDecoder, pairs: Sequence[tuple], src_vocab: Date
 def translate(model: EncoderDecoder, sources: Sequence[Sequence[str]], src_vocab: DateVocab,
               tgt_vocab: DateVocab, max_len: int = 16, use_cache: bool = True) -> list[list[str]]:
     """Greedy-decode a list of token lists; returns the output tokens (up to ``<eos>``)."""
+    check_bool("use_cache", use_cache)
     check_instance("model", model, EncoderDecoder)
     if isinstance(sources, str) or not isinstance(sources, Sequence):
         raise TypeError(f"sources must be a list of token lists, e.g. [['march', 'first', ...]], got "

@@ -39,7 +39,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from ._checks import check_finite_number, check_positive_int
+from ._checks import check_betas, check_bool, check_finite_number, check_instance, check_optimizer, check_positive_int
 from .attention import inspect_attention
 from .distributed import agree, data_parallel, device_of, move_to, resolve_device, step_seed, world
 from .utils import evaluation_mode
@@ -92,31 +92,21 @@ class TrainConfig:
     def __post_init__(self):
         if self.steps is None and self.seconds is None:
             raise ValueError("give steps or seconds (or both): training needs a budget")
-        if self.steps is not None:
-            check_positive_int("steps", self.steps)
-        if self.seconds is not None:
-            check_finite_number("seconds", self.seconds, low=0, low_open=True)
+        check_positive_int("steps", self.steps, allow_none=True)
+        check_finite_number("seconds", self.seconds, low=0, low_open=True, allow_none=True)
         check_finite_number("lr", self.lr, low=0, low_open=True)
         check_finite_number("final_lr_ratio", self.final_lr_ratio, low=0, high=1)
         check_finite_number("weight_decay", self.weight_decay, low=0)
         check_finite_number("eps", self.eps, low=0, low_open=True)
-        if not isinstance(self.betas, (tuple, list)) or len(self.betas) != 2:
-            raise TypeError(f"betas must be a pair (beta1, beta2), got {self.betas!r}")
-        for i, b in enumerate(self.betas):
-            check_finite_number(f"betas[{i}]", b, low=0, high=1, high_open=True)
-        self.betas = tuple(self.betas)
-        if self.clip is not None:
-            check_finite_number("clip", self.clip, low=0, low_open=True)
+        self.betas = check_betas("betas", self.betas)
+        check_finite_number("clip", self.clip, low=0, low_open=True, allow_none=True)
         check_positive_int("warmup_steps", self.warmup_steps, allow_zero=True)
-        for name in ("eval_every", "eval_batches"):
-            if getattr(self, name) is not None:
-                check_positive_int(name, getattr(self, name))
-        if self.amp not in (True, False, "auto"):
+        check_positive_int("eval_every", self.eval_every, allow_none=True)
+        check_positive_int("eval_batches", self.eval_batches, allow_none=True)
+        if not (isinstance(self.amp, bool) or (isinstance(self.amp, str) and self.amp == "auto")):   # 0 == False
             raise ValueError(f"amp must be True, False or 'auto', got {self.amp!r}")
         check_positive_int("seed", self.seed, allow_zero=True)
-        if not isinstance(self.device, str):
-            raise TypeError(f"device must be a str ('cpu', 'cuda', 'cuda:N' or 'auto'), got "
-                            f"{type(self.device).__name__}")
+        check_instance("device", self.device, str, "'cpu', 'cuda', 'cuda:N' or 'auto'")
 
     def use_amp(self, device: torch.device | None = None) -> bool:
         """Whether bf16 autocast is on (``"auto"``: when the CPU has fast bfloat16, or the GPU
@@ -142,6 +132,8 @@ def cpu_has_fast_bf16() -> bool:
 def autocast(amp: bool | None, device_type: str = "cpu"):
     """The one autocast helper: bf16 autocast on ``device_type`` (``"cpu"`` or ``"cuda"``) when
     ``amp`` is true; nothing when it is false or None (None: keep whatever the caller set)."""
+    check_bool("amp", amp, allow_none=True)
+    check_instance("device_type", device_type, str, "'cpu' or 'cuda'")
     return torch.autocast(device_type, dtype=torch.bfloat16) if amp else contextlib.nullcontext()
 
 
@@ -166,8 +158,11 @@ def make_optimizer(model: nn.Module, lr: float = 1e-3, weight_decay: float = 0.0
                    betas: tuple = (0.9, 0.999), eps: float = 1e-6) -> torch.optim.AdamW:
     """AdamW with weight decay on the weight matrices (and embeddings) only; biases and
     layer-norm parameters are not decayed (as in BERT). Frozen parameters are left out."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_instance("model", model, nn.Module, "e.g. a bertcourse BERTModel")
+    check_finite_number("lr", lr, low=0, low_open=True)
+    check_finite_number("weight_decay", weight_decay, low=0)
+    betas = check_betas("betas", betas)
+    check_finite_number("eps", eps, low=0, low_open=True)
     decay, no_decay = [], []
     for p in model.parameters():     # a tied weight appears once
         if p.requires_grad:
@@ -211,6 +206,8 @@ def lr_factor(step: int, progress: float, warmup_steps: int, final_ratio: float 
 def optimizer_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, clip: float | None = 1.0) -> float:
     """Backward pass, gradient clipping and one optimizer step; returns the gradient norm
     (before clipping). The gradients are cleared first, so nothing accumulates by accident."""
+    check_optimizer("optimizer", optimizer)
+    check_finite_number("clip", clip, low=0, low_open=True, allow_none=True)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
@@ -583,6 +580,8 @@ class Trainer:
         call and carried over from one ``fit`` to the next (and through ``state_dict``).
         Under torchrun, only rank 0 shows the progress bar and the plot.
         """
+        for name, flag in (("progress", progress), ("plot", plot)):
+            check_bool(name, flag)
         gpu = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=gpu):
             if self._rng_state is None:

@@ -343,6 +343,7 @@ class DecoderCache:
     """
 
     def __init__(self, num_blks: int):
+        check_positive_int("num_blks", num_blks)
         self.blocks: list[dict] = [{} for _ in range(num_blks)]
 
     def __len__(self) -> int:
@@ -454,6 +455,7 @@ def greedy_decode(model: EncoderDecoder, src: torch.Tensor, src_valid_lens=None,
     sequence has produced ``<eos>``). The model is put in eval mode for the call and
     restored afterwards.
     """
+    check_bool("use_cache", use_cache)
     _check_decode_args(model, src, bos_id, eos_id, pad_id, max_len)
     with evaluation_mode(model):
         enc_outputs = model.encoder(src, src_valid_lens)

@@ -14,7 +14,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from ._checks import check_bool, check_int
+from ._checks import check_bool, check_instance, check_int
 
 __all__ = ["set_seed", "evaluation_mode", "show_source", "hide_input_checks", "hide_fast_paths", "HIDDEN_CHECKS", "FAST_PATH", "SourceCode",
            "cached"]
@@ -48,6 +48,8 @@ class SourceCode:
     elsewhere (on GitHub, in a terminal, in nbval's comparison)."""
 
     def __init__(self, source: str, name: str = ""):
+        check_instance("source", source, str, "Python source text")
+        check_instance("name", name, str)
         self.source, self.name = source, name
 
     def __repr__(self) -> str:
@@ -120,6 +122,7 @@ def _is_super_init(stmt: ast.stmt) -> bool:
 def hide_input_checks(source: str) -> str:
     """``source`` (dedented Python) without the input checks at the top of each function body;
     each run of hidden statements is replaced by the line :data:`HIDDEN_CHECKS`."""
+    check_instance("source", source, str, "Python source text")
     tree = ast.parse(source)
     runs = []                                   # (first line, last line, indent), 1-based
     for node in ast.walk(tree):
@@ -158,6 +161,7 @@ def _is_fast_path(node: ast.AST) -> bool:
 def hide_fast_paths(source: str) -> str:
     """``source`` (a dedented class) with every ``@fast_path`` method, decorator and body,
     replaced by one comment line, :data:`FAST_PATH` and where to read it."""
+    check_instance("source", source, str, "Python source text")
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     methods = [(cls.name, n) for cls in tree.body if isinstance(cls, ast.ClassDef)
@@ -186,6 +190,10 @@ def cached(fn):
     def wrapper(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
+        try:
+            hash((bound.args, tuple(bound.kwargs.items())))
+        except TypeError:       # e.g. a list for a seed: the function's own checks say what is wrong
+            return fn(*bound.args, **bound.kwargs)
         return cached(*bound.args, **bound.kwargs)
 
     wrapper.cache_clear = cached.cache_clear

@@ -798,8 +798,89 @@ PRETRAIN = [
         lambda e: PT.nsp_loss(X3(0, 2), torch.zeros(0, dtype=L))),
 ]
 
+# The classes of issue 23: optimizers and their hyper-parameters, initialisation, paths
+# (empty, a file where a folder is wanted), tokenizer/model pairs, fill-mask limits.
+def _long_text(n_words: int) -> str:
+    return " ".join(f"w{5 + i % 40}" for i in range(n_words))
+
+
+ISSUE_23 = [
+    row("training_step-optimizer-None", TE, "optimizer", lambda e: PT.training_step(e.bert, None, {})),
+    row("optimizer_step-optimizer-str", TE, "optimizer",
+        lambda e: TR.optimizer_step("adam", e.bert(e.tokens)[0].sum())),
+    row("optimizer_step-clip-nan", VE, "clip",
+        lambda e: TR.optimizer_step(TR.make_optimizer(e.bert), e.bert(e.tokens)[0].sum(), clip=NAN)),
+    row("make_optimizer-lr-negative", VE, "lr", lambda e: TR.make_optimizer(e.bert, lr=-1)),
+    row("make_optimizer-lr-nan", VE, "lr", lambda e: TR.make_optimizer(e.bert, lr=NAN)),
+    row("make_optimizer-lr-str", TE, "lr", lambda e: TR.make_optimizer(e.bert, lr="1e-3")),
+    row("make_optimizer-weight_decay-negative", VE, "weight_decay",
+        lambda e: TR.make_optimizer(e.bert, weight_decay=-0.1)),
+    row("make_optimizer-betas-one", VE, "betas[1]", lambda e: TR.make_optimizer(e.bert, betas=(0.9, 1.0))),
+    row("make_optimizer-betas-negative", VE, "betas[0]", lambda e: TR.make_optimizer(e.bert, betas=(-0.1, 0.9))),
+    row("make_optimizer-betas-one-number", TE, "betas", lambda e: TR.make_optimizer(e.bert, betas=0.9)),
+    row("make_optimizer-betas-str", TE, "betas", lambda e: TR.make_optimizer(e.bert, betas="ab")),
+    row("make_optimizer-eps-zero", VE, "eps", lambda e: TR.make_optimizer(e.bert, eps=0.0)),
+    row("make_optimizer-eps-inf", VE, "eps", lambda e: TR.make_optimizer(e.bert, eps=INF)),
+    row("init_bert_weights-std-negative", VE, "std", lambda e: PT.init_bert_weights(B.BERTModel(e.cfg), std=-1)),
+    row("init_bert_weights-std-nan", VE, "std", lambda e: PT.init_bert_weights(B.BERTModel(e.cfg), std=NAN)),
+    row("init_bert_weights-std-str", TE, "std", lambda e: PT.init_bert_weights(B.BERTModel(e.cfg), std="0.02")),
+    row("init_bert_weights-model-str", TE, "model", lambda e: PT.init_bert_weights("model")),
+    row("LengthBucketSampler-str", TE, "lengths", lambda e: _speedups().LengthBucketSampler(["a", "b"], 1)),
+    row("LengthBucketSampler-floats", TE, "lengths", lambda e: _speedups().LengthBucketSampler([1.5, 2.0], 1)),
+    row("LengthBucketSampler-negative", VE, "lengths", lambda e: _speedups().LengthBucketSampler([-1, 2], 1)),
+    row("save_checkpoint-existing-file", VE, ("path", "is a file", "folder"),
+        lambda e: _ckpt().save_checkpoint(e.file("model.pt", "x"), e.bert)),
+    row("save_checkpoint-empty", VE, "path", lambda e: _ckpt().save_checkpoint("", e.bert)),
+    row("save_checkpoint-swapped", TE, "model", lambda e: _ckpt().save_checkpoint(e.bert, e.tmp)),
+    row("load_checkpoint-empty", VE, "path", lambda e: _ckpt().load_checkpoint("")),
+    row("load_checkpoint-file", VE, ("path", "is a file"), lambda e: _ckpt().load_checkpoint(e.file("x.json", "{}"))),
+    row("load_checkpoint-missing", FE, ("path", "does not exist"), lambda e: _ckpt().load_checkpoint(e.tmp / "no")),
+    row("read_config-int", TE, "path", lambda e: _ckpt().read_config(3)),
+    row("load_pretrained-empty", VE, ("source", "empty"), lambda e: H.load_pretrained("")),
+    row("load_pretrained-cache_dir-file", VE, "cache_dir",
+        lambda e: H.load_pretrained("bert-base-uncased", download=True, cache_dir=e.file("c", ""))),
+    row("fill_mask-mask-truncated", VE, ("[MASK]", "position", "max_len=12", "truncated"),
+        lambda e: A.fill_mask(e.pretrained.model, e.pretrained.tokenizer, _long_text(14) + " [MASK]")),
+    row("fill_mask-top_k-huge", VE, ("top_k", "50"),
+        lambda e: A.fill_mask(e.pretrained.model, e.pretrained.tokenizer, "w5 [MASK] w7", top_k=10**6)),
+    row("fill_mask-tokenizer-model-mismatch", VE, ("tokenizer", "vocab_size=50"),
+        lambda e: A.fill_mask(e.bert, e.tok, "the [MASK]")),
+    row("attention_maps-tokenizer-model-mismatch", VE, ("tokenizer", "vocab_size=50"),
+        lambda e: A.attention_maps(e.bert, e.tok, "the cat")),
+    row("predict_proba-tokenizer-model-mismatch", VE, ("tokenizer", "vocab_size=50"),
+        lambda e: _finetune().predict_proba(_finetune().BERTClassifier(_finetune().ClassifierConfig(e.cfg)), e.tok,
+                                            ["the cat"], allow_untrained=True)),
+    row("sentence_features-tokenizer-model-mismatch", VE, ("tokenizer", "vocab_size=50"),
+        lambda e: _probing().sentence_features(e.bert, e.tok, ["the cat"])),
+]
+
+
+def _finetune():
+    from bertcourse import finetune
+    return finetune
+
+
+def _probing():
+    from bertcourse import probing
+    return probing
+
+
+def _speedups():
+    """The module of LengthBucketSampler (speedups, until it moves to batching)."""
+    import importlib
+    try:
+        return importlib.import_module("bertcourse.speedups")
+    except ImportError:
+        return importlib.import_module("bertcourse.batching")
+
+
+def _ckpt():
+    from bertcourse import checkpoints
+    return checkpoints
+
+
 CASES = (ATTENTION + POSITIONAL + TRANSFORMER + BERT + CORPUS + DATA + UTILS + SEQ2SEQ + HF + WIDGETS
-         + ANALYSIS_ROWS + PRETRAIN)
+         + ANALYSIS_ROWS + PRETRAIN + ISSUE_23)
 
 
 @pytest.mark.parametrize("call, exc, names", CASES)

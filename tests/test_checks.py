@@ -2,10 +2,11 @@
 import pytest
 import torch
 
-from bertcourse._checks import (check_bool, check_choice, check_dim, check_finite_number, check_floating_dtype,
-                                check_ids, check_instance, check_int, check_int_list, check_keys,
-                                check_nonempty, check_path, check_positive_int, check_probability,
-                                check_str_list, check_tensor, read_json, shape_str)
+from bertcourse._checks import (check_betas, check_bool, check_choice, check_dim, check_finite_number,
+                                check_floating_dtype, check_ids, check_instance, check_int, check_int_list,
+                                check_keys, check_nonempty, check_optimizer, check_path, check_positive_int,
+                                check_probability, check_str_list, check_tensor, check_tokenizer_fits,
+                                read_json, shape_str, vocab_size_of)
 
 
 def test_shape_str_looks_like_a_tuple():
@@ -162,3 +163,79 @@ def test_check_finite_number_and_probability_reject_nan_and_inf():
             check_finite_number("eps", bad, low=0, low_open=True)
         with pytest.raises(ValueError, match=r"p must be in \[0, 1\)"):
             check_probability("p", bad)
+
+
+def test_check_path_kinds(tmp_path):
+    file = tmp_path / "f.txt"
+    file.write_text("x")
+    assert check_path("path", tmp_path, kind="folder", must_exist=True) == str(tmp_path)
+    assert check_path("path", file, kind="file", must_exist=True) == str(file)
+    assert check_path("out", tmp_path / "new", kind="folder") == str(tmp_path / "new")   # to be created
+    for empty in ("", "  "):
+        with pytest.raises(ValueError, match="out must be the path of the output folder, got an empty string"):
+            check_path("out", empty, kind="folder", what="output folder")
+    with pytest.raises(ValueError, match=r"out .*f.txt' is a file, but out must be a folder .*pass the path of a folder"):
+        check_path("out", file, kind="folder")
+    with pytest.raises(ValueError, match=r"src .* is a folder, but src must be a file"):
+        check_path("src", tmp_path, kind="file")
+    with pytest.raises(FileNotFoundError, match=r"src .*nope' does not exist \(expected the checkpoint folder\)"):
+        check_path("src", tmp_path / "nope", kind="folder", must_exist=True, what="checkpoint folder")
+    with pytest.raises(TypeError, match="src must be a str path"):
+        check_path("src", _BytesPath())
+
+
+class _BytesPath:
+    def __fspath__(self):
+        return b"x"
+
+
+def test_check_betas_and_optimizer():
+    assert check_betas("betas", [0.9, 0.999]) == (0.9, 0.999)
+    assert check_betas("betas", (0, 0.5)) == (0.0, 0.5)
+    for bad, match in (((0.9, 1.0), r"betas\[1\] must be < 1"), ((-0.1, 0.9), r"betas\[0\] must be >= 0"),
+                       ((float("nan"), 0.9), r"betas\[0\] must be a finite number")):
+        with pytest.raises(ValueError, match=match):
+            check_betas("betas", bad)
+    for bad in (0.9, "ab", (0.9,), (0.1, 0.2, 0.3), None):
+        with pytest.raises(TypeError, match=r"betas must be a pair \(beta1, beta2\)"):
+            check_betas("betas", bad)
+    with pytest.raises(TypeError, match=r"betas\[1\] must be a number, got str"):
+        check_betas("betas", (0.9, "0.99"))
+    check_optimizer("optimizer", torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1))
+    with pytest.raises(TypeError, match="optimizer must be a torch.optim.Optimizer .*make_optimizer.*got NoneType"):
+        check_optimizer("optimizer", None)
+
+
+def test_check_tokenizer_fits():
+    from types import SimpleNamespace
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    tok = Tokenizer(WordLevel({f"t{i}": i for i in range(10)}, unk_token="t0"))
+    model = SimpleNamespace(config=SimpleNamespace(vocab_size=10, max_len=8))
+    assert vocab_size_of(tok) == 10
+    check_tokenizer_fits(tok, model)
+    check_tokenizer_fits(tok, SimpleNamespace(config=SimpleNamespace(vocab_size=12, max_len=8)))  # spare rows: fine
+    with pytest.raises(ValueError, match="the tokenizer has 10 tokens but the model's token embedding has "
+                                         "vocab_size=9 rows"):
+        check_tokenizer_fits(tok, SimpleNamespace(config=SimpleNamespace(vocab_size=9, max_len=8)))
+    tok.enable_truncation(max_length=9)
+    with pytest.raises(ValueError, match="keeps up to 9 tokens but the model has max_len=8 positions"):
+        check_tokenizer_fits(tok, model)
+    with pytest.raises(TypeError, match="model must be a bertcourse BERTModel"):
+        check_tokenizer_fits(tok, "model")
+    with pytest.raises(TypeError, match="tokenizer must be a WordPieceTokenizer"):
+        check_tokenizer_fits("tok", model)
+
+
+def test_optional_settings_accept_none_only_where_allowed():
+    check_positive_int("eval_every", None, allow_none=True)
+    check_finite_number("clip", None, low=0, low_open=True, allow_none=True)
+    check_bool("amp", None, allow_none=True)
+    with pytest.raises(TypeError, match="eval_every must be an int, got NoneType"):
+        check_positive_int("eval_every", None)
+    with pytest.raises(TypeError, match="clip must be a number, got NoneType"):
+        check_finite_number("clip", None)
+    with pytest.raises(TypeError, match=r"amp must be True or False, or None, got str \('yes'\)"):
+        check_bool("amp", "yes", allow_none=True)
+    with pytest.raises(ValueError, match="clip must be > 0, got -1"):
+        check_finite_number("clip", -1, low=0, low_open=True, allow_none=True)

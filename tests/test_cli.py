@@ -26,6 +26,15 @@ def run_main(capsys, *argv):
     (["--amp", "fp8"], "argument --amp: invalid choice: 'fp8'"),
     (["--frobnicate"], "unrecognized arguments: --frobnicate"),
     (["--device", "gpu"], "--device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
+    # negative numbers in every spelling are values (argparse alone says "expected one argument")
+    (["--lr", "-1e-3"], "--lr must be > 0, got -1e-3"),
+    (["--lr", "-1E+2"], "--lr must be > 0, got -1E+2"),
+    (["--lr", "-.5"], "--lr must be > 0, got -.5"),
+    (["--lr=-1e-3"], "--lr must be > 0, got -1e-3"),
+    (["--weight-decay", "-0.01"], "--weight-decay must be >= 0, got -0.01"),
+    (["--seed", "-1"], "--seed must be >= 0, got -1"),
+    (["--clip", "-inf"], "--clip must be > 0, got -inf"),
+    (["--out", ""], "--out must be the path of the output folder, got an empty string"),
 ])
 def test_bad_options_give_one_line_and_exit_code_2(capsys, tmp_path, argv, message):
     code, out, err = run_main(capsys, "--out", str(tmp_path / "run"), *argv)
@@ -43,6 +52,19 @@ def test_unwritable_output_folder_and_missing_resume_state(capsys, tmp_path):
     assert code == 2 and "--resume: no complete saved run in" in err
     code, _, err = run_main(capsys)
     assert code == 2 and err == "error: the following arguments are required: --out\n"
+
+def test_an_existing_file_as_output_folder_says_what_to_pass(capsys, tmp_path):
+    file = tmp_path / "model.pt"
+    file.write_text("x")
+    code, _, err = run_main(capsys, "--out", str(file))
+    assert code == 2 and err.count("\n") == 1
+    assert "is a file, but --out must be a folder" in err and "pass the path of a folder instead" in err
+
+
+def test_a_non_number_starting_with_a_dash_is_still_not_a_value(capsys, tmp_path):
+    code, _, err = run_main(capsys, "--out", str(tmp_path / "run"), "--lr", "-x")
+    assert code == 2 and err == "error: argument --lr: expected one argument\n"
+
 
 def test_help_explains_every_option(capsys):
     with pytest.raises(SystemExit) as e:
@@ -97,3 +119,15 @@ def test_input_errors_are_reported_by_rank_0_only(capsys, tmp_path, monkeypatch)
     monkeypatch.setenv("RANK", "1")          # as torchrun's second process: the same error, said once by rank 0
     code, out, err = run_main(capsys, "--out", str(tmp_path / "run"), "--seconds", "0")
     assert code == 2 and err == "" and out == ""
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--lr", "-1e-3"], "--lr must be > 0, got -1e-3"),
+    (["--warmup-ratio", "-0.1"], "--warmup-ratio must be >= 0, got -0.1"),
+    (["--epochs", "-2"], "--epochs must be > 0, got -2"),
+])
+def test_the_finetune_command_reads_negative_numbers_as_values(capsys, tmp_path, argv, message):
+    from bertcourse.cli import finetune_main
+    code = finetune_main(["--out", str(tmp_path / "run"), *argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err == f"error: {message}\n"

@@ -380,7 +380,7 @@ def test_the_arithmetic_of_data_parallelism():
     assert allreduce_seconds(1_000_000, 1024, 1.0, latency_s=5e-6) > 2 * allreduce_seconds(1_000_000, 1024, 1.0)
     with pytest.raises(ValueError, match="latency_s must be >= 0"):
         allreduce_seconds(10, 2, 1.0, latency_s=-1e-6)
-    with pytest.raises(ValueError, match="gbytes_per_s must be a number > 0"):
+    with pytest.raises(ValueError, match="gbytes_per_s must be > 0, got 0"):
         allreduce_seconds(10, 2, 0)
     with pytest.raises(ValueError, match="batch_size must be > 0"):
         data_parallel_plan(10, 0, 2)

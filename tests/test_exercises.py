@@ -831,6 +831,88 @@ def test_input_mutating_answer_then_wrong_answer_both_fail(ex, solution):
     assert ex.check(solution).status == "pass"
 
 
+class _AlwaysEqual:
+    """An answer that says it equals whatever it is compared with."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = object.__hash__
+
+    def __float__(self):
+        return 0.0
+
+
+class _LyingTensor(torch.Tensor):
+    """Wrong values whose every comparison says "equal"."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        out = super().__torch_function__(func, types, args, kwargs or {})
+        if func in (torch.isclose, torch.eq, torch.Tensor.__eq__, torch.Tensor.eq):
+            return torch.ones(out.shape, dtype=torch.bool)
+        if func in (torch.ne, torch.Tensor.__ne__, torch.Tensor.ne):
+            return torch.zeros(out.shape, dtype=torch.bool)
+        if func in (torch.allclose, torch.equal, torch.Tensor.allclose, torch.Tensor.equal):
+            return True
+        return out
+
+
+def _lying(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().as_subclass(_LyingTensor)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_lying(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _lying(v) for k, v in x.items()}
+    return x
+
+
+@pytest.mark.parametrize("ex, solution", ALL_QUESTIONS)
+def test_an_answer_that_claims_to_equal_everything_fails(ex, solution):
+    """Checks compare with plain values: an object whose == always says True, or a tensor
+    subclass whose comparisons lie about wrong values, is a failed check, not a pass."""
+    if callable(solution):
+        @functools.wraps(solution)
+        def always_equal(*args):
+            return _AlwaysEqual()
+
+        @functools.wraps(solution)
+        def lying(*args):
+            return _lying(_damaged(solution(*args)))
+        answers = [always_equal, lying]
+    else:
+        answers = [_AlwaysEqual()]
+    for answer in answers:
+        result = ex.check(answer)
+        assert result.status == "fail", (answer, result.message)
+
+
+@pytest.mark.parametrize("ex, solution", FUNCTION_QUESTIONS)
+def test_each_call_gets_fresh_inputs_not_shared_with_other_calls(ex, solution):
+    """An answer may keep what it was given (a cache, a generator it returns): every call,
+    in one check and across checks, gets its own copies, so what one call keeps or changes
+    later cannot reach another call, the reference or the next learner's answer."""
+    seen: list = []
+
+    @functools.wraps(solution)
+    def keeping(*args):
+        result = solution(*copy.deepcopy(args))
+        seen.extend(a for a in args if isinstance(a, (torch.Tensor, torch.nn.Module, list, dict)))
+        return result
+
+    assert ex.check(keeping).status == "pass"
+    assert ex.check(keeping).status == "pass"
+    ids = [id(a) for a in seen]
+    assert len(ids) == len(set(ids)), "two calls of the answer were given the same object"
+    for a in seen:                  # what the answer kept is damaged after the checks
+        _damage_in_place(a, set())
+    assert ex.check(solution).status == "pass"
+
+
 def test_the_reported_holes_are_closed():
     """ch01.q2, ch02.q4 and ch04.q3 could be fooled before; their inputs are mutable, so
     the generic test above covers them with the in-place branch."""

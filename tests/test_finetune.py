@@ -173,7 +173,7 @@ def test_finetune_runs_the_recipe_and_evaluates_per_epoch(splits, tiny_tokenizer
     # warm-up times decay: the peak, at the end of the warm-up (step 1 of 8), is lr * (1 - 1/8)
     assert max(trainer.history.lr) == pytest.approx(1e-3 * (1 - 1 / 8)) == trainer.history.lr[1]
     assert not clf.training and int(clf.trained_steps) == 8
-    with pytest.raises(ValueError, match="warmup_ratio must be a number in"):
+    with pytest.raises(ValueError, match="warmup_ratio must be <= 1, got 2"):
         finetune(clf, tiny_tokenizer, train, warmup_ratio=2, progress=False, plot=False)
 
 

@@ -39,7 +39,7 @@ def test_logistic_regression_fits_separable_data_and_weight_decay_is_chosen_on_v
         fit_logistic_regression(X, y[:10])
     with pytest.raises(ValueError, match=r"X must have shape \(n, num_features=5\), got shape \(3, 4\)"):
         model(torch.zeros(3, 4))
-    with pytest.raises(ValueError, match="weight_decay must be a number >= 0"):
+    with pytest.raises(ValueError, match="weight_decay must be >= 0, got -1"):
         fit_logistic_regression(X, y, weight_decay=-1)
 
 def test_sentence_features_match_mean_pooling_and_the_pooler(minilm):

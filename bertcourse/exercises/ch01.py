@@ -27,7 +27,8 @@ import torch
 
 from ..attention import MultiHeadAttention, dot_product_attention, entropy, masked_softmax
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, as_number, equal_values, predicted_number, randn, run_cases, seeded
+from .core import (CheckFailed, Exercise, as_number, check_bool, check_positive_int, equal_values,
+                   predicted_number, randn, run_cases, seeded)
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "mean_attention_entropy", "Q5_D", "Q5_KEYS", "Q5_TOLERANCE"]
 
@@ -346,6 +347,11 @@ def mean_attention_entropy(d: int, scaled: bool = True, num_keys: int = Q5_KEYS,
     ``num_queries`` random queries, each over ``num_keys`` random keys, all with independent
     N(0, 1) components in ``d`` dimensions; with the ``1/sqrt(d)`` scale (``scaled=True``)
     or without it (``scale=1``). Seeded: the same number on every run."""
+    check_positive_int("d", d)
+    check_bool("scaled", scaled)
+    check_positive_int("num_keys", num_keys)
+    check_positive_int("num_queries", num_queries)
+    check_positive_int("seed", seed, allow_zero=True)
     g = seeded(seed)
     queries = randn(num_queries, 1, d, seed=g)            # (batch, 1 query, d)
     keys = randn(num_queries, num_keys, d, seed=g)        # (batch, keys, d)

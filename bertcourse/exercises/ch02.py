@@ -30,7 +30,8 @@ import torch
 from ..attention import MultiHeadAttention
 from ..positional import frequencies, relative_rotation, sinusoidal_encoding
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, expect_raises, predicted_dict, randn, run_cases
+from .core import (CheckFailed, Exercise, check_bool, check_choice, check_finite_number, check_positive_int,
+                   expect_raises, predicted_dict, randn, run_cases)
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "distinct_outputs", "Q5_WORDS", "Q5_READOUTS"]
 
@@ -315,8 +316,11 @@ def distinct_outputs(readout: str, positions: bool = False, d: int = 16, seed: i
     sinusoidal positions added. ``readout="first"`` keeps the output at position 0,
     ``"mean"`` the mean over the 3 positions. Returns how many *different* vectors the 6
     orderings give (vectors within ``atol`` of each other count as the same)."""
-    if readout not in Q5_READOUTS:
-        raise ValueError(f"readout must be one of {Q5_READOUTS}, got {readout!r}")
+    check_choice("readout", readout, Q5_READOUTS)
+    check_bool("positions", positions)
+    check_positive_int("d", d)
+    check_positive_int("seed", seed, allow_zero=True)
+    check_finite_number("atol", atol, low=0)
     embedding, attention = _q5_layers(d, seed)
     P = sinusoidal_encoding(len(Q5_WORDS), d)
     found: list[torch.Tensor] = []

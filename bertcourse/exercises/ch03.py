@@ -25,7 +25,8 @@ import torch
 from ..attention import causal_mask
 from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN, TransformerDecoder, TransformerEncoder
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, as_number, equal_values, predicted_number, randn, run_cases, seeded
+from .core import (CheckFailed, Exercise, as_number, check_bool, check_choice, check_int, check_positive_int,
+                   equal_values, predicted_number, randn, run_cases, seeded)
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "changed_positions", "Q5_TGT_LEN", "Q5_POSITION"]
 
@@ -325,8 +326,11 @@ def changed_positions(change: str = "target", position: int = Q5_POSITION, causa
     changed: the target token at ``position`` (``change="target"``) or the source token at
     ``position`` (``change="source"``). Returns the target positions whose output logits
     changed (by more than 1e-6). ``causal=False`` is the decoder without its causal mask."""
-    if change not in ("target", "source"):
-        raise ValueError(f"change must be 'target' or 'source', got {change!r}")
+    check_choice("change", change, ("target", "source"))
+    length = Q5_TGT_LEN if change == "target" else _Q5_SRC_LEN
+    check_int("position", position, low=0, high=length - 1)
+    check_bool("causal", causal)
+    check_positive_int("seed", seed, allow_zero=True)
     encoder, decoder = _q5_model(causal, seed)
     g = seeded(seed + 1)
     src = torch.randint(3, _Q5_VOCAB, (1, _Q5_SRC_LEN), generator=g)

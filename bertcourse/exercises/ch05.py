@@ -33,7 +33,9 @@ from ..bert import MaskLM
 from ..data import generate_corpus, get_tokenizer, mask_tokens, num_mlm_preds
 from ..pretrain import mlm_loss
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, as_number, equal_values, predicted_number, randn, run_cases, seeded
+from ..utils import cached
+from .core import (CheckFailed, Exercise, as_number, check_finite_number, check_positive_int, equal_values,
+                   predicted_number, randn, run_cases, seeded)
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "both_neighbours_visible", "Q5_MASK_PROB", "Q5_TOLERANCE"]
 
@@ -350,12 +352,14 @@ def _held_out_pairs(seed: int) -> tuple:
     return tuple((vocab.cls_id, *a, vocab.sep_id, *b, vocab.sep_id) for a, b in zip(ids_a, ids_b))
 
 
-@functools.lru_cache(maxsize=None)
+@cached     # lru_cache, but a wrong (even unhashable) argument reaches the checks below
 def both_neighbours_visible(mask_prob: float, seed: int = 0) -> float:
     """The experiment of q5: mask every pair of consecutive held-out sentences
     (``[CLS] A [SEP] B [SEP]``, about 700 pairs) once with :func:`bertcourse.data.mask_tokens`
     at ``mask_prob`` (a seeded generator), and return the share of the chosen positions
     whose left *and* right neighbours are both not ``[MASK]`` in the model's input."""
+    check_finite_number("mask_prob", mask_prob, low=0, high=1, low_open=True, high_open=True)
+    check_positive_int("seed", seed, allow_zero=True)
     vocab = get_tokenizer(seed).vocab
     g = seeded(seed)
     seen = total = 0

@@ -31,7 +31,7 @@ from ..bert import BERTModel, NextSentencePred, Pooler, get_config
 from ..data import IS_NEXT, NOT_NEXT, PretrainDataset, generate_corpus, get_tokenizer, sample_pair, truncate_pair
 from ..pretrain import nsp_loss
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, equal_values, predicted_dict, randn, run_cases, seeded
+from .core import CheckFailed, Exercise, check_positive_int, equal_values, predicted_dict, randn, run_cases, seeded
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q1_pairs", "nsp_gradient_positions", "Q5_KEYS"]
 
@@ -404,6 +404,7 @@ def nsp_gradient_positions(seed: int = 0) -> dict:
     NSP loss is backpropagated. Returns ``{"real tokens", "positions", "per layer"}``:
     ``per layer[k]`` is the number of positions whose gradient is non-zero in hidden state
     ``k`` (0 = the embedding layer's output, then the output of each block)."""
+    check_positive_int("seed", seed, allow_zero=True)     # before the cache: a list cannot be a key
     result = _nsp_gradient_positions(seed)
     return {**result, "per layer": list(result["per layer"])}
 

@@ -35,7 +35,8 @@ from ..bert import BERTModel, get_config
 from ..data import load_pretrain_data, num_mlm_preds
 from ..pretrain import init_bert_weights, mlm_accuracy, mlm_loss
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, as_number, equal_values, predicted_choice, randn, run_cases, seeded
+from .core import (CheckFailed, Exercise, as_number, check_bool, check_positive_int, equal_values,
+                   predicted_choice, randn, run_cases, seeded)
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "first_mlm_loss", "Q5_CHOICES"]
 
@@ -369,6 +370,8 @@ def first_mlm_loss(bert_init: bool, seed: int = 0) -> dict:
     pairs, before any training — with BERT's initialisation (``bert_init=True``:
     :func:`~bertcourse.pretrain.init_bert_weights`) or PyTorch's default one. Returns
     ``{"loss", "ln_vocab", "logit_std"}``."""
+    check_bool("bert_init", bert_init)
+    check_positive_int("seed", seed, allow_zero=True)
     result = _first_losses(seed)
     loss, logit_std = result["losses"][bool(bert_init)]
     return {"loss": loss, "ln_vocab": math.log(result["vocab_size"]), "logit_std": logit_std}

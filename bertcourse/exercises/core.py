@@ -70,8 +70,10 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from .._checks import check_bool, check_choice, check_finite_number, check_int, check_positive_int  # noqa: F401
 from ..i18n import gettext as _
 from .mutation import changed_arguments, in_place_detail
+from .values import plain_equal
 
 __all__ = ["CheckFailed", "CheckResult", "Exercise", "NotAttempted", "Symptom", "as_number",
            "call_answer", "compare_tensors", "equal_values", "expect_raises", "message_of",
@@ -143,8 +145,8 @@ def _need_args(function: str, args) -> tuple:
 
 def _need_tolerance(function: str, name: str, value) -> None:
     _need(isinstance(value, numbers.Real) and not isinstance(value, bool), function, name, "a number", value)
-    if not value >= 0:
-        raise ValueError(f"{function}: {name} must be >= 0, got {value!r}")
+    if not 0 <= value < math.inf:           # NaN, negative, or infinite (which would pass anything)
+        raise ValueError(f"{function}: {name} must be {'finite' if value == math.inf else '>= 0'}, got {value!r}")
 
 
 # --- Seeded inputs ---
@@ -165,7 +167,8 @@ def randn(*shape: int, seed: int | torch.Generator, scale: float = 1.0) -> torch
         _need(isinstance(n, int) and not isinstance(n, bool), "randn", f"shape[{i}]", "an int", n)
         if n < 0:
             raise ValueError(f"randn: shape[{i}] must be >= 0, got {n}")
-    _need(isinstance(scale, numbers.Real) and not isinstance(scale, bool), "randn", "scale", "a number", scale)
+    _need(isinstance(scale, numbers.Real) and not isinstance(scale, bool) and math.isfinite(scale), "randn",
+          "scale", "a finite number", scale)
     generator = seed if isinstance(seed, torch.Generator) else seeded(seed)
     return torch.randn(*shape, generator=generator) * scale
 
@@ -186,6 +189,9 @@ def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
     _need_tolerance("compare_tensors", "rtol", rtol)
     if not isinstance(got, torch.Tensor):
         raise CheckFailed(_("{what}: expected a torch.Tensor, got {type}").format(what=what, type=type(got).__name__))
+    if type(got) not in (torch.Tensor, torch.nn.Parameter):   # a subclass can override every comparison
+        raise CheckFailed(f"{what}: expected a plain torch.Tensor, got the subclass {type(got).__name__}; "
+                          f"return the values as a torch.Tensor")
     if got.is_meta:
         raise CheckFailed(_("{what}: you returned a tensor on the 'meta' device, which has a shape "
                             "but no values; compute the values.").format(what=what))
@@ -230,7 +236,7 @@ def equal_values(message: str | Callable[[Any, Any, str], str] =
     _need(show is None or callable(show), "equal_values", "show", "a function or None", show)
 
     def compare(got, expected, where: str) -> None:
-        if _plain_equal(got, expected):
+        if plain_equal(got, expected):
             return
         if callable(message):
             raise CheckFailed(message(got, expected, where))
@@ -238,14 +244,6 @@ def equal_values(message: str | Callable[[Any, Any, str], str] =
         raise CheckFailed(_(message).format(where=where, expected=e, got=g))
 
     return compare
-
-
-def _plain_equal(got, expected) -> bool:
-    try:
-        same = got == expected
-        return same if isinstance(same, bool) else False
-    except Exception:
-        return False
 
 
 def as_number(got, where: str, whole: bool = False):
@@ -291,6 +289,8 @@ def predicted_dict(answer, keys: Sequence[str], where: str, each: str, **number)
 
 def predicted_choice(answer, choices: dict, where: str, described: bool = False) -> str:
     """A "predict, then run" answer naming one of ``choices`` (case and outer spaces ignored)."""
+    _need_where("predicted_choice", where)
+    _need(isinstance(described, bool), "predicted_choice", "described", "True or False", described)
     if not isinstance(answer, str):
         raise CheckFailed(_("{where} must be one of {listed} (a string), got {type} {got:.40}").format(
             where=where, listed=", ".join(map(repr, choices)), type=type(answer).__name__, got=repr(answer)))

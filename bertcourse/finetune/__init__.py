@@ -34,7 +34,8 @@ from tokenizers import Tokenizer
 from torch import nn
 from torch.utils.data import DataLoader
 
-from .._checks import check_bool, check_choice, check_positive_int, check_tensor, shape_str
+from .._checks import (check_bool, check_choice, check_finite_number, check_instance, check_positive_int,
+                       check_tensor, check_tokenizer_fits, shape_str)
 from ..analysis import hf_tokenizer
 from ..bert import BERTConfig, BERTEncoder, Pooler
 from ..checkpoints import TOKENIZER_FILE, load_weights, read_config, save_checkpoint
@@ -56,8 +57,6 @@ __all__ = [
     "predict_proba", "token_contributions", "misclassified",
     # the model family
     "MODEL_FAMILY", "model_family_table", "encoder_parameters",
-    # command line
-    "main",
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -212,6 +211,7 @@ def build_classifier(source="minilm", num_classes: int = 2, pooling: str = "mean
 
     The new head is initialised from ``seed``. The classifier is in training mode.
     """
+    check_positive_int("seed", seed, allow_zero=True)
 
     check_choice("pooling", pooling, POOLINGS)
     if isinstance(source, str):
@@ -300,6 +300,7 @@ def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = N
     Runs in ``eval()`` mode (dropout off) without gradients and puts the model's mode back
     afterwards. ``amp``: ``True``/``False`` to switch bf16 autocast on or off here; ``None``
     keeps whatever the caller set (the Trainer sets it)."""
+    check_bool("amp", amp, allow_none=True)
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     correct, total, loss_sum = 0, 0, 0.0
@@ -351,12 +352,16 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     ``finetune`` again (or move the model back to ``trainer.device`` before ``trainer.fit()``)."""
     if not isinstance(model, BERTClassifier):
         raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
+    check_tokenizer_fits(tokenizer, model)
     check_positive_int("epochs", epochs)
     check_positive_int("evals_per_epoch", evals_per_epoch)
     check_bool("train_word_embeddings", train_word_embeddings)
     check_bool("checkpointing", checkpointing)
-    if isinstance(warmup_ratio, bool) or not isinstance(warmup_ratio, (int, float)) or not 0 <= warmup_ratio <= 1:
-        raise ValueError(f"warmup_ratio must be a number in [0, 1], got {warmup_ratio!r}")
+    check_finite_number("warmup_ratio", warmup_ratio, low=0, high=1)
+    check_positive_int("seed", seed, allow_zero=True)
+    check_bool("progress", progress)
+    check_bool("plot", plot)
+    check_instance("desc", desc, str, "the progress bar's label")
     train_loader = review_loader(train, tokenizer, batch_size, shuffle=True, seed=seed)
     steps = epochs * len(train_loader)
     # evaluation in batches of the training size: fewer padded tokens than larger batches (so
@@ -401,9 +406,13 @@ def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str], batch_
                   allow_untrained: bool = False, amp: bool = False) -> torch.Tensor:
     """Class probabilities ``(len(texts), num_classes)`` (column 1 = P(positive)), in eval
     mode. Raises :class:`UntrainedClassifierError` for a classifier that was never trained."""
+    check_positive_int("batch_size", batch_size)
+    check_bool("allow_untrained", allow_untrained)
+    check_bool("amp", amp)
     if isinstance(texts, str):
         raise TypeError("texts must be a list of str; wrap a single text in a list: [text]")
     _check_trained(model, allow_untrained)
+    check_tokenizer_fits(tokenizer, model)
     dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
     loader = DataLoader(dataset, batch_size=batch_size,
                         collate_fn=functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16))
@@ -428,9 +437,11 @@ def token_contributions(model: BERTClassifier, tokenizer, text: str, target: int
     Returns ``{"pieces": [str], "p": float, "p_without": (n,) tensor, "contributions": (n,) tensor}``.
     One batch of ``n + 1`` sentences, in eval mode and float32.
     """
+    check_bool("allow_untrained", allow_untrained)
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     _check_trained(model, allow_untrained)
+    check_tokenizer_fits(tokenizer, model)
     n_classes = model.config.num_classes if hasattr(model, "config") else 2
     if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < n_classes:
         raise ValueError(f"target must be a class index in 0..{n_classes - 1}, got {target!r}")
@@ -512,6 +523,11 @@ def encoder_parameters(vocab_size: int, hidden: int, layers: int, ffn: int | Non
     Embeddings (token, position, segment; ``embedding_size`` < ``hidden`` adds ALBERT's
     projection) + layer norm, ``layers`` blocks (four ``hidden²`` attention projections,
     two FFN layers, two layer norms; one block if ``shared_layers``) and the pooler."""
+    for name, v in (("ffn", ffn), ("embedding_size", embedding_size)):
+        if v is not None:
+            check_positive_int(name, v)
+    check_bool("shared_layers", shared_layers)
+    check_bool("pooler", pooler)
     for name, v in (("vocab_size", vocab_size), ("hidden", hidden), ("layers", layers),
                     ("max_positions", max_positions)):
         check_positive_int(name, v)

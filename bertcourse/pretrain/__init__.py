@@ -31,7 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import check_tensor, shape_str
+from .._checks import (check_bool, check_finite_number, check_instance, check_optimizer, check_positive_int,
+                       check_tensor, shape_str)
 from ..batching import trim_batch
 from ..bert import BERTModel, mlm_loss
 from ..data import IS_NEXT, NOT_NEXT, check_batch
@@ -85,6 +86,8 @@ def pretraining_losses(model: BERTModel, batch: dict, amp: bool = False,
     ``fused=True`` never materialises the ``(predictions, vocab)`` logits. ``fused=False``:
     the plain forwards and :func:`mlm_loss` of the full logits.
     """
+    check_bool("amp", amp)
+    check_bool("fused", fused)
     check_batch(batch)
     _check_pretraining_model(model)
     batch = trim_batch(batch)
@@ -110,6 +113,8 @@ def init_bert_weights(model: nn.Module, std: float = 0.02) -> nn.Module:
     ``sqrt(num_hiddens)`` and the first MLM loss is far above ``ln(vocab)``. With std 0.02
     the first predictions are nearly uniform and the loss starts at ``ln(vocab)``.
     """
+    check_instance("model", model, nn.Module, "e.g. a bertcourse BERTModel")
+    check_finite_number("std", std, low=0, low_open=True)
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Embedding)):
             module.weight.normal_(0.0, std)
@@ -128,6 +133,9 @@ def training_step(model: BERTModel, optimizer: torch.optim.Optimizer, batch: dic
                   amp: bool = False, clip: float | None = 1.0, fused: bool = True) -> dict:
     """One full training step: forward, both losses, backward, clip, optimizer step.
     Returns the losses as floats ``{"loss", "mlm_loss", "nsp_loss", "grad_norm"}``."""
+    check_bool("amp", amp)
+    check_bool("fused", fused)
+    check_optimizer("optimizer", optimizer)     # before the forward pass, not deep inside the step
     losses = pretraining_losses(model, batch, amp=amp, fused=fused)
     grad_norm = optimizer_step(optimizer, losses["loss"], clip)     # backward, clip, step
     return {**{k: float(v.detach()) for k, v in losses.items()}, "grad_norm": grad_norm}
@@ -137,6 +145,7 @@ def pretraining_step(fused: bool = True):
     """The step function the shared :class:`~bertcourse.training.Trainer` calls:
     ``step(model, batch) -> {"loss", "mlm_loss", "nsp_loss"}`` (the Trainer does the
     backward pass, the clipping and the optimizer step, and autocast when ``amp`` is on)."""
+    check_bool("fused", fused)
     def step(model, batch):
         return pretraining_losses(model, batch, fused=fused)
     return step
@@ -179,6 +188,7 @@ def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
     ``eval()`` mode (no dropout: training mode would make the numbers noisy) and its mode
     is restored afterwards.
     """
+    check_bool("amp", amp)
     _check_pretraining_model(model)
     mlm_correct = mlm_total = mlm_loss_sum = 0.0
     nsp_correct = nsp_total = nsp_loss_sum = 0.0
@@ -237,6 +247,9 @@ def pretrain(model: BERTModel, train_loader: Iterable, eval_loader: Iterable | N
     (the model keeps what it learned; ``history.stopped_by == "interrupt"``). It trains on
     ``cfg.device`` and comes back to where it was.
     """
+    check_bool("progress", progress)
+    check_bool("plot", plot)
+    check_bool("fused", fused)
     _check_pretraining_model(model)
     eval_fn = None if eval_loader is None else evaluate
     home = device_of(model)

@@ -51,7 +51,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .._checks import check_int, check_tensor
+from .._checks import check_finite_number, check_int, check_tensor
 from ..attention import MultiHeadAttention, dot_product_attention, entropy
 from ..i18n import gettext as _, gettext_noop as N_
 from . import FigureWidget
@@ -294,6 +294,8 @@ class AttentionExplorer(FigureWidget):
     """
 
     def __init__(self, sentence: str = SENTENCES[0], head: int = 2, temperature: float = 1.0):
+        check_int("head", head, low=0, high=NUM_HEADS - 1)
+        check_finite_number("temperature", temperature, low=0.1, high=5.0)     # the slider's range
         style = {"description_width": "90px"}
         wide = W.Layout(width="640px")
         self.sentence = W.Dropdown(options=SENTENCES, value=sentence if sentence in SENTENCES else SENTENCES[0],

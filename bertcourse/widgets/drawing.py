@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
+from .._checks import check_finite_number, check_positive_int
+
 __all__ = ["ROW_WIDTH", "draw_message", "draw_tally", "token_layout"]
 
 ROW_WIDTH = 96            # width of a row of token boxes, in characters
@@ -11,6 +13,7 @@ ROW_WIDTH = 96            # width of a row of token boxes, in characters
 
 def draw_message(message: str, width: float = 11) -> Figure:
     """A small figure that only shows ``message`` (e.g. when there is nothing to draw)."""
+    check_finite_number("width", width, low=0, low_open=True)
     fig = Figure(figsize=(width, 1.2))
     ax = fig.add_subplot()
     ax.axis("off")
@@ -42,6 +45,7 @@ def token_layout(widths, row_width: int = ROW_WIDTH) -> list:
     a list of ``(row, x_centre)``, one per box, left to right, wrapping to a new row when
     the next box would not fit (a box wider than a row gets a row of its own).
     Each box takes its width plus 2 characters of padding."""
+    check_positive_int("row_width", row_width)
     out, row, x = [], 0, 0.0
     for w in widths:
         if isinstance(w, bool) or not isinstance(w, int) or w < 0:

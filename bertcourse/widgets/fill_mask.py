@@ -20,7 +20,7 @@ import ipywidgets as W
 import torch
 from matplotlib.figure import Figure
 
-from .._checks import check_tensor
+from .._checks import check_int, check_tensor
 from ..analysis import MASK, attention_maps, check_mlm_model, encode_words, fill_mask, fill_mask_tokens, mask_word
 from ..bert import BERTModel
 from ..i18n import gettext as _
@@ -106,6 +106,7 @@ class FillMaskPlayground(FigureWidget):
 
     def __init__(self, model: BERTModel, tokenizer, text: str = "the capital of [MASK] is a big town.",
                  top_k: int = 5):
+        check_int("top_k", top_k, low=1, high=10)     # the slider's range
         check_mlm_model(model)
         hf_tokenizer(tokenizer)
         self.model, self.tokenizer = model, tokenizer

@@ -20,6 +20,7 @@ import ipywidgets as W
 import numpy as np
 from matplotlib.figure import Figure
 
+from .._checks import check_int
 from ..finetune import BERTClassifier, misclassified, token_contributions
 from ..reviews import LABELS, Review
 from ..i18n import gettext as _
@@ -38,6 +39,8 @@ def contribution_data(model: BERTClassifier, tokenizer, text: str, true_label: i
     (0/1), ``true_label`` (or ``None``), ``correct`` (or ``None``), ``top_positive`` /
     ``top_negative`` (``(piece, contribution)`` of the piece that pushed most towards each
     side, or ``None``) and a one-line ``message``."""
+    if true_label is not None:
+        check_int("true_label", true_label, low=0, high=len(LABELS) - 1)
     data = token_contributions(model, tokenizer, text, target=1)
     p, contrib, pieces = data["p"], data["contributions"], data["pieces"]
     prediction = int(p > 0.5)

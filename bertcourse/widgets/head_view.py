@@ -23,7 +23,7 @@ import torch
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from .._checks import check_int, check_tensor
+from .._checks import check_choice, check_int, check_tensor
 from ..analysis import attention_maps
 from ..hf_weights import PATTERNS, Pretrained
 from ..i18n import gettext as _
@@ -93,6 +93,7 @@ def draw_head_view(pieces: list[str], data: dict, token: int = ALL_TOKENS, title
     query ``lines[k][0]`` on the left to key ``lines[k][1]`` on the right with alpha
     ``lines[k][2]``) and the head's weight matrix (``fig.axes[1].images[0]``; filtered-out
     pairs are masked and drawn grey)."""
+    check_int("token", token, low=ALL_TOKENS, high=len(pieces) - 1)
     n = len(pieces)
     matrix, kept = data["matrix"], data["kept"]
     if tuple(matrix.shape) != (n, n):
@@ -166,6 +167,11 @@ class HeadView(FigureWidget):
                  token: int = ALL_TOKENS, pair: str = "all"):
         if not isinstance(pretrained, Pretrained):
             raise TypeError(f"pretrained must be the result of load_pretrained(...), got {type(pretrained).__name__}")
+        # the sliders would clamp a value out of their range silently: 1-based, as in the text
+        check_int("layer", layer, low=1, high=pretrained.config.num_blks)
+        check_int("head", head, low=1, high=pretrained.config.num_heads)
+        check_choice("pair", pair, PAIR_FILTERS)
+        check_int("token", token, low=ALL_TOKENS)
         self.pretrained = pretrained
         c = pretrained.config
         style = {"description_width": "80px"}

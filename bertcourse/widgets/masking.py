@@ -28,7 +28,7 @@ import ipywidgets as W
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from .._checks import check_int_list, check_keys, check_positive_int
+from .._checks import check_finite_number, check_int, check_int_list, check_keys, check_positive_int
 from ..bert import get_tokens_and_segments
 from ..data import Vocab, WordPieceTokenizer, draw_generator, generate_corpus, get_tokenizer, mask_tokens
 from ..i18n import gettext as _, gettext_noop as N_
@@ -57,6 +57,9 @@ MAX_TOKENS = 48           # [CLS] + up to 46 tokens + [SEP]; longer text is trun
 def corpus_sentences(num: int = 8, seed: int = 0, min_words: int = 8) -> list[str]:
     """``num`` held-out sentences of ``generate_corpus(seed)`` with at least ``min_words``
     words (the first ones, so the list is always the same), one per paragraph."""
+    check_positive_int("num", num)
+    check_positive_int("seed", seed, allow_zero=True)
+    check_positive_int("min_words", min_words, allow_zero=True)
     out = []
     for paragraph in generate_corpus(seed).held_out:
         long = [s for s in paragraph if len(s.split()) >= min_words]
@@ -210,6 +213,8 @@ class MaskingExplorer(FigureWidget):
 
     def __init__(self, tokenizer: WordPieceTokenizer | None = None, sentence: str | None = None,
                  mask_prob: float = 0.15, seed: int = 0):
+        check_finite_number("mask_prob", mask_prob, low=0.05, high=0.5)     # the slider's range
+        check_int("seed", seed, low=0, high=99)
         self.tokenizer = tokenizer if tokenizer is not None else get_tokenizer(0)
         self.sentences = corpus_sentences()
         style = {"description_width": "110px"}

@@ -24,6 +24,7 @@ import ipywidgets as W
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from .._checks import check_int
 from ..bert import get_tokens_and_segments
 from ..data import (IS_NEXT, NOT_NEXT, WordPieceTokenizer, generate_corpus, get_tokenizer, sample_pair,
                     truncate_pair)
@@ -57,7 +58,7 @@ def pair_tokens(sentence_a: str, sentence_b: str, tokenizer: WordPieceTokenizer,
 
 def label_name(label: int) -> str:
     """0 -> ``"IsNext"``, 1 -> ``"NotNext"`` (Hugging Face's convention)."""
-    if label not in LABEL_NAMES or isinstance(label, bool):
+    if isinstance(label, bool) or not isinstance(label, int) or label not in LABEL_NAMES:   # a list: no hashing
         raise ValueError(f"label must be {IS_NEXT} (IsNext) or {NOT_NEXT} (NotNext), got {label!r}")
     return LABEL_NAMES[label]
 
@@ -128,6 +129,8 @@ class PairSampler(FigureWidget):
 
     def __init__(self, tokenizer: WordPieceTokenizer | None = None, paragraphs=None,
                  seed: int = 0, max_len: int = 32):
+        check_int("seed", seed, low=0, high=99)     # the sliders' ranges
+        check_int("max_len", max_len, low=8, high=48)
         self.tokenizer = tokenizer if tokenizer is not None else get_tokenizer(0)
         self.paragraphs = paragraphs if paragraphs is not None else generate_corpus(0).train
         style = {"description_width": "70px"}

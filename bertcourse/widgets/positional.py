@@ -170,6 +170,8 @@ class PositionalEncodingExplorer(FigureWidget):
     """
 
     def __init__(self, num_hiddens: int = 64, position: int = 10, max_len: int = 100):
+        check_positive_int("max_len", max_len)
+        check_int("position", position, low=0, high=max_len - 1)
         if num_hiddens not in WIDTHS:
             raise ValueError(f"num_hiddens must be one of {WIDTHS}, got {num_hiddens}")
         style = {"description_width": "110px"}

@@ -20,7 +20,7 @@ import ipywidgets as W
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .._checks import check_positive_int
+from .._checks import check_finite_number, check_int, check_positive_int
 from ..batching import shard_batches
 from ..distributed import data_parallel_plan
 from ..i18n import gettext as _
@@ -42,6 +42,8 @@ def epoch_layout(num_pairs: int, batch_size: int, world_size: int, base_lr: floa
     ``sqrt(world_size)`` (the square-root rule, for AdamW: the course's optimizer), and
     ``lr_sgd``, ``base_lr`` times ``world_size`` (the linear rule, for SGD).
     """
+    check_positive_int("num_pairs", num_pairs)
+    check_finite_number("base_lr", base_lr, low=0, low_open=True)
     check_positive_int("world_size", world_size)
     plan = data_parallel_plan(num_pairs, batch_size, world_size)
     order = list(range(plan["batches"]))
@@ -150,6 +152,12 @@ class DataParallelPlanner(FigureWidget):
     """
 
     def __init__(self, num_pairs: int = 28606, world_size: int = 2, batch_size: int = 128, base_lr: float = 5e-3):
+        check_int("world_size", world_size, low=1, high=8)     # the controls' ranges
+        check_int("batch_size", batch_size)
+        if batch_size not in (16, 32, 64, 128, 256, 512):
+            raise ValueError(f"batch_size must be one of 16, 32, 64, 128, 256, 512 (the slider's choices), "
+                             f"got {batch_size}")
+        check_finite_number("base_lr", base_lr, low=0, low_open=True)
         check_positive_int("num_pairs", num_pairs)
         self.num_pairs, self.base_lr = num_pairs, base_lr
         style = {"description_width": "150px"}

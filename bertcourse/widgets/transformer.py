@@ -48,6 +48,12 @@ def example_attention(model: EncoderDecoder, source: list[str], src_vocab: DateV
     """
     check_instance("model", model, EncoderDecoder)
     check_str_list("source", source, what="source words", allow_empty=False)
+    check_instance("src_vocab", src_vocab, DateVocab, "src_vocab_for_dates()")
+    check_instance("tgt_vocab", tgt_vocab, DateVocab, "tgt_vocab_for_dates()")
+    try:
+        src_vocab.encode(source)
+    except ValueError as e:         # the vocabulary's message says "tokens"; the argument is `source`
+        raise ValueError(f"source holds words the model does not know: {e}") from None
     prediction = translate(model, [source], src_vocab, tgt_vocab, max_len)[0]
     src = torch.tensor([src_vocab.encode(source)])
     dec_in = torch.tensor([[tgt_vocab.bos_id] + tgt_vocab.encode(prediction)])

@@ -1,0 +1,684 @@
+"""Every public entry point answers a wrong number, flag, string or path with a named error.
+
+The package's public names are every callable in the ``__all__`` of every module (found with
+``pkgutil.walk_packages``, widgets and exercises included). ``TABLE`` maps each of them, by
+``module.qualname`` (where the object is defined), to either
+
+* ``Fuzz(...)``: how to build valid values for its required arguments; its numeric, flag,
+  string and path parameters are read from the signature (annotation or default), and
+  Hypothesis feeds each of them wrong values of its kind (wrong types, NaN and infinities,
+  negative numbers, empty strings), one parameter at a time, the others valid; or
+* ``Exempt(reason)``: nothing a learner passes to fuzz (an exception class, a record that
+  functions return, a function without arguments, or one that takes only objects, whose
+  wrong inputs are rows of ``tests/test_bad_inputs.py``).
+
+A call must raise ``TypeError``, ``ValueError`` or ``FileNotFoundError`` whose message names
+the parameter: never another exception, never a silent result. ``test_every_public_name_is_in_the_table``
+fails for a public name missing from the table (add the new function) or a table key that is
+no longer public (a renamed or moved function: update its key).
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import math
+import pkgutil
+import signal
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pytest
+import torch
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+
+import bertcourse
+from test_bad_inputs import Env
+
+NAN, INF = float("nan"), float("inf")
+NAMED = (TypeError, ValueError, FileNotFoundError)
+
+
+# ----------------------------------------------------------------------------------------
+# The public names
+# ----------------------------------------------------------------------------------------
+
+def public_callables() -> dict:
+    """``{"module.qualname": object}`` for every callable in a public module's ``__all__``
+    (a name re-exported by several modules appears once, under the module defining it)."""
+    found = {}
+    for info in pkgutil.walk_packages(bertcourse.__path__, "bertcourse."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name, None)       # a missing name: test_every_name_in_all_exists
+            if callable(obj) and not isinstance(obj, type(torch.float32)):
+                where = getattr(obj, "__module__", info.name)
+                key = f"{where}.{getattr(obj, '__qualname__', name)}".removeprefix("bertcourse.")
+                found.setdefault(key, obj)
+    return found
+
+
+# ----------------------------------------------------------------------------------------
+# Kinds of parameters and their wrong values
+# ----------------------------------------------------------------------------------------
+
+INT, FLOAT, BOOL, STR, PATH = "int", "float", "bool", "str", "path"
+PATH_NAMES = {"path", "folder", "source", "cache_dir"}
+
+
+def kind_of(param: inspect.Parameter) -> str | None:
+    """The kind of a parameter from its annotation (or its default): None for tensors,
+    models and other objects, which are not fuzzed here."""
+    if param.name in PATH_NAMES:
+        return PATH
+    ann = param.annotation if isinstance(param.annotation, str) else getattr(param.annotation, "__name__", "")
+    ann = ann.replace(" ", "")
+    words = set(ann.replace("|", " ").replace("[", " ").replace("]", " ").split())
+    if ann and not words <= {"int", "float", "bool", "str", "None"}:
+        return None                     # a tensor, a model, a list, a dict ...
+    if not ann:
+        d = param.default
+        words = {type(d).__name__} if d is not param.empty and d is not None else set()
+    for kind in (BOOL, FLOAT, INT, STR):
+        if kind in words:
+            return kind
+    return None
+
+
+def wrong_values(kind: str, optional: bool, negative_ok: bool):
+    """A strategy of values that are wrong for every parameter of ``kind``."""
+    text = st.text(max_size=4)
+    none = [] if optional else [st.none()]
+    if kind == INT:
+        bad = [st.floats().filter(lambda x: not float(x).is_integer()), st.sampled_from([NAN, INF, -INF]),
+               text, st.booleans(), st.lists(st.integers(), max_size=2)]
+        if not negative_ok:
+            bad.append(st.integers(max_value=-1, min_value=-10**12))
+        return st.one_of(*bad, *none)
+    if kind == FLOAT:
+        return st.one_of(st.sampled_from([NAN, INF, -INF]), text, st.booleans(), st.lists(st.floats(), max_size=2),
+                         *none)
+    if kind == BOOL:
+        return st.one_of(text, st.integers(), st.floats(allow_nan=False), *none)
+    if kind == STR:
+        return st.one_of(st.integers(), st.floats(allow_nan=False), st.lists(text, max_size=2), *none)
+    if kind == PATH:
+        return st.one_of(st.integers(), st.just(""), st.just("   "), st.lists(text, max_size=2), *none)
+    raise AssertionError(kind)
+
+
+# ----------------------------------------------------------------------------------------
+# The table
+# ----------------------------------------------------------------------------------------
+
+@dataclass
+class Fuzz:
+    """``given``: parameter -> ``lambda env: value`` (valid) for every required parameter
+    without a default in ``VALUES``; ``skip``: parameters not fuzzed, with why;
+    ``negative_ok``: int parameters for which a negative value is documented as valid
+    (e.g. ``-1`` = none); ``kinds``: kinds the signature does not say."""
+    given: dict = field(default_factory=dict)
+    skip: dict = field(default_factory=dict)
+    negative_ok: tuple = ()
+    kinds: dict = field(default_factory=dict)
+    errors: tuple = ()          # documented error types besides NAMED (e.g. the CLI's UsageError)
+    says: dict = field(default_factory=dict)    # parameter -> the name its messages use instead
+    positional: Callable = lambda e: ()         # values for *args (e.g. randn's *shape)
+
+
+@dataclass
+class Exempt:
+    reason: str
+
+
+RECORD = Exempt("a record (dataclass) that a function returns; learners read it, they do not build it")
+ERROR = Exempt("an exception class")
+NO_ARGS = Exempt("takes no argument")
+OBJECTS = Exempt("takes only objects (models, loaders, tensors, callables): their wrong inputs are rows of "
+                 "tests/test_bad_inputs.py")
+
+
+class PublicEnv(Env):
+    """The objects of tests/test_bad_inputs.py, plus a classifier that fits the toy tokenizer."""
+
+    @functools.cached_property
+    def cfg_tok(self):
+        from bertcourse.bert import BERTConfig
+        return BERTConfig(vocab_size=len(self.tok), num_hiddens=16, ffn_num_hiddens=32, num_heads=2, num_blks=1,
+                          max_len=64, dropout=0.0)
+
+    @functools.cached_property
+    def bert_tok(self):
+        from bertcourse.bert import BERTModel
+        torch.manual_seed(0)
+        return BERTModel(self.cfg_tok).eval()
+
+    @functools.cached_property
+    def clf(self):
+        from bertcourse.finetune import BERTClassifier, ClassifierConfig
+        torch.manual_seed(0)
+        model = BERTClassifier(ClassifierConfig(self.cfg_tok, dropout=0.0)).eval()
+        model.trained_steps.fill_(1)    # predict_proba refuses an untrained head unless told
+        return model
+
+    @functools.cached_property
+    def reviews(self):
+        from bertcourse.reviews import load_sentiment
+        return load_sentiment().train[:8]
+
+    @functools.cached_property
+    def loader(self):
+        from bertcourse.data import PretrainDataset
+        ds = PretrainDataset(self.paragraphs, self.tok, max_len=24)
+        return torch.utils.data.DataLoader(ds, batch_size=4)
+
+    @functools.cached_property
+    def batch(self):
+        return next(iter(self.loader))
+
+
+# Valid values for required parameters, by name; an entry's `given` overrides them.
+VALUES: dict[str, Callable] = {
+    "num_hiddens": lambda e: 16, "ffn_num_hiddens": lambda e: 32, "num_heads": lambda e: 2,
+    "num_blks": lambda e: 1, "vocab_size": lambda e: 50, "max_len": lambda e: 12, "seed": lambda e: 0,
+    "draw": lambda e: 0, "name": lambda e: "x", "tokenizer": lambda e: e.tok, "text": lambda e: "the cat sat",
+    "text_a": lambda e: "the cat", "text_b": lambda e: "the dog", "texts": lambda e: ["the cat", "a dog"],
+    "vocab": lambda e: e.vocab, "src_vocab": lambda e: e.src_vocab, "tgt_vocab": lambda e: e.tgt_vocab,
+    "config": lambda e: e.cfg, "batch_size": lambda e: 4, "world_size": lambda e: 2, "rank": lambda e: 0,
+    "mask_prob": lambda e: 0.15, "n": lambda e: 4, "index": lambda e: 0, "step": lambda e: 0,
+    "device": lambda e: torch.device("cpu"), "reviews": lambda e: e.reviews, "model": lambda e: e.bert,
+    "where": lambda e: "the case", "paragraphs": lambda e: e.paragraphs, "corpus": lambda e: e.corpus,
+    "tokens": lambda e: ["the", "cat"], "ids": lambda e: [5, 6, 7, 8], "path": lambda e: e.tmp / "out",
+    "folder": lambda e: e.ckpt, "source": lambda e: e.ckpt, "sentences": lambda e: ["the cat sat", "a dog ran"],
+    "num_queries": lambda e: 3, "label": lambda e: 0, "segments": lambda e: [0, 0, 1, 1, 1],
+    "title": lambda e: "", "seq_len": lambda e: 5,
+}
+TEXT_FREE = {"title": "any text is a title", "text": "any text is valid", "text_a": "any text is valid",
+             "text_b": "any text (or None) is valid", "name": "any name", "message": "any text"}
+
+TABLE: dict[str, Fuzz | Exempt] = {
+    # analysis
+    "analysis.check_mlm_model": OBJECTS,
+    "analysis.encode_words": Fuzz(skip=TEXT_FREE),
+    "analysis.mask_word": Fuzz(given={"tokens": lambda e: ["a", "b"], "words": lambda e: [("a", 0, 0), ("b", 1, 1)]}),
+    "analysis.fill_mask_tokens": Fuzz(given={"model": lambda e: e.bert_tok, "tokens": lambda e: ["[MASK]"]}),
+    "analysis.fill_mask": Fuzz(given={"model": lambda e: e.bert_tok, "text": lambda e: "the [MASK] sat"},
+                               skip=TEXT_FREE),
+    "analysis.attention_maps": Fuzz(given={"model": lambda e: e.bert_tok}, skip=TEXT_FREE),
+    # attention
+    "attention.causal_mask": Fuzz(),
+    "attention.key_mask": Fuzz(given={"valid_lens": lambda e: torch.tensor([1, 2]),
+                                      "scores_shape": lambda e: torch.Size([2, 3, 4])}),
+    "attention.masked_softmax": Fuzz(given={"scores": lambda e: torch.zeros(2, 3, 4)}),
+    "attention.dot_product_attention": Fuzz(given={n: lambda e: torch.zeros(2, 3, 4)
+                                                   for n in ("queries", "keys", "values")}),
+    "attention.DotProductAttention": Fuzz(),
+    "attention.MultiHeadAttention": Fuzz(),
+    "attention.store_attention_weights": Fuzz(),
+    "attention.inspect_attention": Fuzz(),
+    "attention.entropy": OBJECTS,
+    "attention.additive_mask": Fuzz(given={"valid_lens": lambda e: torch.tensor([1, 2]), "num_keys": lambda e: 3}),
+    # baselines
+    "baselines.most_frequent_token_accuracy": OBJECTS,
+    "baselines.count_based_accuracy": Fuzz(given={"train_loader": lambda e: e.loader, "eval_loader": lambda e: e.loader}),
+    "baselines.nsp_chance_accuracy": OBJECTS,
+    "baselines.baselines": OBJECTS,
+    "baselines.nsp_cues": Fuzz(given={"pairs": lambda e: []}),
+    # bert
+    "bert.get_tokens_and_segments": OBJECTS,
+    "bert.BERTConfig": Fuzz(),
+    "bert.get_config": Fuzz(given={"name": lambda e: "tiny"}, says={"name": "config"}),
+    "bert.BERTEncoder": OBJECTS,
+    "bert.MaskLM": Fuzz(),
+    "bert.Pooler": Fuzz(),
+    "bert.NextSentencePred": Fuzz(),
+    "bert.BERTModel": Fuzz(),
+    "bert.num_parameters": OBJECTS,
+    # checkpoints
+    "checkpoints.save_checkpoint": Fuzz(),
+    "checkpoints.read_config": Fuzz(),
+    "checkpoints.load_weights": Fuzz(),
+    "checkpoints.load_trainer_state": Fuzz(),
+    "checkpoints.load_checkpoint": Fuzz(),
+    # cli: the command lines' options are tested through argv in tests/test_cli.py
+    "cli.UsageError": ERROR,
+    "cli.Parser": Exempt("argparse.ArgumentParser with one-line errors: its options are tested in test_cli.py"),
+    "cli.positive_int": Fuzz(skip={"name": "the option's name in messages"}),
+    "cli.positive_float": Fuzz(skip={"name": "the option's name in messages"}),
+    "cli.nonnegative_float": Fuzz(skip={"name": "the option's name in messages"}),
+    "cli.check_writable": Fuzz(given={"folder": lambda e: str(e.tmp / "out")}, kinds={"folder": PATH},
+                               skip={"option": "the option's name in messages"},
+                               errors=(__import__("bertcourse.cli", fromlist=["x"]).UsageError,),
+                               says={"folder": "--out"}),
+    "cli.add_device_option": OBJECTS,
+    "cli.say": Exempt("print() on rank 0: takes what print takes"),
+    "cli.run_cli": Exempt("runs a command line; its argv is tested in test_cli.py and test_bad_inputs.py"),
+    "cli.pretrain_main": Exempt("a command line: tested through argv in test_cli.py and test_bad_inputs.py"),
+    "cli.finetune_main": Exempt("a command line: tested through argv in test_cli.py and test_finetune.py"),
+    # corpus
+    "corpus.Fact": RECORD, "corpus.Country": RECORD, "corpus.Town": RECORD, "corpus.Animal": RECORD,
+    "corpus.Person": RECORD, "corpus.World": RECORD, "corpus.ParagraphInfo": RECORD, "corpus.Corpus": RECORD,
+    "corpus.ClozeItem": RECORD,
+    "corpus.generate_world": Fuzz(),
+    "corpus.generate_corpus": Fuzz(),
+    "corpus.cloze_items": Fuzz(),
+    # wordpiece and data
+    "wordpiece.Vocab": OBJECTS,
+    "wordpiece.WordPieceTokenizer": OBJECTS,
+    "wordpiece.hf_tokenizer": OBJECTS,
+    "wordpiece.train_wordpiece": Fuzz(),
+    "wordpiece.get_tokenizer": Fuzz(),
+    "data.MaskedTokens": RECORD,
+    "data.num_mlm_preds": Fuzz(given={"num_candidates": lambda e: 10}),
+    "data.mask_tokens": Fuzz(given={"token_ids": lambda e: [5, 6, 7, 8]}),
+    "data.make_nsp_pair": Fuzz(given={"paragraph": lambda e: e.paragraphs[0],
+                                      "rng": lambda e: __import__("random").Random(0)}),
+    "data.sample_pair": Fuzz(),
+    "data.truncate_pair": Fuzz(given={"tokens_a": lambda e: ["a", "b"], "tokens_b": lambda e: ["c"], "max_len": lambda e: 8}),
+    "data.draw_generator": Fuzz(),
+    "data.draw_rng": Fuzz(),
+    "data.PretrainDataset": Fuzz(given={"max_len": lambda e: 24}),
+    "data.check_batch": OBJECTS,
+    "data.load_pretrain_data": Fuzz(),
+    "data.parse_wikitext_lines": OBJECTS,
+    "data.read_wikitext": Fuzz(kinds={"path": PATH}),
+    "data.load_wikitext2": Fuzz(),
+    # distributed
+    "distributed.resolve_device": Fuzz(skip={"device": "a str or a torch.device: tested in test_distributed.py"}),
+    "distributed.device_of": OBJECTS,
+    "distributed.move_to": OBJECTS,
+    "distributed.launched_by_torchrun": NO_ARGS,
+    "distributed.init_distributed": Fuzz(),
+    "distributed.world": NO_ARGS,
+    "distributed.is_main_process": NO_ARGS,
+    "distributed.shutdown_distributed": Fuzz(),
+    "distributed.StepModule": OBJECTS,
+    "distributed.data_parallel": OBJECTS,
+    "distributed.agree": Fuzz(given={"flag": lambda e: 1}, negative_ok=("flag",)),
+    "distributed.step_seed": Fuzz(),
+    "distributed.data_parallel_plan": Fuzz(given={"num_examples": lambda e: 100}),
+    "distributed.global_mean_loss": OBJECTS,
+    "distributed.launch": Fuzz(given={"command": lambda e: ["true"], "cwd": lambda e: e.tmp}, kinds={"cwd": PATH}),
+    "distributed.platform_notes": Fuzz(kinds={"system": STR}),
+    "distributed.allreduce_seconds": Fuzz(given={"num_params": lambda e: 1000, "gbytes_per_s": lambda e: 1.0}),
+    # exercises: the helpers exercises are built on (exercises' answers: test_exercises.py)
+    "exercises.core.CheckFailed": ERROR,
+    "exercises.core.NotAttempted": ERROR,
+    "exercises.core.CheckResult": RECORD,
+    "exercises.core.Exercise": Exempt("built once per question by the course, with a checker function"),
+    "exercises.core.Symptom": OBJECTS,
+    "exercises.core.as_number": Fuzz(given={"got": lambda e: 1.0}, skip={"where": "any text"}),
+    "exercises.core.call_answer": Exempt("calls the learner's answer: tested in test_exercises.py"),
+    "exercises.core.compare_tensors": Fuzz(given={"got": lambda e: torch.zeros(2), "expected": lambda e: torch.zeros(2),
+                                                  "what": lambda e: "x"}),
+    "exercises.core.equal_values": OBJECTS,
+    "exercises.core.expect_raises": Exempt("calls the learner's answer: tested in test_exercises.py"),
+    "exercises.core.randn": Fuzz(given={"seed": lambda e: 0}, positional=lambda e: (2, 3)),
+    "exercises.core.run_cases": Fuzz(given={"answer": lambda e: (lambda x: x), "reference": lambda e: (lambda x: x),
+                                            "cases": lambda e: [("a vector", (torch.ones(2),))]}),
+    "exercises.core.seeded": Fuzz(kinds={"seed": INT}),
+    "exercises.core.message_of": OBJECTS,
+    "exercises.core.predicted_choice": Fuzz(given={"answer": lambda e: "A", "choices": lambda e: {"a": "one"}}),
+    "exercises.core.predicted_dict": Exempt("reads the learner's prediction: tested in test_exercises.py"),
+    "exercises.core.predicted_number": Exempt("reads the learner's prediction; its message parts come translated "
+                                              "from the checker: tested in test_exercises.py"),
+    "exercises.mutation.changed_arguments": OBJECTS,
+    "exercises.mutation.in_place_detail": OBJECTS,
+    "exercises.values.is_plain": OBJECTS,
+    "exercises.values.plain_equal": OBJECTS,
+    "exercises.ch01.mean_attention_entropy": Fuzz(given={"d": lambda e: 4}),
+    "exercises.ch02.distinct_outputs": Fuzz(given={"readout": lambda e: "mean"}),
+    "exercises.ch03.changed_positions": Fuzz(),
+    "exercises.ch04.encoder_parameter_split": OBJECTS,
+    "exercises.ch05.both_neighbours_visible": Fuzz(),
+    "exercises.ch06.q1_pairs": NO_ARGS,
+    "exercises.ch06.nsp_gradient_positions": Fuzz(),
+    "exercises.ch07.first_mlm_loss": Fuzz(given={"bert_init": lambda e: True}),
+    "exercises.ch08.sentence_cosine": Fuzz(skip=TEXT_FREE),
+    # finetune, probing, reviews
+    "finetune.ClassifierConfig": Fuzz(given={"bert": lambda e: e.cfg_tok}),
+    "finetune.BERTClassifier": OBJECTS,
+    "finetune.UntrainedClassifierError": ERROR,
+    "finetune.build_classifier": Fuzz(given={"source": lambda e: "scratch"}),
+    "finetune.save_classifier": Fuzz(given={"model": lambda e: e.clf}),
+    "finetune.load_classifier": Fuzz(),
+    "finetune.classification_step": OBJECTS,
+    "finetune.evaluate_classifier": Fuzz(given={"model": lambda e: e.clf, "loader": lambda e: __import__(
+        "bertcourse.reviews", fromlist=["x"]).review_loader(e.reviews, e.tok, 4)}),
+    "finetune.finetune": Fuzz(given={"model": lambda e: e.clf, "train": lambda e: e.reviews}),
+    "memory.release_memory": NO_ARGS,
+    "finetune.init_head_from_probe": OBJECTS,
+    "finetune.predict_proba": Fuzz(given={"model": lambda e: e.clf}),
+    "finetune.token_contributions": Fuzz(given={"model": lambda e: e.clf}, skip=TEXT_FREE),
+    "finetune.misclassified": OBJECTS,
+    "finetune.model_family_table": NO_ARGS,
+    "finetune.encoder_parameters": Fuzz(given={"hidden": lambda e: 16, "layers": lambda e: 1}),
+    "probing.words": Fuzz(skip=TEXT_FREE),
+    "probing.build_vocabulary": Fuzz(),
+    "probing.bag_of_words": OBJECTS,
+    "probing.LogisticRegression": Fuzz(given={"num_features": lambda e: 4}),
+    "probing.fit_logistic_regression": Fuzz(given={"X": lambda e: torch.randn(6, 4),
+                                                   "y": lambda e: torch.tensor([0, 1] * 3)}),
+    "probing.select_weight_decay": OBJECTS,
+    "probing.sentence_features": Fuzz(given={"model": lambda e: e.clf}),
+    "probing.FrozenFeatures": RECORD,
+    "probing.frozen_features": Fuzz(),
+    "probing.few_shot_accuracies": Fuzz(),
+    "reviews.Review": RECORD,
+    "reviews.read_reviews": NO_ARGS,
+    "reviews.text_key": Fuzz(skip=TEXT_FREE),
+    "reviews.SentimentSplits": RECORD,
+    "reviews.split_reviews": Fuzz(),
+    "reviews.load_sentiment": Fuzz(),
+    "reviews.stratified_indices": Fuzz(),
+    "reviews.stratified_subset": Fuzz(),
+    "reviews.special_ids": OBJECTS,
+    "reviews.encode_texts": Fuzz(),
+    "reviews.SentimentDataset": Fuzz(),
+    "reviews.collate_reviews": Fuzz(given={"examples": lambda e: [{"ids": [2, 5, 3], "label": 0}]}),
+    "reviews.review_loader": Fuzz(),
+    # hf_weights
+    "hf_weights.CheckpointError": ERROR,
+    "hf_weights.LoadReport": RECORD, "hf_weights.Encoded": RECORD, "hf_weights.Pretrained": RECORD,
+    "hf_weights.course_name": Fuzz(given={"hf_name": lambda e: "bert.pooler.dense.weight"}),
+    "hf_weights.mapping_table": NO_ARGS,
+    "hf_weights.config_from_hf": OBJECTS,
+    "hf_weights.read_checkpoint": Fuzz(),
+    "hf_weights.minilm_folder": NO_ARGS,
+    "hf_weights.load_pretrained": Fuzz(),
+    "hf_weights.mean_pool": OBJECTS,
+    "hf_weights.head_statistics": OBJECTS,
+    "hf_weights.typical_heads": OBJECTS,
+    "memory.saved_for_backward": OBJECTS,
+    # positional
+    "positional.sinusoidal_encoding": Fuzz(),
+    "positional.frequencies": Fuzz(),
+    "positional.relative_rotation": Fuzz(given={"offset": lambda e: 1}, negative_ok=("offset",)),
+    "positional.PositionalEncoding": Fuzz(),
+    "positional.LearnedPositionalEmbedding": Fuzz(),
+    # pretrain and training
+    "bert.mlm_loss": OBJECTS,
+    "pretrain.nsp_loss": OBJECTS,
+    "pretrain.pretraining_losses": Fuzz(given={"model": lambda e: e.bert_tok, "batch": lambda e: e.batch}),
+    "pretrain.init_bert_weights": Fuzz(given={"model": lambda e: torch.nn.Linear(2, 2)}),
+    "pretrain.training_step": Fuzz(given={"model": lambda e: e.bert_tok, "batch": lambda e: e.batch,
+                                          "optimizer": lambda e: torch.optim.SGD(e.bert_tok.parameters(), lr=0.0)}),
+    "pretrain.pretraining_step": Fuzz(),
+    "pretrain.mlm_accuracy": OBJECTS,
+    "pretrain.evaluate": Fuzz(given={"model": lambda e: e.bert_tok, "loader": lambda e: e.loader}),
+    "pretrain.nsp_predictions": OBJECTS,
+    "pretrain.pretrain": Fuzz(given={"model": lambda e: e.bert_tok, "train_loader": lambda e: e.loader}),
+    "training.TrainConfig": Fuzz(),
+    "training.Trainer": Fuzz(given={"model": lambda e: e.bert_tok, "train_loader": lambda e: e.loader,
+                                    "step_fn": lambda e: (lambda model, batch: {"loss": torch.zeros(())})},
+                        skip={"desc": "any label for the progress bar (printed with str)"}),
+    "training.History": RECORD,
+    "training.make_optimizer": Fuzz(),
+    "training.lr_factor": Fuzz(given={"progress": lambda e: 0.5, "warmup_steps": lambda e: 2}),
+    "training.optimizer_step": Fuzz(given={"optimizer": lambda e: torch.optim.SGD([torch.zeros(1, requires_grad=True)]),
+                                           "loss": lambda e: torch.zeros((), requires_grad=True)}),
+    "training.plot_history": Fuzz(given={"history": lambda e: __import__("bertcourse.training", fromlist=["x"]).History()}),
+    "training.cpu_has_fast_bf16": NO_ARGS,
+    "training.evaluation_batches": Fuzz(given={"model": lambda e: e.bert_tok, "loader": lambda e: e.loader}),
+    "training.autocast": Fuzz(given={"amp": lambda e: False}),
+    # seq2seq and transformer
+    "seq2seq.DateVocab": OBJECTS,
+    "seq2seq.spell_number": Fuzz(given={"n": lambda e: 5}),
+    "seq2seq.spell_day": Fuzz(given={"day": lambda e: 5}),
+    "seq2seq.spell_year": Fuzz(given={"year": lambda e: 1999}),
+    "seq2seq.spell_date": Fuzz(given={"date": lambda e: __import__("datetime").date(1999, 3, 21)}),
+    "seq2seq.iso_date": OBJECTS,
+    "seq2seq.make_date_dataset": Fuzz(),
+    "seq2seq.DateDataset": RECORD,
+    "seq2seq.src_vocab_for_dates": NO_ARGS,
+    "seq2seq.tgt_vocab_for_dates": NO_ARGS,
+    "seq2seq.Batch": RECORD,
+    "seq2seq.make_batch": OBJECTS,
+    "seq2seq.sequence_loss": OBJECTS,
+    "seq2seq.seq2seq_step": OBJECTS,
+    "seq2seq.train_seq2seq": Fuzz(given={"model": lambda e: e.seq2seq, "pairs": lambda e: [e.pair] * 4,
+                                         "num_steps": lambda e: 1}),
+    "seq2seq.translate": Fuzz(given={"model": lambda e: e.seq2seq, "sources": lambda e: [e.pair[0]]}),
+    "seq2seq.exact_match": Fuzz(given={"model": lambda e: e.seq2seq, "pairs": lambda e: [e.pair]}),
+    "transformer.get_activation": Fuzz(given={"name": lambda e: "relu"}, says={"name": "activation"}),
+    "transformer.PositionWiseFFN": Fuzz(),
+    "transformer.AddNorm": Fuzz(),
+    "transformer.EncoderBlock": Fuzz(),
+    "transformer.DecoderBlock": Fuzz(),
+    "transformer.TransformerEmbedding": Fuzz(),
+    "transformer.TransformerEncoder": Fuzz(),
+    "transformer.TransformerDecoder": Fuzz(),
+    "transformer.DecoderCache": Fuzz(),
+    "transformer.EncoderDecoder": OBJECTS,
+    "transformer.greedy_decode": Fuzz(given={"model": lambda e: e.seq2seq, "src": lambda e: torch.ones(1, 3, dtype=torch.long),
+                                             "bos_id": lambda e: 1, "eos_id": lambda e: 2, "max_len": lambda e: 3}),
+    # batching and kernels
+    "batching.trim_batch": OBJECTS,
+    "batching.shard_batches": Fuzz(given={"batches": lambda e: [[0], [1]]}),
+    "batching.LengthBucketSampler": Fuzz(given={"lengths": lambda e: [3, 4, 5, 6]}),
+    "batching.bucketed_loader": Fuzz(given={"dataset": lambda e: e.loader.dataset}),
+    "kernels.add_dropout": Fuzz(given={"X": lambda e: torch.zeros(2, 3), "Y": lambda e: torch.zeros(2, 3),
+                                       "p": lambda e: 0.1, "training": lambda e: True}),
+    "kernels.dropout": Fuzz(given={"x": lambda e: torch.zeros(2, 3), "p": lambda e: 0.1, "training": lambda e: True}),
+    "kernels.dropout_mask": Fuzz(given={"shape": lambda e: (2, 3), "p": lambda e: 0.1}),
+    "kernels.fast_path": OBJECTS,
+    "kernels.linear": OBJECTS,
+    "kernels.onednn_enabled": NO_ARGS,
+    "kernels.onednn_for": OBJECTS,
+    "kernels.onednn_mm_t": OBJECTS,
+    "kernels.onednn_shapes": NO_ARGS,
+    "kernels.use_onednn": Exempt("switches a global setting of torch: tested in test_kernels.py"),
+    # i18n: the course's own message catalogs
+    "i18n.catalog_path": Fuzz(given={"lang": lambda e: "zh"}, kinds={"lang": STR}),
+    "i18n.catalog_problems": Exempt("reads the course's catalog files (paths default to the package's)"),
+    "i18n.extract_messages": Exempt("reads the package's sources (a maintainer's tool)"),
+    "i18n.get_language": NO_ARGS,
+    "i18n.gettext": Fuzz(given={"msgid": lambda e: "x"}),
+    "i18n.gettext_noop": Exempt("marks a message for extraction; returns its argument unchanged"),
+    "i18n.set_language": Exempt("switches the language of every message (global state): tested in its own tests"),
+    "i18n.update_catalog": Exempt("rewrites the course's catalog files (a maintainer's tool)"),
+    # utils
+    "utils.set_seed": Fuzz(),
+    "utils.show_source": Fuzz(given={"obj": lambda e: len}),
+    "utils.hide_input_checks": Fuzz(given={"source": lambda e: "x = 1"}, kinds={"source": STR}),
+    "utils.SourceCode": Fuzz(given={"source": lambda e: "x = 1"}, kinds={"source": STR}, skip={"name": "any name"}),
+    "utils.cached": OBJECTS,
+    "utils.evaluation_mode": OBJECTS,
+    "utils.hide_fast_paths": Fuzz(given={"source": lambda e: "x = 1"}, kinds={"source": STR}),
+    # widgets
+    "widgets.FigureWidget": OBJECTS,
+    "widgets.attention.tokenize": Fuzz(skip=TEXT_FREE),
+    "widgets.attention.word_vectors": OBJECTS,
+    "widgets.attention.explorer_model": NO_ARGS,
+    "widgets.attention.attention_for_sentence": Fuzz(given={"tokens": lambda e: ["the", "cat"]}),
+    "widgets.attention.draw_attention": Fuzz(given={"tokens": lambda e: ["a", "b"], "weights": lambda e: torch.eye(2),
+                                                    "query_index": lambda e: 0}, skip=TEXT_FREE),
+    "widgets.attention.AttentionExplorer": Fuzz(skip={"sentence": "any text"}),
+    "widgets.bert_input.describe_input": Fuzz(skip=TEXT_FREE),
+    "widgets.bert_input.embedding_shapes": Fuzz(),
+    "widgets.bert_input.embedding_parts": OBJECTS,
+    "widgets.bert_input.draw_input_table": Fuzz(given={"desc": lambda e: __import__("bertcourse.widgets.bert_input",
+                                                fromlist=["x"]).describe_input(e.tok, "the cat")}, skip=TEXT_FREE),
+    "widgets.bert_input.draw_embedding_sum": OBJECTS,
+    "widgets.bert_input.InputExplorer": Fuzz(skip=TEXT_FREE),
+    "widgets.drawing.draw_message": Fuzz(given={"message": lambda e: "hello"}, skip=TEXT_FREE),
+    "widgets.drawing.draw_tally": Exempt("draws into a matplotlib Axes for the widgets: tested in test_bad_inputs.py"),
+    "widgets.drawing.token_layout": Fuzz(given={"widths": lambda e: [3, 4]}),
+    "widgets.fill_mask.draw_fill_mask": Fuzz(given={"tokens": lambda e: ["[MASK]"], "predictions": lambda e: [(1, [("a", 0.5)])]},
+                                             skip=TEXT_FREE),
+    "widgets.fill_mask.FillMaskPlayground": Fuzz(given={"model": lambda e: e.bert_tok}, skip=TEXT_FREE),
+    "widgets.fill_mask.draw_attention_grid": Fuzz(given={"pieces": lambda e: ["a", "b"], "weights": lambda e: torch.ones(1, 1, 2, 2) / 2},
+                                                  skip=TEXT_FREE),
+    "widgets.finetune.contribution_data": Fuzz(given={"model": lambda e: e.clf}, skip=TEXT_FREE),
+    "widgets.finetune.draw_contributions": Fuzz(given={"data": lambda e: __import__("bertcourse.widgets.finetune", fromlist=["x"])
+                                                       .contribution_data(e.clf, e.tok, "the cat")}, skip=TEXT_FREE),
+    "widgets.finetune.WhyDidItSayThat": Fuzz(given={"model": lambda e: e.clf}, skip=TEXT_FREE),
+    "widgets.finetune.draw_comparison": OBJECTS,
+    "widgets.finetune.draw_learning_curves": OBJECTS,
+    "widgets.head_view.pair_mask": Fuzz(given={"which": lambda e: "all"}),
+    "widgets.head_view.head_view_data": Fuzz(given={"weights": lambda e: e.weights(), "segments": lambda e: [0] * 5,
+                                                    "layer": lambda e: 1, "head": lambda e: 1}, negative_ok=("token",)),
+    "widgets.head_view.draw_head_view": Fuzz(given={"pieces": lambda e: ["a"] * 5, "data": lambda e: __import__(
+        "bertcourse.widgets.head_view", fromlist=["x"]).head_view_data(e.weights(), [0] * 5, 1, 1)},
+        negative_ok=("token",), skip=TEXT_FREE),
+    "widgets.head_view.draw_head_survey": OBJECTS,
+    "widgets.head_view.HeadView": Fuzz(given={"pretrained": lambda e: e.pretrained, "text_a": lambda e: "w5 w6",
+                                              "text_b": lambda e: "w7"}, skip=TEXT_FREE, negative_ok=("token",)),
+    "widgets.masking.corpus_sentences": Fuzz(),
+    "widgets.masking.encode_text": Fuzz(skip=TEXT_FREE),
+    "widgets.masking.classify_masking": OBJECTS,
+    "widgets.masking.mask_once": Fuzz(),
+    "widgets.masking.count_outcomes": OBJECTS,
+    "widgets.masking.running_counts": Fuzz(given={"num_draws": lambda e: 2}),
+    "widgets.masking.chosen_shares": OBJECTS,
+    "widgets.masking.draw_masking": Fuzz(given={"tokens": lambda e: ["a"], "masked_tokens": lambda e: ["[MASK]"],
+                                                "outcomes": lambda e: ["mask"]}, skip=TEXT_FREE),
+    "widgets.masking.MaskingExplorer": Fuzz(skip={"sentence": "any text (or None)"}),
+    "widgets.nsp.pair_tokens": Fuzz(given={"sentence_a": lambda e: "the cat", "sentence_b": lambda e: "a dog"},
+                                    skip={"sentence_a": "any text", "sentence_b": "any text"}),
+    "widgets.nsp.label_name": Fuzz(),
+    "widgets.nsp.tally": OBJECTS,
+    "widgets.nsp.draw_pair": Fuzz(given={"tokens": lambda e: ["[CLS]", "a", "[SEP]"], "segments": lambda e: [0, 0, 0]},
+                                  skip=TEXT_FREE),
+    "widgets.nsp.PairSampler": Fuzz(),
+    "widgets.positional.encoding_view": Fuzz(given={"position": lambda e: 3, "dims": lambda e: (0, 1)}),
+    "widgets.positional.binary_table": Fuzz(given={"num_positions": lambda e: 4, "num_bits": lambda e: 3}),
+    "widgets.positional.draw_explorer": OBJECTS,
+    "widgets.positional.draw_sinusoids": OBJECTS,
+    "widgets.positional.draw_heatmap": Fuzz(given={"P": lambda e: torch.zeros(4, 8)}, skip=TEXT_FREE),
+    "widgets.positional.draw_binary_analogy": Fuzz(),
+    "widgets.positional.draw_similarity": OBJECTS,
+    "widgets.positional.PositionalEncodingExplorer": Fuzz(),
+    "widgets.scaling.epoch_layout": Fuzz(given={"num_pairs": lambda e: 100}),
+    "widgets.scaling.draw_epoch": Fuzz(given={"layout": lambda e: __import__("bertcourse.widgets.scaling", fromlist=["x"])
+                                              .epoch_layout(100, 8, 2)}),
+    "widgets.scaling.draw_data_parallelism": Fuzz(),
+    "widgets.scaling.DataParallelPlanner": Fuzz(),
+    "widgets.transformer.example_attention": Fuzz(given={"model": lambda e: e.seq2seq, "source": lambda e: e.pair[0]}),
+    "widgets.transformer.draw_attention_map": Fuzz(given={"weights": lambda e: torch.eye(2), "row_labels": lambda e: ["a", "b"],
+                                                         "col_labels": lambda e: ["a", "b"]}, skip=TEXT_FREE),
+    "widgets.transformer.TransformerAttentionExplorer": Fuzz(given={"model": lambda e: e.seq2seq,
+                                                                    "sources": lambda e: [e.pair[0]]}),
+}
+
+
+# ----------------------------------------------------------------------------------------
+# The tests
+# ----------------------------------------------------------------------------------------
+
+PUBLIC = public_callables()
+ENV = PublicEnv()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_tmp(tmp_path_factory):
+    """A folder for what ENV builds once per module (the tiny checkpoint of test_bad_inputs' Env)."""
+    ENV.module_tmp = tmp_path_factory.mktemp("public_inputs")
+
+
+def fuzz_targets():
+    """``(key, parameter, kind)`` for every fuzzed parameter of the table."""
+    out = []
+    for key, entry in TABLE.items():
+        if not isinstance(entry, Fuzz) or key not in PUBLIC:
+            continue
+        for p in inspect.signature(PUBLIC[key]).parameters.values():
+            kind = entry.kinds.get(p.name) or kind_of(p)
+            if kind and p.name not in entry.skip and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                out.append(pytest.param(key, p.name, kind, id=f"{key}-{p.name}"))
+    return out
+
+
+def test_every_public_name_is_in_the_table():
+    missing = sorted(set(PUBLIC) - set(TABLE))
+    stale = sorted(set(TABLE) - set(PUBLIC))
+    assert not missing, f"public callables without a row in TABLE (add them): {missing}"
+    assert not stale, f"TABLE rows that are no longer public names (renamed or moved?): {stale}"
+
+
+def test_every_name_in_all_exists():
+    missing = []
+    for info in pkgutil.walk_packages(bertcourse.__path__, "bertcourse."):
+        if not any(part.startswith("_") for part in info.name.split(".")):
+            module = importlib.import_module(info.name)
+            missing += [f"{info.name}.{n}" for n in getattr(module, "__all__", ()) if not hasattr(module, n)]
+    assert not missing, f"names in __all__ that the module does not define: {missing}"
+
+
+def test_objects_only_exemptions_are_true():
+    """An entry exempt as "takes only objects" has no parameter of a fuzzable kind."""
+    for key, entry in TABLE.items():
+        if entry is OBJECTS and key in PUBLIC:
+            kinds = {p.name: kind_of(p) for p in inspect.signature(PUBLIC[key]).parameters.values()}
+            assert not any(kinds.values()), f"{key} has parameters to fuzz: {kinds}"
+
+
+def arguments(key: str, env) -> dict:
+    """Valid values for the required parameters of ``key``."""
+    entry, fn = TABLE[key], PUBLIC[key]
+    out = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.name in entry.given:
+            out[p.name] = entry.given[p.name](env)
+        elif p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            if p.name not in VALUES:
+                raise AssertionError(f"TABLE[{key!r}] needs a valid value for its required parameter {p.name!r}")
+            out[p.name] = VALUES[p.name](env)
+    return out
+
+
+class TookTooLong(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise TookTooLong("no answer within 20 s: the wrong value was not checked before the work started")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key, param, kind", fuzz_targets())
+def test_wrong_values_get_a_named_error(key, param, kind, tmp_path):
+    ENV.tmp = tmp_path
+    entry, fn = TABLE[key], PUBLIC[key]
+    p = inspect.signature(fn).parameters[param]
+    ann = p.annotation if isinstance(p.annotation, str) else ""
+    optional = p.default is None or "None" in ann
+    strategy = wrong_values(kind, optional, param in entry.negative_ok)
+
+    # no shrinking: a failing value is reported as drawn (shrinking would re-run slow calls)
+    @settings(max_examples=10, deadline=None, derandomize=True, database=None,
+              phases=(Phase.explicit, Phase.reuse, Phase.generate), suppress_health_check=list(HealthCheck))
+    @given(value=strategy)
+    def check(value):
+        kwargs = {**arguments(key, ENV), param: value}
+        args = entry.positional(ENV)
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.alarm(20)
+        name = entry.says.get(param, param)
+        try:
+            result = fn(*args, **kwargs)
+        except NAMED + entry.errors as e:
+            assert name in str(e), f"{key}({param}={value!r}): {type(e).__name__} does not name {name!r}: {e}"
+        except TookTooLong:
+            raise
+        except Exception as e:      # anything else is a raw error from deep inside
+            raise AssertionError(f"{key}({param}={value!r}) raised {type(e).__name__}: {e}") from e
+        else:
+            try:
+                if hasattr(result, "__enter__"):     # a context manager checks on entry
+                    with result:
+                        pass
+                elif inspect.isgenerator(result):    # a generator checks on its first step
+                    next(result, None)
+            except NAMED as e:
+                assert param in str(e), f"{key}({param}={value!r}): {e}"
+                return
+            raise AssertionError(f"{key}({param}={value!r}) returned {type(result).__name__} instead of "
+                                 f"a named error")
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+
+    check()
