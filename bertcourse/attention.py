@@ -415,11 +415,15 @@ def inspect_attention(model: nn.Module, keep_weights: bool = True, eval_mode: bo
     check_bool("keep_weights", keep_weights)
     check_bool("eval_mode", eval_mode)
     layers = [m for m in model.modules() if isinstance(m, DotProductAttention)]
+    model_was_training = model.training
     kept = [m.store_weights for m in layers]
     try:
         for m in layers:
             m.store_weights = keep_weights
-        with evaluation_mode(model) if eval_mode else contextlib.nullcontext():
+        # the model's mode is restored afterwards in both cases (a caller may switch it inside)
+        with evaluation_mode(model):
+            if not eval_mode:
+                model.train(model_was_training)
             yield model
     finally:
         for m, on in zip(layers, kept):
