@@ -82,6 +82,10 @@ def gap_holds(values: dict, better: str, worse: str) -> bool:
     """Whether ``values[better] - values[worse]`` is at least ``GAPS[(better, worse)]``."""
     if not isinstance(values, dict):
         raise TypeError(f"values must be a dict {{name: accuracy}}, got {type(values).__name__}")
+    for name, label in ((better, "better"), (worse, "worse")):
+        if not isinstance(name, str):
+            raise TypeError(f"{label} must be a method's name (a str, e.g. 'a. bag of words'), "
+                            f"got {type(name).__name__}")
     if (better, worse) not in GAPS:
         raise ValueError(f"(better, worse) must be one of {sorted(GAPS)}, got {(better, worse)!r}")
     for name in (better, worse):

