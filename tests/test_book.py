@@ -23,7 +23,6 @@ import html.parser
 import http.server
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import threading
@@ -32,7 +31,7 @@ import urllib.parse
 
 import nbformat
 import pytest
-from ci import skip_or_fail
+from ci import chromium_and_playwright, skip_or_fail
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -205,14 +204,7 @@ def server(site):
 
 @pytest.fixture(scope="module")
 def browser():
-    chromium = shutil.which(os.environ.get("CHROMIUM") or "chromium")
-    if chromium is None:
-        skip_or_fail("Debian's chromium is not installed (apt-get install -y chromium), "
-                     "and $CHROMIUM names no browser")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("the playwright Python package is not installed (pip install -r requirements.txt)")
+    chromium, sync_playwright = chromium_and_playwright()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
         yield browser

@@ -48,7 +48,7 @@ import ast
 
 import nbformat
 import pytest
-from ci import skip_or_fail
+from ci import chromium_and_playwright
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -293,15 +293,7 @@ def lab():
 
 @pytest.fixture(scope="module")
 def browser_context():
-    # $CHROMIUM may name another Chromium-based browser (e.g. Google Chrome on a laptop).
-    chromium = shutil.which(os.environ.get("CHROMIUM") or "chromium")
-    if chromium is None:
-        skip_or_fail("Debian's chromium is not installed (apt-get install -y chromium), "
-                     "and $CHROMIUM names no browser")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        skip_or_fail("the playwright Python package is not installed (pip install -r requirements.txt)")
+    chromium, sync_playwright = chromium_and_playwright()
     pw = sync_playwright().start()
     try:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)

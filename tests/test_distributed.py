@@ -3,7 +3,6 @@ compute exactly what one process computes on the same global batch."""
 import dataclasses
 import os
 import socket
-import subprocess
 import sys
 from collections import namedtuple
 

@@ -685,7 +685,6 @@ def test_hub_errors_are_translated(tmp_path, monkeypatch):
 def test_a_name_is_a_folder_unless_download_is_asked_for(tmp_path, monkeypatch):
     """A mistyped folder (or a hub name without download=True) never reaches the network:
     FileNotFoundError saying the folder does not exist, with the download=True hint."""
-    import huggingface_hub
 
     def no_call(*args, **kwargs):
         raise AssertionError("snapshot_download must not be called without download=True")

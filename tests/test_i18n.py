@@ -113,15 +113,20 @@ def test_update_marks_changed_paragraphs_fuzzy_and_new_ones_untranslated(tmp_pat
     assert po_path.read_text() == before
 
 
+def replace_last_paragraph(notebook, new: str) -> None:
+    """Edit the tiny notebook's English: cell 2's last paragraph becomes ``new``."""
+    nb = nbformat.read(str(notebook), as_version=4)
+    nb.cells[2].source = nb.cells[2].source.rsplit("\n\n", 1)[0] + "\n\n" + new
+    nbformat.write(nb, str(notebook))
+
+
 def test_update_keeps_a_translation_through_two_edits_with_the_first_english(tmp_path):
     notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
     po_path = i18n.catalog_path(notebook, tmp_path)
     i18n.update_catalog(notebook, po_path)
     translate_all(po_path)
     for new in ("Last words!", "Last words!!"):
-        nb = nbformat.read(str(notebook), as_version=4)
-        nb.cells[2].source = nb.cells[2].source.rsplit("\n\n", 1)[0] + "\n\n" + new
-        nbformat.write(nb, str(notebook))
+        replace_last_paragraph(notebook, new)
         po = i18n.update_catalog(notebook, po_path)
     entry = po.find("Last words!!", msgctxt="aaaa0003")
     assert "fuzzy" in entry.flags and entry.previous_msgid == "Last words."
@@ -323,17 +328,14 @@ def test_a_reviewed_entry_forgets_the_old_english(tmp_path):
     i18n.update_catalog(notebook, po_path)
     translate_all(po_path)
     for new in ("Last words!", "Last words!!"):
-        nb = nbformat.read(str(notebook), as_version=4)
-        nb.cells[2].source = nb.cells[2].source.rsplit("\n\n", 1)[0] + "\n\n" + new
-        nbformat.write(nb, str(notebook))
+        replace_last_paragraph(notebook, new)
         po = i18n.update_catalog(notebook, po_path)
         entry = po.find(new, msgctxt="aaaa0003")
         entry.flags.remove("fuzzy")                       # reviewed, #| msgid left in place
         po.save(str(po_path))
     po = i18n.update_catalog(notebook, po_path)
     assert po.find("Last words!!", msgctxt="aaaa0003").previous_msgid is None
-    nb.cells[2].source = nb.cells[2].source.replace("Last words!!", "Final words.")
-    nbformat.write(nb, str(notebook))
+    replace_last_paragraph(notebook, "Final words.")             # it was "Last words!!"
     entry = i18n.update_catalog(notebook, po_path).find("Final words.", msgctxt="aaaa0003")
     assert entry.previous_msgid == "Last words!!" and "fuzzy" in entry.flags
 

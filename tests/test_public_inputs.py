@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-import math
 import pkgutil
 import signal
 from dataclasses import dataclass, field
