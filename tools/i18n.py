@@ -347,7 +347,10 @@ def notebook_problems(notebook: pathlib.Path, po_path: pathlib.Path, out: pathli
 
 
 def package_problems() -> list[str]:
-    """The package catalog's problems, from `bertcourse.i18n` (imported only when checking)."""
+    """The package catalog's problems, from `bertcourse.i18n` (imported only when checking) of
+    this checkout, whether or not the package is installed in the running Python."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     try:
         module = importlib.import_module("bertcourse.i18n")
     except ImportError as error:
