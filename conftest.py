@@ -10,12 +10,14 @@ a table gives the time of each stage (test time, summed over the workers). Elsew
 """
 from __future__ import annotations
 
-import os
 import pathlib
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tests"))     # tests/ci.py: what "in CI" means, written once
+from ci import in_ci  # noqa: E402
 WORKERS_IN_CI = 2           # CI's machine has 2 cores
 SHARED = {  # the test files with one expensive session fixture each
     "test_browser.py": "browser (JupyterLab + Chromium)",
@@ -35,8 +37,6 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: not in the quick tier (pytest tests -m 'not slow')")
 
 
-def _in_ci() -> bool:       # as tests/ci.py's in_ci
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -44,7 +44,7 @@ def pytest_cmdline_main(config):
     """In CI, WORKERS_IN_CI xdist workers with ``--dist loadfile`` (a file's tests on one
     worker, in order), unless the command line chose (``-n``)."""
     opt = config.option
-    if (_in_ci() and getattr(opt, "numprocesses", "absent") is None and getattr(opt, "dist", "no") == "no"
+    if (in_ci() and getattr(opt, "numprocesses", "absent") is None and getattr(opt, "dist", "no") == "no"
             and not hasattr(config, "workerinput")):
         opt.numprocesses, opt.dist = WORKERS_IN_CI, "loadfile"
 
@@ -70,7 +70,7 @@ def pytest_collection_modifyitems(items):
         path = pathlib.Path(str(item.fspath))
         if path.suffix == ".ipynb" or path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
-    if _in_ci():          # a stable sort: each file's tests (a notebook's cells) keep their order
+    if in_ci():          # a stable sort: each file's tests (a notebook's cells) keep their order
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(pathlib.Path(str(item.fspath)).name, len(rank)))
 
@@ -81,7 +81,7 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter):
-    if _STAGE_SECONDS and _in_ci():
+    if _STAGE_SECONDS and in_ci():
         terminalreporter.write_sep("=", "time per stage (test time, summed over the workers)")
         for stage, seconds in sorted(_STAGE_SECONDS.items(), key=lambda kv: -kv[1]):
             terminalreporter.write_line(f"{stage:52s} {seconds:7.0f} s")
