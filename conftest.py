@@ -1,52 +1,65 @@
 """How CI spreads ``pytest`` over its cores (a root conftest: it must see the notebooks too).
 
 In CI (``CI`` set, as ``.ci/run`` does) ``pytest`` runs on two pytest-xdist workers with
-``--dist loadfile``: each file's tests run on one worker, in order, so a notebook's nbval cells
-share one kernel, and the tests that share one expensive session fixture stay together: the
-browser tests (one JupyterLab), the Colab-stack tests (one environment), the book tests (one
-build). At the end
-a table gives the time of each stage (test time, summed over the workers). Elsewhere
+``--dist loadgroup``: every test carries an ``xdist_group`` named after its file, so each file's
+tests run on one worker, in order (a notebook's nbval cells share one kernel; the tests that share
+one expensive session fixture stay together: the browser tests, one JupyterLab; the book tests,
+one build), except the Colab-stack nbval run (tests/test_colab.py), the longest stage, whose
+notebooks are split in two groups (``tests/ci.py``: ``COLAB_NBVAL_SHARDS``) that the two workers
+run at the same time in one shared throw-away environment. The groups go out longest first
+(xdist's own reordering by test count is switched off), so both workers finish together. At the
+end a table gives the time of each stage (test time, summed over the workers). Elsewhere
 ``pytest`` runs in one process, unless ``-n`` asks for workers.
 """
 from __future__ import annotations
 
 import pathlib
 import sys
+import uuid
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))     # tests/ci.py: what "in CI" means, written once
-from ci import in_ci  # noqa: E402
+from ci import colab_shard, in_ci, remove_run_folders  # noqa: E402
 WORKERS_IN_CI = 2           # CI's machine has 2 cores
 SHARED = {  # the test files with one expensive session fixture each
     "test_browser.py": "browser (JupyterLab + Chromium)",
     "test_book.py": "book (Sphinx + Chromium)",
     "test_colab.py": "Colab's versions, AVX2 kernels (Chinese edition)",
 }
+COLAB_NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"
 
 
 # The edit-test loop's quick tier, `pytest tests -m "not slow"` (CONTRIBUTING.md): everything but
 # the notebooks and these files, which run notebooks, browsers, subprocesses or trainings.
 SLOW_FILES = {"test_browser.py", "test_book.py", "test_colab.py", "test_portability.py", "test_distributed.py",
               "test_finetune.py", "test_training.py", "test_checkpoints.py", "test_cli.py", "test_hf_weights.py",
-              "test_probing.py", "test_public_inputs.py", "test_spread.py", "test_seq2seq.py"}
+              "test_probing.py", "test_public_inputs.py", "test_spread.py", "test_seq2seq.py",
+              "test_ddp_example.py"}
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: not in the quick tier (pytest tests -m 'not slow')")
-
-
+    # One id per pytest run, known to this process and (through xdist) to its workers: the
+    # folders the workers share are named by it (tests/ci.py: run_folder).
+    if not hasattr(config, "workerinput") and getattr(config.option, "testrunuid", None) is None:
+        config.option.testrunuid = uuid.uuid4().hex
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """In CI, WORKERS_IN_CI xdist workers with ``--dist loadfile`` (a file's tests on one
-    worker, in order), unless the command line chose (``-n``)."""
+    """In CI, WORKERS_IN_CI xdist workers with ``--dist loadgroup`` in our order, unless the
+    command line chose (``-n``)."""
     opt = config.option
     if (in_ci() and getattr(opt, "numprocesses", "absent") is None and getattr(opt, "dist", "no") == "no"
             and not hasattr(config, "workerinput")):
-        opt.numprocesses, opt.dist = WORKERS_IN_CI, "loadfile"
+        opt.numprocesses, opt.dist, opt.loadscopereorder = WORKERS_IN_CI, "loadgroup", False
+
+
+def pytest_sessionfinish(session):
+    if not hasattr(session.config, "workerinput"):      # the process that started the workers
+        remove_run_folders(session.config.option.testrunuid)
 
 
 def stage_of(path: pathlib.Path) -> str:
@@ -58,21 +71,37 @@ def stage_of(path: pathlib.Path) -> str:
 _STAGE_SECONDS: dict = {}
 
 
-# The longest files first, so that xdist's loadfile hands them out before the short ones and
-# the two workers finish together (measured in CI: Colab stack ~590 s, browser ~400 s, chapter 9
-# ~130 s, chapter 7 ~80 s, chapter 10 ~65 s, the book ~110 s; everything else is shorter).
-LONGEST_FIRST = ["test_colab.py", "test_browser.py", "09_fine_tuning.ipynb", "07_pretraining.ipynb",
-                 "10_scaling_up.ipynb", "test_book.py", "03_transformer.ipynb"]
+def group_of(item) -> str:
+    """The xdist group of a test: its file, or for the Colab-stack nbval test its shard."""
+    path = pathlib.Path(str(item.fspath))
+    name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+    if getattr(item, "originalname", None) == COLAB_NBVAL_TEST and hasattr(item, "callspec"):
+        return f"colab-nbval-{colab_shard(item.callspec.params['zh_course_notebook'].name)}"
+    return name
 
 
-def pytest_collection_modifyitems(items):
+# The longest groups first, so that the workers are handed them before the short ones and finish
+# together. Measured in CI on 2 cores (quiet machine): the browser ~330 s, the Colab-stack shards
+# ~230 s each and the rest of its file ~110 s (the environment, the widget tests), chapter 9 ~110 s,
+# the book ~110 s, chapter 7 ~80 s, chapter 10 ~65 s; everything else is shorter.
+LONGEST_FIRST = ["tests/test_colab.py", "tests/test_browser.py", "colab-nbval-0", "colab-nbval-1",
+                 "notebooks/09_fine_tuning.ipynb", "tests/test_book.py", "notebooks/07_pretraining.ipynb",
+                 "notebooks/10_scaling_up.ipynb", "notebooks/03_transformer.ipynb", "tests/test_distributed.py",
+                 "tests/test_finetune.py"]
+
+
+@pytest.hookimpl(tryfirst=True)       # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config, items):
     for item in items:
         path = pathlib.Path(str(item.fspath))
         if path.suffix == ".ipynb" or path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
-    if in_ci():          # a stable sort: each file's tests (a notebook's cells) keep their order
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(group_of(item)))
+    if in_ci():          # a stable sort: each group's tests (a notebook's cells) keep their order
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: rank.get(pathlib.Path(str(item.fspath)).name, len(rank)))
+        items.sort(key=lambda item: rank.get(group_of(item), len(rank)))
 
 
 def pytest_runtest_logreport(report):

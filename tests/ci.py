@@ -1,7 +1,12 @@
-"""What a test does when something it needs is missing: skip on a learner's machine (offline,
-no browser), fail in CI, where every test must really run."""
+"""What "in CI" means, and what a test does when something it needs is missing (skip on a
+learner's machine, offline, without a browser; fail in CI, where every test must really run);
+how the Colab-stack nbval run is split over CI's workers, and the folders they share."""
 import os
+import pathlib
 import shutil
+import subprocess
+import sys
+import tempfile
 
 import pytest
 
@@ -32,3 +37,41 @@ def chromium_and_playwright():
     except ImportError:
         skip_or_fail("the playwright Python package is not installed (pip install -r requirements.txt)")
     return chromium, sync_playwright
+
+
+# ----------------------------------------------------------------------------- shared between workers
+
+# The second nbval run (Colab's versions, lower CPU kernels: tests/test_colab.py) is most of CI's
+# time, so it runs in two shards, one per CI worker, in parallel. Balanced by the chapters' measured
+# times there (float32 under AVX2 kernels): chapter 9 about 200 s; 7, 10 and 3 together about as much.
+COLAB_NBVAL_SHARDS = (("09", "02", "04", "06"), ("07", "10", "03", "08", "05", "01"))
+
+
+def colab_shard(notebook_name: str) -> int:
+    """The shard (index into COLAB_NBVAL_SHARDS) that runs a chapter's notebook."""
+    for i, chapters in enumerate(COLAB_NBVAL_SHARDS):
+        if notebook_name[:2] in chapters:
+            return i
+    raise ValueError(f"{notebook_name}: no Colab nbval shard lists chapter {notebook_name[:2]!r}; "
+                     f"add it to COLAB_NBVAL_SHARDS in {__file__}")
+
+
+def run_folder(config, name: str) -> pathlib.Path:
+    """A folder in the temporary directory that every process of this pytest run shares (the
+    workers of pytest-xdist and the process that started them): named by the run's id, so two
+    runs never share one. The root conftest.py removes the run's folders when the run ends."""
+    uid = os.environ.get("PYTEST_XDIST_TESTRUNUID") or getattr(config.option, "testrunuid", None)
+    if not uid:
+        raise RuntimeError("no test-run id: the root conftest.py sets one (config.option.testrunuid)")
+    return pathlib.Path(tempfile.gettempdir()) / f"bertcourse-{name}-{uid}"
+
+
+def remove_run_folders(uid: str) -> None:
+    """Delete this run's shared folders (a throw-away environment is about 1 GB of small files:
+    ``rm -rf`` in the background, nothing waits for it)."""
+    for folder in pathlib.Path(tempfile.gettempdir()).glob(f"bertcourse-*-{uid}"):
+        if sys.platform == "win32":
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            subprocess.Popen(["rm", "-rf", str(folder)], start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

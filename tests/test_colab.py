@@ -25,16 +25,18 @@ versions. Colab's versions live in ONE file, ``tests/colab_versions.toml``. This
 from __future__ import annotations
 
 import pathlib
+import dataclasses
+import json
 import re
 import subprocess
 import sys
-import tempfile
 import tomllib
 import types
 
 import nbformat
 import pytest
-from ci import skip_or_fail
+from ci import COLAB_NBVAL_SHARDS, colab_shard, run_folder, skip_or_fail
+from filelock import FileLock
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -216,18 +218,30 @@ def test_a_missing_environment_fails_in_ci(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def colab_env():
-    root = pathlib.Path(tempfile.mkdtemp(prefix="bertcourse-colab-"))
-    try:
-        try:
-            env = colab_check.create_env(root / "venv", VERSIONS)
-        except colab_check.SetupError as error:
-            skip_or_fail(f"could not build the environment with Colab's versions: {error}")
-        print(f"\nenvironment with Colab's package versions built in {env.seconds:.0f} s, on Python "
-              f"{env.python_version} (Colab runs {VERSIONS['python']}, not tested here)")
-        yield env
-    finally:
-        colab_check.remove_env(root)
+def colab_env(request):
+    """The throw-away environment with Colab's versions, built once per pytest run: the first
+    process that needs it builds it while holding a lock, the others (CI's second worker) wait
+    and use it. It lives in the run's shared folder (tests/ci.py: run_folder), which the root
+    conftest.py removes when the run ends."""
+    shared = run_folder(request.config, "colab")
+    shared.mkdir(exist_ok=True)
+    built, failed = shared / "env.json", shared / "error.txt"
+    with FileLock(str(shared / "build.lock")):
+        if not built.exists() and not failed.exists():
+            try:
+                env = colab_check.create_env(shared / "venv", VERSIONS)
+            except colab_check.SetupError as error:
+                failed.write_text(str(error))
+            else:
+                built.write_text(json.dumps({**dataclasses.asdict(env), "root": str(env.root),
+                                             "python": str(env.python)}))
+                print(f"\nenvironment with Colab's package versions built in {env.seconds:.0f} s, on Python "
+                      f"{env.python_version} (Colab runs {VERSIONS['python']}, not tested here)")
+    if failed.exists():
+        skip_or_fail(f"could not build the environment with Colab's versions: {failed.read_text()}")
+    fields = json.loads(built.read_text())
+    return colab_check.ColabEnv(**{**fields, "root": pathlib.Path(fields["root"]),
+                                   "python": pathlib.Path(fields["python"])})
 
 
 NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"
@@ -235,15 +249,24 @@ NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"
 
 @pytest.fixture(scope="session")
 def colab_nbval(colab_env, asked_for):
-    """One nbval run over every notebook this session's tests ask for (kernel start-up and
-    imports are paid once per notebook, not once per test)."""
+    """``run_for(notebook)``: the nbval run of the shard (tests/ci.py: COLAB_NBVAL_SHARDS) that
+    holds this notebook, over every notebook of that shard this session's tests ask for (kernel
+    start-up and imports are paid once per notebook, not once per test); each shard runs once."""
     wanted = asked_for(NBVAL_TEST, "zh_course_notebook")
     plan = colab_check.capability_plan()
-    run = colab_check.run_nbval(colab_env.python, wanted, env=plan.env if plan else None,
-                                probe=colab_check.colab_probe(colab_env.versions))
-    print(f"\nnbval with Colab's package versions on Python {colab_env.python_version}, {len(wanted)} notebooks"
-          f"{f', {plan.expected} kernels' if plan else ''}: {run.seconds:.0f} s")
-    return run, plan
+    runs = {}
+
+    def run_for(notebook: pathlib.Path):
+        shard = colab_shard(notebook.name)
+        if shard not in runs:
+            mine = [p for p in wanted if colab_shard(p.name) == shard]
+            run = colab_check.run_nbval(colab_env.python, mine, env=plan.env if plan else None,
+                                        probe=colab_check.colab_probe(colab_env.versions))
+            print(f"\nnbval with Colab's package versions on Python {colab_env.python_version}, shard {shard}: "
+                  f"{len(mine)} notebooks{f', {plan.expected} kernels' if plan else ''}: {run.seconds:.0f} s")
+            runs[shard] = run
+        return runs[shard], plan
+    return run_for
 
 
 def test_widget_unit_tests_pass_with_colabs_versions(colab_env):
@@ -260,12 +283,21 @@ def test_every_chapter_has_its_chinese_edition_for_the_colab_run():
     assert zh == sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
+def test_the_shards_of_the_colab_run_hold_every_chapter_once():
+    """CI runs the Colab-stack nbval in shards, one per worker (tests/ci.py): a chapter in no
+    shard would not be compared, a chapter in two would run twice."""
+    chapters = [c for shard in COLAB_NBVAL_SHARDS for c in shard]
+    assert sorted(chapters) == sorted(p.name[:2] for p in (ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
+    with pytest.raises(ValueError, match="no Colab nbval shard lists chapter '99'"):
+        colab_shard("99_new_chapter.ipynb")
+
+
 def test_notebook_passes_nbval_with_colabs_versions(zh_course_notebook, colab_env, colab_nbval, record_property):
     """nbval on the Chinese edition of each chapter with Colab's versions and lower CPU kernels.
     Its code cells are the English ones (tools/i18n.py check proves it) plus the language switch,
     so this is the English chapter's code in Colab's environment; the English notebook itself is
     compared in the main run."""
-    run, plan = colab_nbval
+    run, plan = colab_nbval(zh_course_notebook)
     name = zh_course_notebook.name
     cells = run.cells.get(name, [])
     assert cells, f"{name}: nbval ran no cell:\n{run.output[-3000:]}"

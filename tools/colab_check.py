@@ -228,16 +228,6 @@ def create_env(dest: pathlib.Path, versions: dict | None = None) -> ColabEnv:
                     seconds=time.perf_counter() - start)
 
 
-def remove_env(root: pathlib.Path) -> None:
-    """Delete a throw-away environment (about 1 GB of small files) in the background: a
-    removal can take minutes on a busy disk, and nothing waits for it."""
-    if sys.platform == "win32":
-        shutil.rmtree(root, ignore_errors=True)
-    else:
-        subprocess.Popen(["rm", "-rf", str(root)], start_new_session=True,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def run_widget_tests(env: ColabEnv) -> subprocess.CompletedProcess:
     """tests/test_widgets_*.py with the throw-away environment's Python."""
     paths = sorted((ROOT / "tests").glob("test_widgets_*.py"))
