@@ -102,58 +102,102 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def _names(cell_source: str):
-    """``(defines, uses, changes)``: the names a cell binds at its top level, the names it reads,
-    and the names it may change in place (an argument or the receiver of a call, the target of
-    an attribute or item assignment). None if the cell is not plain Python (a magic)."""
+    """``(defines, uses, changes, writes, imports)``: the names a cell binds at its top level; the names
+    whose value it reads; the names it may change in place: the receiver of a method call and
+    a name passed as the first positional argument of any call (the course's convention: a
+    function that changes an argument takes it first, ``finetune(model, tokenizer, ...)``, ``init_head_from_probe(clf,
+    probe)``), and the target of an attribute or item assignment; the names it only writes
+    into (``results["bow"] = ...``: the name must exist, its value is not read); and the names
+    its imports bind (modules and functions: ``torch.zeros(3)`` does not change ``torch``).
+    None if the cell is not plain Python (a magic)."""
     python = "\n".join("pass" if line.lstrip().startswith(("%", "!")) else line     # IPython magics
                        for line in cell_source.splitlines())
     try:
         tree = ast.parse(python)
     except SyntaxError:
         return None
-    defines, uses, changes = set(), set(), set()
+    defines, uses, changes, writes, imports = set(), set(), set(), set(), set()
 
     def base(node):
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
-        return node.id if isinstance(node, ast.Name) else None
+        return node if isinstance(node, ast.Name) else None
 
+    written = set()     # the Name nodes that are only the base of an assignment's target
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for t in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+                    if isinstance(t, (ast.Attribute, ast.Subscript)) and base(t) is not None:
+                        written.add(id(base(t)))
+    # A name bound in the cell before it is read there (a loop variable, ``x = ...; f(x)``) needs
+    # no earlier cell; a comprehension's variable is local to it.
+    first_store, local = {}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            where = (node.lineno, node.col_offset)
+            first_store[node.id] = min(first_store.get(node.id, where), where)
+        elif isinstance(node, ast.comprehension):
+            local.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
-            (defines if isinstance(node.ctx, ast.Store) else uses).add(node.id)
+            if isinstance(node.ctx, ast.Store):
+                defines.add(node.id)
+            elif id(node) in written:
+                writes.add(node.id)
+            elif node.id not in local and (node.lineno, node.col_offset) < first_store.get(node.id, (1e9, 0)):
+                uses.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports.update((a.asname or a.name).split(".")[0] for a in node.names)
             defines.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
             defines.add(node.name)
         elif isinstance(node, ast.Call):
-            changes.update(filter(None, [base(node.func) if isinstance(node.func, ast.Attribute) else None,
-                                         *(base(a) for a in node.args), *(base(k.value) for k in node.keywords)]))
+            receiver = base(node.func) if isinstance(node.func, ast.Attribute) else None
+            first = node.args[0] if node.args and isinstance(node.args[0], ast.Name) else None
+            changes.update(n.id for n in (receiver, first) if n is not None)
         elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
-            changes.add(base(node))
-    return defines, uses, changes - {None}
+            changes.update(n.id for n in [base(node)] if n is not None)
+    throwaway = {"_"}      # by convention never read
+    return defines - throwaway, uses - throwaway, changes - throwaway, writes - uses - throwaway, imports
+
+
+def _is_progress_bar(nb, model_id: str) -> bool:
+    """Whether a committed widget output is a progress bar (tqdm's: a box holding a
+    FloatProgress), read from the widget state the notebook saved."""
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    children = state.get(model_id, {}).get("state", {}).get("children", [])
+    return any(state.get(str(c).replace("IPY_MODEL_", ""), {}).get("model_name") in
+               ("FloatProgressModel", "IntProgressModel") for c in children)
 
 
 def widget_slice(nb) -> set[int]:
     """The indices of the code cells that the notebook's widget cells (those whose committed
-    outputs hold a widget) need: a backward slice over names. Walking back from the last
-    widget cell, a cell is kept when it is a widget cell, defines a name that a kept later
-    cell reads, or may change such a name in place (``finetune(model, ...)``,
+    outputs hold a widget other than a progress bar: a training cell's bar is checked wherever
+    the widgets need that training) need: a backward slice over names. Walking back from the last
+    widget cell, a cell is kept when it is a widget cell, defines a name whose value a kept
+    later cell reads or that a kept later cell writes into, or may change (:func:`_names`) a
+    name whose value a kept later cell reads (``finetune(model, ...)``,
     ``model.load_state_dict(...)``); a cell that is not plain Python is kept. Everything after
-    the last widget cell is dropped."""
+    the last widget cell is dropped. A cell dropped wrongly shows in the browser run as a
+    ``NameError`` or a widget that does not react."""
     code = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    widget = {i for i, c in code if any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))}
-    keep, needed = set(), set()
+    widget = {i for i, c in code if any(not _is_progress_bar(nb, o["data"][WIDGET_MIME]["model_id"])
+                                        for o in c.get("outputs", []) if WIDGET_MIME in o.get("data", {}))}
+    names_of = {i: _names(c.source) for i, c in code}
+    imported = set().union(*(n[4] for n in names_of.values() if n is not None))
+    keep, needed, exists = set(), set(), set()
     for i, cell in reversed(code):
         if not widget or i > max(widget):
             continue
-        names = _names(cell.source)
-        if names is None:
+        if names_of[i] is None:
             keep.add(i)
             continue
-        defines, uses, changes = names
-        if i in widget or defines & needed or changes & needed:
+        defines, uses, changes, writes, _ = names_of[i]
+        if i in widget or defines & (needed | exists) or (changes - imported) & needed:
             keep.add(i)
             needed = (needed - (defines - uses)) | uses
+            exists = (exists - defines) | writes
     return keep
 
 
@@ -182,20 +226,34 @@ def _copy_notebooks(dest: pathlib.Path) -> None:
 
 def test_widget_slice_keeps_what_the_widgets_need():
     """The slice keeps definitions, in-place changes (training) and imports a widget reads, and
-    drops the rest: unrelated cells, and everything after the last widget."""
-    cells = ["import torch\nfrom x import Widget, train",       # 0: imports used below
-             "model = torch.nn.Linear(2, 2)",                    # 1: defines model
-             "other = torch.zeros(3)\nprint(other.sum())",       # 2: unrelated
-             "train(model, steps=10)",                           # 3: changes model in place
-             "model.weight.data[:] = 0",                         # 4: changes model by assignment
-             "%timeit model(x)\nprint(other",                   # 5: not Python: kept
-             "w = Widget(model)",                                # 6: the widget
-             "print(model)"]                                     # 7: after the last widget
+    drops the rest: unrelated cells, calls that only read what the widget needs, cells that only
+    write into a name the widget does not read, and everything after the last widget."""
+    cells = ["import torch\nfrom x import Widget, train, evaluate",   # 0: imports used below
+             "model = torch.nn.Linear(2, 2)\nresults = {}",           # 1: defines model (and results)
+             "other, k, j = torch.zeros(3), 5, 6\nprint(other.sum())",  # 2: unrelated (k, j: see 8)
+             "train(model, steps=10)",                               # 3: changes model in place
+             "model.weight.data[:] = 0",                             # 4: changes model by assignment
+             "%timeit model(x)\nprint(other",                       # 5: not Python: kept
+             "scratch = torch.nn.Linear(2, 2)\ntrain(scratch, model)",  # 6: reads model, changes scratch
+             "results['scratch'] = evaluate(scratch)",               # 7: writes into results only
+             "w = Widget(model)\nresults['w'] = 1\n"                 # 8: the widget (writes into results;
+             "for k in range(2):\n    w.step([j for j in range(k)])",   #    binds k and j before reading them)
+             "print(model)"]                                         # 9: after the last widget
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nb.cells[6].outputs = [nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "1"}})]
-    assert widget_slice(nb) == {0, 1, 3, 4, 5, 6}
-    nb.cells[6].outputs = []
+    nb.cells[8].outputs = [nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "1"}})]
+    assert widget_slice(nb) == {0, 1, 3, 4, 5, 8}
+    nb.cells[8].source = "w = Widget(model, results, k)"             # now it reads results and k: 7, 6, 2 count
+    assert widget_slice(nb) == {0, 1, 2, 3, 4, 5, 6, 7, 8}
+    nb.cells[8].outputs = []
     assert widget_slice(nb) == set()
+    # a progress bar (tqdm's box with a FloatProgress) is not a widget the slice starts from
+    nb.cells[6].outputs = [nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "bar"}})]
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {
+        "bar": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_p"]}},
+        "p": {"model_name": "FloatProgressModel", "state": {}}}}}
+    assert widget_slice(nb) == set()
+    nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]["p"]["model_name"] = "IntSliderModel"
+    assert widget_slice(nb) == {0, 1, 3, 4, 5, 6}
 
 
 def _write_lab_settings(settings: pathlib.Path) -> None:
