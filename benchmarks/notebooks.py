@@ -5,13 +5,23 @@
     python benchmarks/notebooks.py --cells 09 # also each code cell's own peak (Linux)
 
 Each notebook is executed (a copy, in a temporary folder; the committed file is left
-alone) by a separate Python process. That process's only child is the kernel, so its
-RUSAGE_CHILDREN peak RSS after the kernel has exited is the kernel's peak memory.
+alone) by a separate Python process, whose only child is the kernel. Memory, in MB:
+
+* ``kernel``: the kernel's own peak resident memory, exact (``RUSAGE_CHILDREN`` after it exited);
+* ``tree``: the peak of the kernel *and every process it starts* (chapter 10's ``torchrun`` and
+  its ranks), summed: every 50 ms the script adds up the proportional set size (PSS, from
+  ``/proc/PID/smaps_rollup``) of the whole process tree. PSS counts a page that several
+  processes share (the libraries each of them loads) once in all, as a memory limit does;
+  summing RSS would count PyTorch once per process. A 50 ms sample can miss a shorter peak,
+  so the tree figure is a lower bound of the true sum;
+* ``peak``: the larger of the two: what is held to MEMORY_BUDGET_MB (Binder's 1 GB covers the
+  Jupyter server too). Moving work into a subprocess cannot hide memory from it.
+
 Budgets are the course's limits; the script prints a table and exits non-zero if a
 notebook is over budget. A script, not a test: timings depend on the machine's load.
 
-``--cells`` finds the cell that sets the peak: after every code cell the kernel also runs
-a probe that prints its peak resident memory since the previous probe (``VmHWM``, reset
+``--cells`` finds the cell that sets the kernel's peak: after every code cell the kernel also
+runs a probe that prints its peak resident memory since the previous probe (``VmHWM``, reset
 through ``/proc/self/clear_refs``) and what it holds afterwards (``VmRSS``).
 """
 from __future__ import annotations
@@ -22,18 +32,60 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-# (seconds, MB) limits from the issues; chapter 1 is the foundation's 30 s / 1 GB.
-BUDGETS = {"01": (30, 1024), "02": (60, 1024), "03": (60, 1024), "04": (45, 1024), "05": (45, 1024),
-           "06": (45, 1024), "07": (120, 1229), "08": (60, 1229), "09": (150, 1024), "10": (90, 1024)}
+# Wall-time limits (s) from the issues; chapter 1 is the foundation's 30 s.
+BUDGETS = {"01": 30, "02": 60, "03": 60, "04": 45, "05": 45, "06": 45, "07": 120, "08": 60, "09": 150, "10": 90}
+# Binder guarantees 1 GB for the kernel, the Jupyter server and everything else together (issue 23):
+# every notebook's peak, its kernel and every process the kernel starts summed, at most this.
+MEMORY_BUDGET_MB = 900
 
 CHILD = r"""
-import json, pathlib, resource, shutil, sys, tempfile, time
+import json, os, pathlib, re, resource, shutil, sys, tempfile, threading, time
 import nbformat
 from nbclient import NotebookClient
 src, per_cell = pathlib.Path(sys.argv[1]), sys.argv[2] == "cells"
 PROBE = ("import re as _re\n_s = open('/proc/self/status').read()\n"
          "print(*(int(_re.search(k + r':\\s+(\\d+)', _s).group(1)) // 1024 for k in ('VmHWM', 'VmRSS')))\n"
          "open('/proc/self/clear_refs', 'w').write('5')")
+
+
+def tree_mb(root: int) -> tuple[float, float, int]:
+    # (RSS summed, PSS summed, processes) over every descendant of `root` (the kernel and
+    # whatever it starts: torchrun, its ranks, ...). PSS shares each page among the processes
+    # that map it (the libraries every process loads are counted once in all): what a memory
+    # limit charges; RSS counts them in each process.
+    children = {}
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            pid, rest = stat.read_text().split(" (", 1)
+            children.setdefault(int(rest.rsplit(") ", 1)[1].split()[1]), []).append(int(pid))
+        except (OSError, ValueError, IndexError):
+            continue
+    rss = pss = 0.0
+    todo, n = list(children.get(root, [])), 0
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        try:
+            text = pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        rss += int(re.search(r"^Rss:\s+(\d+)", text, re.M).group(1)) / 1024
+        pss += int(re.search(r"^Pss:\s+(\d+)", text, re.M).group(1)) / 1024
+        n += 1
+    return rss, pss, n
+
+
+peak = {"rss": 0.0, "pss": 0.0, "processes": 0}
+done = threading.Event()
+
+
+def sample():        # every 50 ms: the whole tree's memory, summed
+    while not done.wait(0.05):
+        rss, pss, n = tree_mb(os.getpid())
+        peak["rss"], peak["pss"] = max(peak["rss"], rss), max(peak["pss"], pss)
+        peak["processes"] = max(peak["processes"], n)
+
+
 with tempfile.TemporaryDirectory() as tmp:
     nb = nbformat.read(src, as_version=4)
     if per_cell:
@@ -44,13 +96,20 @@ with tempfile.TemporaryDirectory() as tmp:
                 probes.append((i, nbformat.v4.new_code_cell(PROBE)))
                 cells.append(probes[-1][1])
         nb.cells = cells
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     start = time.perf_counter()
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": tmp}}).execute()
     seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
 cells = [[i, *map(int, "".join(o.get("text", "") for o in p.outputs).split())] for i, p in probes] if per_cell else []
-# the probes' reset also resets what RUSAGE_CHILDREN reports: then the peak is the cells' largest
-peak = max([resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024] + [c[1] for c in cells])
-print(json.dumps({"seconds": seconds, "cells": cells, "peak_mb": peak}))
+# the kernel alone, exactly: its peak RSS (the probes' reset also resets what RUSAGE_CHILDREN
+# reports: then the cells' largest)
+kernel = max([resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024] + [c[1] for c in cells])
+print(json.dumps({"seconds": seconds, "cells": cells, "kernel_mb": kernel, "tree_rss_mb": peak["rss"],
+                  "tree_pss_mb": peak["pss"], "processes": peak["processes"],
+                  "peak_mb": max(kernel, peak["pss"])}))
 """
 
 
@@ -66,14 +125,15 @@ def main(args: list[str]) -> int:
     paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     paths = [p for p in paths if not prefixes or p.name[:2] in prefixes]
     over = 0
-    print(f"{'notebook':34} {'seconds':>8} {'budget':>7} {'peak MB':>8} {'budget':>7}")
+    print(f"{'notebook':34} {'seconds':>8} {'budget':>7} {'kernel MB':>10} {'tree MB':>8} {'procs':>6} "
+          f"{'peak MB':>8} {'budget':>7}")
     for p in paths:
         r = measure(p, per_cell)
-        s_budget, m_budget = BUDGETS.get(p.name[:2], (90, 1229))
-        flag = "" if r["seconds"] <= s_budget and r["peak_mb"] <= m_budget else "  OVER BUDGET"
+        s_budget = BUDGETS.get(p.name[:2], 90)
+        flag = "" if r["seconds"] <= s_budget and r["peak_mb"] <= MEMORY_BUDGET_MB else "  OVER BUDGET"
         over += bool(flag)
-        print(f"{p.name:34} {r['seconds']:8.1f} {s_budget:7d} {r['peak_mb']:8.0f} {m_budget:7d}{flag}",
-              flush=True)
+        print(f"{p.name:34} {r['seconds']:8.1f} {s_budget:7d} {r['kernel_mb']:10.0f} {r['tree_pss_mb']:8.0f} "
+              f"{r['processes']:6d} {r['peak_mb']:8.0f} {MEMORY_BUDGET_MB:7d}{flag}", flush=True)
         for i, peak, after in sorted(r["cells"], key=lambda c: -c[1])[:5]:
             print(f"    cell {i:3d} (0-based): peak {peak:5d} MB, holds {after:5d} MB after it", flush=True)
     return 1 if over else 0
