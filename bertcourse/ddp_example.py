@@ -2,13 +2,13 @@
 
     torchrun --standalone --nproc-per-node=2 -m bertcourse.ddp_example --out runs/ddp-toy
 
-This is the shape nearly every data-parallel PyTorch script has (the PyTorch tutorials,
-minGPT, nanoGPT, the Hugging Face examples): join the process group that ``torchrun``
+This is the shape most data-parallel PyTorch scripts have (PyTorch's own DDP tutorial series,
+*Multi GPU training with DDP*, teaches it): join the process group that ``torchrun``
 prepared, give every rank its own shard of the data with ``DistributedSampler``, wrap the
 model in ``DistributedDataParallel``, call ``sampler.set_epoch(epoch)`` every epoch, print and
 save on rank 0 only, leave the group in a ``finally``. The course's own trainer
-(:class:`~bertcourse.training.Trainer`) does the same things for BERT; here they are in one
-function, :func:`train`, small enough to read at once.
+(:class:`~bertcourse.training.Trainer`) does the same jobs for BERT, with its own sampler;
+here they are in one function, :func:`train`, small enough to read at once.
 
 The task is tiny on purpose (a two-layer classifier on generated points, a few seconds on
 two CPU cores, no dropout): the subject is the idiom, and the tests
@@ -75,18 +75,18 @@ def train(args) -> None:
         # each rank its own part of every epoch: the same shuffle (same seed) on every rank,
         # then every N-th example; padded with repeats so that all ranks get as many
         sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=args.seed)
-        loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)   # no shuffle=: the sampler does it
+        loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler)   # no shuffle=: sampler does it
         model = toy_model(args.seed).to(device)
         # DDP copies rank 0's weights to every rank now, and averages the gradients in backward()
         model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
         if rank == 0:       # rank 0 alone prints: N ranks would print every line N times
-            print(f"{world_size} processes ({dist.get_backend()}): {len(sampler)} examples per rank and epoch, "
-                  f"{len(loader)} batches of up to {args.batch_size}; global batch {world_size * args.batch_size}",
-                  flush=True)
+            print(f"{world_size} process{'es' if world_size > 1 else ''} ({dist.get_backend()}): {len(sampler)} "
+                  f"examples per rank and epoch, {len(loader)} batches of up to {args.batch_size}; "
+                  f"global batch {world_size * args.batch_size}", flush=True)
         seen = []                              # [epoch][batch] -> example indices (for --trace)
         for epoch in range(args.epochs):
-            sampler.set_epoch(epoch)           # a new shuffle each epoch; without it, every epoch repeats epoch 0
+            sampler.set_epoch(epoch)           # a new shuffle each epoch; without it every epoch repeats epoch 0
             seen.append([])
             total = torch.zeros(2, device=device)          # loss sum and examples, for the log
             for x, y, index in loader:
@@ -113,7 +113,7 @@ def train(args) -> None:
             torch.save(model.module.state_dict(), os.path.join(args.out, "model.pt"))
             print(f"saved model.module's weights to {os.path.join(args.out, 'model.pt')}", flush=True)
     finally:
-        dist.destroy_process_group()           # also after an error: release the other ranks and the port
+        dist.destroy_process_group()           # also after an error: free the backend's resources
 
 
 def _parser() -> Parser:
