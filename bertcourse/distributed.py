@@ -16,7 +16,7 @@ module holds what the course's training loop needs for that:
 * :func:`resolve_device` and :func:`move_to` — which device this process uses (``"auto"``:
   a GPU when there is one), and batches moved there;
 * :func:`init_distributed`, :func:`world`, :func:`shutdown_distributed` — joining the group
-  (the *gloo* backend on CPUs, *NCCL* on GPUs), who am I, leaving;
+  (:func:`backend_for`: the *gloo* backend on CPUs, *NCCL* on GPUs), who am I, leaving;
 * :class:`StepModule` and :func:`data_parallel` — the task's step function as a module,
   wrapped in ``DistributedDataParallel``, which averages the gradients during the backward
   pass (bucket by bucket, while the backward pass is still running);
@@ -48,8 +48,8 @@ from torch.nn.parallel import DistributedDataParallel
 from ._checks import (check_bool, check_finite_number, check_instance, check_int, check_path, check_positive_int,
                       check_str_list, check_tensor)
 
-__all__ = ["resolve_device", "device_of", "move_to", "launched_by_torchrun", "init_distributed", "world",
-           "is_main_process", "shutdown_distributed", "StepModule", "data_parallel", "agree", "step_seed",
+__all__ = ["resolve_device", "device_of", "move_to", "launched_by_torchrun", "backend_for", "init_distributed",
+           "world", "is_main_process", "shutdown_distributed", "StepModule", "data_parallel", "agree", "step_seed",
            "global_mean_loss", "data_parallel_plan", "allreduce_seconds", "platform_notes", "launch"]
 
 
@@ -137,6 +137,14 @@ def is_main_process() -> bool:
     return world()[0] == 0
 
 
+def backend_for(device: torch.device) -> str:
+    """The process group's backend for a process that computes on ``device``: ``"nccl"`` for
+    a GPU (NVIDIA's library sends the gradients from GPU to GPU, over NVLink where there is
+    one), ``"gloo"`` for the CPU."""
+    check_instance("device", device, torch.device, "see resolve_device")
+    return "nccl" if device.type == "cuda" else "gloo"
+
+
 def init_distributed(device: torch.device, timeout_s: int = 600) -> tuple[int, int]:
     """Join the group that torchrun started, if it did: the NCCL backend for GPUs (fast
     GPU-to-GPU transfers), gloo for CPUs. Returns ``(rank, world_size)``; ``(0, 1)`` without
@@ -152,7 +160,7 @@ def init_distributed(device: torch.device, timeout_s: int = 600) -> tuple[int, i
     if not torch.distributed.is_initialized():
         if device.type == "cuda":
             torch.cuda.set_device(device)
-        backend = "nccl" if device.type == "cuda" else "gloo"
+        backend = backend_for(device)
         try:
             torch.distributed.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
         except (RuntimeError, ValueError) as e:     # the processes could not meet: say what to try

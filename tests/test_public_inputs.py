@@ -284,7 +284,14 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "data.parse_wikitext_lines": OBJECTS,
     "data.read_wikitext": Fuzz(kinds={"path": PATH}),
     "data.load_wikitext2": Fuzz(),
+    # ddp_example: chapter 10's standard DDP script
+    "ddp_example.toy_data": Fuzz(given={"num_examples": lambda e: 10}),
+    "ddp_example.toy_model": Fuzz(),
+    "ddp_example.train": Exempt("one rank of the script, given its parsed options: run under torchrun in "
+                                "test_ddp_example.py"),
+    "ddp_example.main": Exempt("a command line: tested through argv and under torchrun in test_ddp_example.py"),
     # distributed
+    "distributed.backend_for": Exempt("takes a torch.device: its wrong input is tested in test_ddp_example.py"),
     "distributed.resolve_device": Fuzz(skip={"device": "a str or a torch.device: tested in test_distributed.py"}),
     "distributed.device_of": OBJECTS,
     "distributed.move_to": OBJECTS,
