@@ -92,12 +92,13 @@ def _check_valid_lens(valid_lens: torch.Tensor, batch: int, num_queries: int,
 
 
 def key_mask(valid_lens: torch.Tensor | None, scores_shape: torch.Size,
-             causal: bool = False) -> torch.Tensor | None:
+             causal: bool = False, device=None) -> torch.Tensor | None:
     """Turn ``valid_lens`` (and/or causality) into a boolean mask that broadcasts to scores.
 
     ``scores_shape`` is ``(batch, queries, keys)`` or ``(batch, heads, queries, keys)``.
     Returns ``None`` when nothing is masked, otherwise a boolean tensor (``True`` = attend)
-    of shape ``(batch, queries, keys)`` or ``(batch, 1, queries, keys)``.
+    of shape ``(batch, queries, keys)`` or ``(batch, 1, queries, keys)``, on ``valid_lens``'
+    device, or on ``device`` (the scores') when only the causal mask is made.
     """
     check_bool("causal", causal)
     batch, num_queries, num_keys = scores_shape[0], scores_shape[-2], scores_shape[-1]
@@ -114,7 +115,7 @@ def key_mask(valid_lens: torch.Tensor | None, scores_shape: torch.Size,
             positions = torch.arange(num_keys, device=valid_lens.device)
             mask = positions < lens.unsqueeze(-1)
     if causal:
-        c = causal_mask(num_queries, num_keys, device=None if mask is None else mask.device)
+        c = causal_mask(num_queries, num_keys, device=device if mask is None else mask.device)
         mask = c if mask is None else mask & c
     if mask is None:
         return None
@@ -159,7 +160,7 @@ def masked_softmax(scores: torch.Tensor, valid_lens: torch.Tensor | None = None,
     """
     check_tensor("scores", scores, ndim=(3, 4),
                  expected="(batch, queries, keys) or (batch, heads, queries, keys)", floating=True)
-    return _softmax_with_mask(scores, key_mask(valid_lens, scores.shape, causal))
+    return _softmax_with_mask(scores, key_mask(valid_lens, scores.shape, causal, scores.device))
 
 
 def _softmax_with_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -219,7 +220,7 @@ def dot_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: tor
     d = queries.shape[-1]
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     scores_shape = queries.shape[:-1] + keys.shape[-2:-1]
-    mask = key_mask(valid_lens, scores_shape, causal)
+    mask = key_mask(valid_lens, scores_shape, causal, queries.device)
     if not need_weights:
         out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask,
                                              dropout_p=dropout_p, scale=scale)

@@ -538,3 +538,20 @@ def test_integer_scores_are_a_type_error():
 def test_bad_dropout():
     with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.5"):
         MultiHeadAttention(8, 2, dropout=1.5)
+
+
+def test_a_causal_mask_alone_is_made_on_the_scores_device(monkeypatch):
+    """Without valid_lens only the causal mask is made: on the scores' device (a decoder's
+    self-attention on a GPU once built it on the CPU, seen on an H200; the "meta" device
+    stands in for the GPU here), and both attention functions pass that device."""
+    m = key_mask(None, torch.Size([2, 4, 3, 3]), causal=True, device="meta")
+    assert m.device.type == "meta" and m.shape == (2, 1, 3, 3)
+    import bertcourse.attention as attention
+    devices = []
+    real = attention.key_mask
+    monkeypatch.setattr(attention, "key_mask", lambda *a, **k: devices.append(a[3]) or real(*a, **k))
+    q = torch.zeros(2, 3, 4)
+    dot_product_attention(q, q, q, causal=True, need_weights=False)
+    dot_product_attention(q, q, q, causal=True)
+    masked_softmax(q, None, causal=True)
+    assert devices == [q.device] * 3
