@@ -131,3 +131,16 @@ def test_the_finetune_command_reads_negative_numbers_as_values(capsys, tmp_path,
     code = finetune_main(["--out", str(tmp_path / "run"), *argv])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err == f"error: {message}\n"
+
+
+@pytest.mark.parametrize("argv,lr", [(["--config", "tiny"], 5e-3), (["--config", "d2l-small"], 5e-3),
+                                     (["--config", "base"], 1e-4), (["--config", "large"], 1e-4),
+                                     (["--config", "base", "--lr", "3e-4"], 3e-4)])
+def test_the_default_learning_rate_follows_the_model_size(monkeypatch, tmp_path, argv, lr):
+    """5e-3 (chapter 7's) for the small models; BERT's 1e-4 for base and large, which learned
+    nothing at 5e-3 (an H200 run: the MLM accuracy stayed at the most frequent token's)."""
+    import bertcourse.cli as cli
+    seen = []
+    monkeypatch.setattr(cli, "_pretrain_process", lambda args, *rest: seen.append(args.lr) or 0)
+    assert main([*argv, "--out", str(tmp_path / "run"), "--device", "cpu", "--quiet"]) == 0
+    assert seen == [lr]
