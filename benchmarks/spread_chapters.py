@@ -4,7 +4,7 @@ spread and not from one run.
 
     python benchmarks/spread_chapters.py                                # seeds 0-1, both configurations
     python benchmarks/spread_chapters.py --seeds 0 1 2 3 4 --jobs 14 --deadline-s 420 --out other.json
-    python benchmarks/spread_chapters.py --table                        # the README's tables
+    python benchmarks/spread_chapters.py --table                        # the README's tables (every machine's file)
     python benchmarks/spread_chapters.py --table a.json b.json          # runs of several machines
 
 Each (chapter, configuration, seed) runs in a subprocess of its own with ``OMP_NUM_THREADS=1``,
@@ -611,7 +611,9 @@ def run_one(chapter: str, config: str, seed: int, path: pathlib.Path, machine: t
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", "--chapter", chapter, "--seed", str(seed)]
     start, tag = time.perf_counter(), f"[chapter {chapter} {config} seed {seed}]"
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root)
+    # stderr to a file, not a pipe: a worker that writes much of it would block on a full pipe
+    errors = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=errors, text=True, cwd=root)
     for line in proc.stdout:
         if not line.startswith("RESULT "):
             continue
@@ -625,8 +627,10 @@ def run_one(chapter: str, config: str, seed: int, path: pathlib.Path, machine: t
                     run["values"][k] = v
         update(path, key, merge)
         print(f"{tag} {line[7:].strip()[:150]}", flush=True)
-    err = proc.stderr.read()
     ok = proc.wait() == 0
+    errors.seek(0)
+    err = errors.read()
+    errors.close()
     seconds = time.perf_counter() - start
     update(path, key, lambda run: run.update(complete=ok, seconds=seconds, **({} if ok else {"error": err[-2000:]})))
     print(f"{tag} {'done' if ok else 'FAILED: ' + err.strip()[-500:]} in {seconds:.0f} s", flush=True)
@@ -644,7 +648,8 @@ def main(argv=None) -> int:
     parser.add_argument("--deadline-s", type=float, default=None, help="start no new worker after this many seconds")
     parser.add_argument("--force", action="store_true", help="measure again what the file already has")
     parser.add_argument("--table", nargs="*", type=pathlib.Path, default=None, metavar="JSON",
-                        help="print the README's tables from these files (default: --out) and stop")
+                        help="print the README's tables from these files (default: benchmarks/spread_chapters*.json) "
+                             "and stop")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--chapter", choices=CHAPTERS, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -653,7 +658,8 @@ def main(argv=None) -> int:
         worker(args.chapter, args.seed)
         return 0
     if args.table is not None:
-        print(table([load(p) for p in (args.table or [args.out])]))
+        # every machine's file beside this one (spread_chapters_<machine>.json), as the test reads them
+        print(table([load(p) for p in (args.table or sorted(HERE.glob("spread_chapters*.json")))]))
         return 0
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
