@@ -54,10 +54,12 @@ def printed(chapter: str) -> str:
 
 
 def test_every_chapter_and_configuration_ran_as_it_says():
-    """Seeds 0-4 of every chapter in both configurations here, complete; one thread, float32
+    """Seeds 0-4 of every chapter in both configurations here, complete; everywhere one thread, float32
     (the three chapters never use autocast), AVX2 kernels where the configuration says so."""
     assert FILES[0].name == "spread_chapters.json"
-    assert not [r for data in DATA for r in data["runs"] if not r.get("complete")], "incomplete runs in a file"
+    # this machine's file is complete; another machine's may end with runs its time limit cut
+    # short (they count nowhere: RUNS and the tables take complete runs only)
+    assert not [r for r in DATA[0]["runs"] if not r.get("complete")], "incomplete runs in spread_chapters.json"
     here = [r for r in DATA[0]["runs"] if r.get("complete")]
     for chapter in study.CHAPTERS:
         for config in study.CONFIGS:
