@@ -1,0 +1,158 @@
+"""The trained numbers that chapters 3, 7 and 10 assert, against their measured spread
+(benchmarks/spread_chapters.json, made by benchmarks/spread_chapters.py): every recorded run,
+on every machine and configuration, must pass every assertion of the notebooks; the bounds
+checked here are the notebooks' own (each check quotes its notebook's assertion, and the test
+fails if the notebook no longer says it); and the study runs the notebooks' calls (seed 0 on
+the reference machine prints what the committed notebooks print)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("spread_chapters", ROOT / "benchmarks" / "spread_chapters.py")
+study = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(study)
+# this machine's runs, and any other machine's file beside it (spread_chapters_<machine>.json)
+FILES = sorted((ROOT / "benchmarks").glob("spread_chapters*.json"))
+DATA = [json.loads(f.read_text()) for f in FILES]
+RUNS = [r for data in DATA for r in data["runs"] if r.get("complete")]
+NOTEBOOKS = {"3": "03_transformer", "7": "07_pretraining", "10": "10_scaling_up"}
+ASSERTED = [c for c in study.CHECKS if c.slack is not None]
+# Assertions that some measured run breaks (issue 22, item 3: benchmarks/README.md, "Trained
+# numbers of chapters 3, 5, 7 and 10"). Their notebook bounds must move, or the claims go; until
+# then they are listed here, and test_the_known_broken_assertions_are_still_broken fails once one
+# of them holds in every run (then it leaves this list).
+BROKEN = {
+    "cross-attention: 1965-05-10, argmax on nineteen/sixty/five, may, tenth",   # seed 4: output 5 looks at 'tenth'
+    "held-out MLM - both-neighbours baseline",              # seeds 1 (native) and 2: -0.008 to -0.057
+    "held-out NSP accuracy",                                # seeds 1 (fp32-avx2) and 2: 0.685 to 0.747
+    "NSP by cue: B follows A",                              # seed 2, fp32-avx2: 0.784
+    "NSP by cue: B opens a paragraph",                      # seed 2, native: 0.846 (52 pairs)
+    "attention inside the own sentence, smallest head",     # seeds 1, 3, 4: 0.78 to 0.89
+}
+
+
+def notebook(chapter: str) -> dict:
+    return json.loads((ROOT / "notebooks" / f"{NOTEBOOKS[chapter]}.ipynb").read_text())
+
+
+def code(chapter: str) -> str:
+    return "\n".join("".join(c["source"]) for c in notebook(chapter)["cells"] if c["cell_type"] == "code")
+
+
+def printed(chapter: str) -> str:
+    """Everything the committed notebook printed (streams and plain-text results)."""
+    out = []
+    for cell in notebook(chapter)["cells"]:
+        for o in cell.get("outputs", []):
+            out.append("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", "")))
+    return "\n".join(out)
+
+
+def test_every_chapter_and_configuration_ran_as_it_says():
+    """Seeds 0-4 of every chapter in both configurations here, complete; everywhere one thread, float32
+    (the three chapters never use autocast), AVX2 kernels where the configuration says so."""
+    assert FILES[0].name == "spread_chapters.json"
+    # this machine's file is complete; another machine's may end with runs its time limit cut
+    # short (they count nowhere: RUNS and the tables take complete runs only)
+    assert not [r for r in DATA[0]["runs"] if not r.get("complete")], "incomplete runs in spread_chapters.json"
+    here = [r for r in DATA[0]["runs"] if r.get("complete")]
+    for chapter in study.CHAPTERS:
+        for config in study.CONFIGS:
+            seeds = {r["seed"] for r in here if (r["chapter"], r["config"]) == (chapter, config)}
+            assert seeds == {0, 1, 2, 3, 4}, (chapter, config, seeds)
+    for r in RUNS:
+        m = r["machine"]
+        assert m["threads"] == 1 and m["amp"] is False and m["cpu"] and m["torch"] and m["date"], r["machine"]
+        assert (m["cpu_capability"] == "AVX2") == (r["config"] == "fp32-avx2"), (r["config"], m["cpu_capability"])
+
+
+@pytest.mark.parametrize("check", study.CHECKS, ids=lambda c: f"{c.chapter}: {c.name}")
+def test_every_run_has_the_number(check):
+    missing = [(r["config"], r["seed"]) for r in RUNS if r["chapter"] == check.chapter and study.value_of(check, r) is None]
+    assert not missing, f"{check.name}: no value in {missing}"
+
+
+def broken_by(check):
+    return [(study.machine_name(r), r["config"], r["seed"], round(study.value_of(check, r), 4))
+            for r in RUNS if r["chapter"] == check.chapter and not check.holds(r["values"])]
+
+
+@pytest.mark.parametrize("check", [c for c in ASSERTED if c.name not in BROKEN], ids=lambda c: f"{c.chapter}: {c.name}")
+def test_every_run_passes_the_notebooks_assertion(check):
+    assert not broken_by(check), f"{check.name} ({check.asserted}) fails in {broken_by(check)}"
+
+
+def test_the_known_broken_assertions_are_still_broken():
+    """What BROKEN lists is what the runs show: each of them fails in at least one run."""
+    names = {c.name for c in ASSERTED}
+    assert set(BROKEN) <= names, sorted(set(BROKEN) - names)
+    assert [name for name in BROKEN if not broken_by(next(c for c in ASSERTED if c.name == name))] == []
+
+
+@pytest.mark.parametrize("check", ASSERTED, ids=lambda c: f"{c.chapter}: {c.name}")
+def test_the_bound_is_the_notebooks(check):
+    """The bounds live in the notebooks: each check quotes its notebook's assertion, so a
+    notebook that changes a bound fails here until the study checks the new one."""
+    assert check.source in code(check.chapter), f"notebook {NOTEBOOKS[check.chapter]} no longer says {check.source!r}"
+
+
+def reference(chapter: str) -> dict:
+    """Seed 0, native, on the machine that executed the committed notebooks."""
+    (run,) = [r for r in RUNS if (r["chapter"], r["config"], r["seed"]) == (chapter, "native", 0)
+              and r["machine"]["cpu"] == "AMD EPYC" and r["machine"]["torch"].startswith("2.13.0")]
+    return run["values"]
+
+
+def test_seed_0_prints_what_chapter_3_printed():
+    v, out = reference("3"), printed("3")
+    lines = [f"exact match on 1,000 unseen validation dates: {v['training']['exact_match']:.0%}",
+             f"predicting the character frequencies: {v['norm_order']['frequency_loss']:.2f} nats per character"]
+    lines += [f"{name:28s} training loss, mean of steps 31-40: {x:.2f}" for name, x in v["norm_order"]["last10"].items()]
+    leaky = v["no_causal_mask"]
+    lines += [f"{leaky['masked_teacher_forced_loss']:33.2f}   {v['training']['exact_match']:11.0%}",
+              f"{leaky['teacher_forced_loss']:33.2f}   {leaky['exact_match']:11.0%}",
+              f"without causal mask  weight on future positions per layer: {leaky['future_weight'][0]:.2f}, "
+              f"{leaky['future_weight'][1]:.2f};   prediction at t changed by the input at t+1: {leaky['peeking_rate']:.0%}"]
+    cross = v["cross_attention"]
+    outputs = list(cross["prediction"]) + ["<eos>"]
+    lines += [f"writing {outputs[k]!r} (output {k}) it looks most at {cross['looks_at'][k]!r}" for k in [0, 1, 2, 3, 5, 6, 8, 9]]
+    assert [line for line in lines if line not in out] == []
+
+
+def test_seed_0_prints_what_chapter_7_printed():
+    from bertcourse.baselines import NSP_CUES
+
+    v, out = reference("7"), printed("7")
+    t = v["training"]
+    lines = [f"training loss, mean of the first 20 steps: {t['loss_first20']:.1f}, of the last 20: {t['loss_last20']:.1f}",
+             f"held-out MLM accuracy: {t['mlm_acc']:.2f}   held-out NSP accuracy: {t['nsp_acc']:.2f}",
+             f"MLM: {t['mlm_acc'] / t['baselines']['mlm_most_frequent']:.1f} x the most-frequent-token baseline; "
+             f"NSP: {t['nsp_acc']:.0%} vs chance",
+             f"{v['cloze']['questions']} held-out questions: right kind of word {v['cloze']['right_kind']:.0%}, "
+             f"right fact {v['cloze']['right_fact']:.0%}",
+             f"MLM accuracy on training pairs, training masks: {v['memorised_masks']['training_masks']:.2f}",
+             f"MLM accuracy on training pairs, fresh masks:    {v['memorised_masks']['fresh_masks']:.2f}",
+             f"MLM accuracy on held-out pairs:                 {v['memorised_masks']['held_out']:.2f}",
+             f"train mode: {[round(a, 3) for a in v['dropout']['train_mode']]}",
+             f"eval mode:  {[round(a, 3) for a in v['dropout']['eval_mode']]}",
+             "tensor([[{:.4f}, {:.4f}],\n        [{:.4f}, {:.4f}]])".format(*sum(v["own_sentence_attention"], []))]
+    assert [line for line in lines if line not in out] == []
+    cue_lines = {line.split("  ")[0]: line for line in out.splitlines() if line.startswith(NSP_CUES)}
+    assert {cue: cue_lines[cue].split()[-1] for cue in NSP_CUES} == {cue: f"{x:.2f}" for cue, x in v["nsp_by_cue"].items()}
+    assert set(NSP_CUES) == set(v["nsp_by_cue"])
+
+
+def test_seed_0_prints_what_chapter_10_printed():
+    v, out = reference("10"), printed("10")
+    for n, pairs in ((1, "32,000"), (2, "64,000")):
+        assert f"{pairs} pairs seen, held-out MLM accuracy {v[f'processes_{n}']['mlm_acc']:.3f}" in out
+
+
+def test_the_readme_shows_the_files_tables():
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    assert study.table(DATA) in readme, "benchmarks/README.md: paste `python benchmarks/spread_chapters.py --table`"
