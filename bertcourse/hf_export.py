@@ -15,8 +15,10 @@ it offline, and :func:`~bertcourse.hf_weights.load_pretrained` reads it back exa
   classifier with ``pooling="cls"`` maps onto that class: Hugging Face classifies the pooler's
   output (the ``[CLS]`` state through dense + tanh), dropout, then one linear layer; a
   mean-pooling head has no place in it.
-* :data:`TRAINING_ARGUMENTS`: the settings of the course's :func:`~bertcourse.finetune.finetune`
-  next to the names of ``transformers.TrainingArguments`` (a test checks every name exists).
+
+Chapter 9's section 10 saves its classifier's encoder with :func:`save_hf_checkpoint` and maps the
+course's training settings to the names of ``transformers.TrainingArguments``
+(``tests/test_hf_export.py`` checks every name it gives).
 """
 from __future__ import annotations
 
@@ -36,8 +38,7 @@ from .finetune import BERTClassifier
 from .hf_weights import ACTIVATION_NAMES, CONFIG_FIELDS, NAME_MAP, course_name
 from .wordpiece import hf_tokenizer
 
-__all__ = ["HF_ACTIVATION", "hf_name", "config_to_hf", "save_hf_checkpoint", "save_hf_classifier",
-           "TRAINING_ARGUMENTS", "training_arguments_table"]
+__all__ = ["HF_ACTIVATION", "hf_name", "config_to_hf", "save_hf_checkpoint", "save_hf_classifier"]
 
 # The course's activation -> config.json's hidden_act: ACTIVATION_NAMES read backwards. The tanh
 # GELU has two Hugging Face names; "gelu_pytorch_tanh" is torch's gelu(approximate="tanh"), the very
@@ -105,8 +106,8 @@ def _tensors(encoder: BERTEncoder, pooler: Pooler | None, prefix: str = "") -> d
     for name, p in named:
         hf = hf_name(name)
         assert course_name(hf) == name, f"NAME_MAP does not map {hf!r} back to {name!r}"
-        # a copy on the CPU: safetensors writes contiguous CPU tensors, and no shared storage
-        tensors[prefix + hf] = p.detach().to("cpu", torch.float32).contiguous().clone()
+        # safetensors writes contiguous CPU tensors; a float32 CPU parameter is written as it is (no copy)
+        tensors[prefix + hf] = p.detach().to("cpu", torch.float32).contiguous()
     return tensors
 
 
@@ -215,47 +216,6 @@ def save_hf_classifier(model: BERTClassifier, tokenizer, folder, labels=None) ->
                   label2id={name: i for i, name in enumerate(labels)},
                   problem_type="single_label_classification")
     tensors = _tensors(model.encoder, model.pooler, prefix="bert.")
-    tensors.update({"classifier." + name: p.detach().to("cpu", torch.float32).contiguous().clone()
+    tensors.update({"classifier." + name: p.detach().to("cpu", torch.float32).contiguous()
                     for name, p in model.head.named_parameters()})
     return _write(folder, tensors, config, tokenizer, model.config.bert.max_len)
-
-
-# ----------------------------------------------------------------------------------------
-# The training loop, in TrainingArguments' words
-# ----------------------------------------------------------------------------------------
-
-TRAINING_ARGUMENTS = [
-    # (course: finetune() argument = chapter 9's value, TrainingArguments names, note)
-    ("lr=5e-5", ("learning_rate",), "the peak of the schedule"),
-    ("epochs=1", ("num_train_epochs", "max_steps"), "epochs, or a number of steps instead"),
-    ("batch_size=16", ("per_device_train_batch_size", "per_device_eval_batch_size"),
-     "per device: with 4 GPUs the global batch is 4 x 16"),
-    ("warmup_ratio=0.1", ("warmup_steps",), "a float below 1 is a fraction of all steps: warmup_steps=0.1"),
-    ("weight_decay=0.01", ("weight_decay",), "AdamW's decoupled decay; both skip biases and layer norms"),
-    ("schedule: lr_factor (warm-up, linear decay to 0)", ("lr_scheduler_type",),
-     '"linear" warms up, then decays linearly to 0; compare lr_factor\'s docstring'),
-    ("AdamW (torch.optim.AdamW)", ("optim",), '"adamw_torch" is PyTorch\'s AdamW'),
-    ("TrainConfig betas=(0.9, 0.999), eps=1e-6", ("adam_beta1", "adam_beta2", "adam_epsilon"),
-     "adam_epsilon defaults to 1e-8; BERT's code used 1e-6"),
-    ("clip=1.0", ("max_grad_norm",), "gradient-norm clipping"),
-    ('amp="auto" (bf16 autocast)', ("bf16",), "set it yourself where the hardware computes bf16"),
-    ("seed=0", ("seed", "data_seed"), "seed defaults to 42"),
-    ("evals_per_epoch=3 (TrainConfig eval_every)", ("eval_strategy", "eval_steps"),
-     'eval_strategy="steps" with eval_steps=50, or "epoch"'),
-    ("save_classifier(...) / trainer state", ("output_dir", "save_strategy", "save_steps"),
-     "resume with trainer.train(resume_from_checkpoint=True)"),
-    ("checkpointing=True (activation checkpointing)", ("gradient_checkpointing",),
-     "recompute activations in the backward pass"),
-    ('device="auto"', ("use_cpu",), "Hugging Face takes a GPU when there is one unless use_cpu=True"),
-    ("progress=True", ("disable_tqdm",), "the progress bar"),
-    ("train_word_embeddings=False", (), "no argument: freeze the table yourself with requires_grad_(False)"),
-]
-"""One row per training setting of :func:`~bertcourse.finetune.finetune` (chapter 9's values):
-the ``transformers.TrainingArguments`` fields that set the same thing (none: no such argument)."""
-
-
-def training_arguments_table():
-    """:data:`TRAINING_ARGUMENTS` as a pandas DataFrame (for reading in the notebook)."""
-    import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
-    rows = [(course, ", ".join(names) or "(none)", note) for course, names, note in TRAINING_ARGUMENTS]
-    return pd.DataFrame(rows, columns=["course (chapter 9)", "TrainingArguments", "note"])

@@ -11,8 +11,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 import time
+from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 import transformers   # the oracle: a test dependency (pyproject [test], requirements.txt)
@@ -23,9 +26,10 @@ from transformers import AutoModel, AutoModelForSequenceClassification, AutoToke
 
 from bertcourse.bert import BERTConfig, BERTModel
 from bertcourse.data import train_wordpiece
+import bertcourse.finetune as finetune_module
+from bertcourse import training
 from bertcourse.finetune import RECIPE, BERTClassifier, ClassifierConfig, finetune
-from bertcourse.hf_export import (HF_ACTIVATION, TRAINING_ARGUMENTS, config_to_hf, hf_name, save_hf_checkpoint,
-                                  save_hf_classifier, training_arguments_table)
+from bertcourse.hf_export import HF_ACTIVATION, config_to_hf, hf_name, save_hf_checkpoint, save_hf_classifier
 from bertcourse.hf_weights import NAME_MAP, config_from_hf, course_name, load_pretrained, mean_pool
 from bertcourse.training import TrainConfig
 from bertcourse.transformer import ACTIVATIONS
@@ -166,6 +170,12 @@ def test_classifier_head_on_hf_hidden_states_gives_the_course_logits(tok, tmp_pa
             if pooling == "mean":
                 assert torch.equal(clf.pool(hidden, mask), mean_pool(hidden, mask))
             assert max_diff(logits, clf(ids, segments=segments, valid_lens=mask)) <= TOL
+        # what chapter 9 says: AutoModelForSequenceClassification finds no classifier (nor, after mean
+        # pooling, a pooler) in the folder and initialises them at random
+        _, info = AutoModelForSequenceClassification.from_pretrained(folder, output_loading_info=True)
+        new = {"classifier.weight", "classifier.bias"} | ({"bert.pooler.dense.weight", "bert.pooler.dense.bias"}
+                                                          if pooling == "mean" else set())
+        assert set(info["missing_keys"]) == new and not info["unexpected_keys"]
 
 
 def test_cls_classifier_is_a_bert_for_sequence_classification(tok, tmp_path):
@@ -250,27 +260,69 @@ def test_wrong_inputs_are_named(tok, tmp_path):
 
 
 # ----------------------------------------------------------------------------------------
-# The course's training settings in TrainingArguments' words
+# Chapter 9's table: the course's training settings in TrainingArguments' words
 # ----------------------------------------------------------------------------------------
 
-def test_every_training_argument_in_the_table_exists():
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def training_arguments_table(path: Path) -> list[tuple[str, str, str]]:
+    """The rows (course, TrainingArguments, note) of section 10's table in the notebook at ``path``."""
+    nb = nbformat.read(path, as_version=4)
+    cells = [c.source for c in nb.cells if c.cell_type == "markdown" and "| `TrainingArguments` |" in c.source]
+    assert len(cells) == 1, f"{path.name}: expected one markdown cell with the TrainingArguments table"
+    lines = [line for line in cells[0].splitlines() if line.startswith("|")]
+    rows = [tuple(col.strip() for col in line.strip("|").split(" | ")) for line in lines[2:]]
+    assert all(len(r) == 3 for r in rows), rows
+    return rows
+
+
+def test_every_training_argument_in_chapter_9s_table_exists():
     fields = {f.name: f for f in dataclasses.fields(TrainingArguments)}
-    names = [n for _, row_names, _ in TRAINING_ARGUMENTS for n in row_names]
-    assert len(names) >= 20 and len(set(names)) == len(names)
+    rows = training_arguments_table(NOTEBOOKS / "09_fine_tuning.ipynb")
+    names = [n for _, hf, _ in rows for n in re.findall(r"`(\w+)`", hf)]
+    assert len(rows) >= 15 and len(names) >= 20 and len(set(names)) == len(names)
     assert [n for n in names if n not in fields] == []
-    # the defaults the notes quote
-    assert fields["adam_epsilon"].default == 1e-8 and fields["seed"].default == 42
-    assert fields["max_grad_norm"].default == 1.0 and fields["lr_scheduler_type"].default == "linear"
-    # the course's side: each "name=value" is an argument of finetune() (or a field of TrainConfig)
+    assert [hf for _, hf, _ in rows if not re.findall(r"`(\w+)`", hf)] == ["—"]     # the one without an argument
+    # the Chinese edition shows the same names (only the words around them are translated)
+    zh = training_arguments_table(NOTEBOOKS / "zh" / "09_fine_tuning.ipynb")
+    assert [re.findall(r"`(\w+)`", hf) for _, hf, _ in zh] == [re.findall(r"`(\w+)`", hf) for _, hf, _ in rows]
+    # the course's side: every `name=value` is an argument of finetune() at chapter 9's value, or a
+    # TrainConfig field at its default; every other name is a function of the package
     finetune_args = inspect.signature(finetune).parameters
-    for course, _, _ in TRAINING_ARGUMENTS:
-        words = course.removeprefix("TrainConfig ").split(" (")[0]
-        for part in words.split(", "):
-            if "=" in part:
-                name, value = part.split("=", 1)
-                assert name in finetune_args or name in TrainConfig.__dataclass_fields__, course
+    for course, _, _ in rows:
+        for code in re.findall(r"`([^`]+)`", course):
+            if code.startswith("TrainConfig("):
+                settings = eval("dict" + code.removeprefix("TrainConfig"))
+                assert {k: TrainConfig.__dataclass_fields__[k].default for k in settings} == settings, code
+            elif "=" in code:
+                name, value = code.split("=", 1)
+                assert name in finetune_args, code
                 if name in RECIPE:
-                    assert float(value) == RECIPE[name], course
-    table = training_arguments_table()
-    assert list(table.columns) == ["course (chapter 9)", "TrainingArguments", "note"]
-    assert len(table) == len(TRAINING_ARGUMENTS) and "(none)" in set(table["TrainingArguments"])
+                    assert float(value) == RECIPE[name], code
+            else:
+                assert callable(getattr(training, code, None) or getattr(finetune_module, code, None)), code
+    # what the notes say about transformers
+    assert "warmup_ratio" not in fields
+    assert fields["adam_epsilon"].default == 1e-8 and fields["seed"].default == 42
+    assert fields["max_grad_norm"].default == 1.0 and fields["bf16"].default is False
+    assert fields["lr_scheduler_type"].default == "linear"
+    schedule = transformers.optimization.TYPE_TO_SCHEDULER_FUNCTION["linear"]
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    lambdas = schedule(optimizer, num_warmup_steps=10, num_training_steps=100).lr_lambdas[0]
+    assert [lambdas(s) for s in (0, 5, 10, 55, 100)] == [0.0, 0.5, 1.0, 0.5, 0.0]
+
+
+def test_trainer_decays_what_the_course_decays_and_resumes_as_the_table_says(tmp_path):
+    from transformers import Trainer     # slow to import (seconds): only this test needs it
+    assert "resume_from_checkpoint" in inspect.signature(Trainer.train).parameters
+    # a BertModel from a course folder: Trainer decays the same tensors as the course's make_optimizer
+    model = perturbed(BERTModel(BERTConfig(vocab_size=30, num_hiddens=16, ffn_num_hiddens=32, num_heads=2,
+                                           num_blks=2, max_len=8), with_heads=False))
+    tok = Tokenizer(WordPiece({t: i for i, t in enumerate(("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"))},
+                              unk_token="[UNK]"))
+    save_hf_checkpoint(model, tok, tmp_path)
+    hf = AutoModel.from_pretrained(tmp_path)
+    theirs = set(Trainer.get_decay_parameter_names(None, hf))      # the method does not use self
+    ours = {hf_name(n) for n, p in model.named_parameters() if p.dim() >= 2}   # make_optimizer's rule
+    assert theirs == ours and len(ours) == 3 + 2 * 6 + 1        # 3 embedding tables, 6 matrices a block, the pooler

@@ -406,7 +406,6 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "hf_export.config_to_hf": Fuzz(),
     "hf_export.save_hf_checkpoint": Fuzz(given={"model": lambda e: e.bert_tok, "folder": lambda e: e.tmp / "hf"}),
     "hf_export.save_hf_classifier": Fuzz(given={"model": lambda e: e.clf_cls, "folder": lambda e: e.tmp / "hf"}),
-    "hf_export.training_arguments_table": NO_ARGS,
     "memory.saved_for_backward": OBJECTS,
     # positional
     "positional.sinusoidal_encoding": Fuzz(),
