@@ -43,7 +43,7 @@ from .attention import entropy
 from .bert import BERTConfig, BERTModel, MaskLM
 
 __all__ = ["NAME_MAP", "IGNORED_BUFFERS", "ACTIVATION_NAMES", "CheckpointError", "LoadReport",
-           "Encoded", "Pretrained", "course_name", "mapping_table", "config_from_hf",
+           "Encoded", "Pretrained", "course_name", "mapping_table", "config_from_hf", "CONFIG_FIELDS",
            "read_checkpoint", "minilm_folder", "load_pretrained", "mean_pool", "PATTERNS", "head_statistics", "typical_heads"]
 
 # ----------------------------------------------------------------------------------------
@@ -175,7 +175,7 @@ def config_from_hf(hf_config: dict, **overrides) -> BERTConfig:
     unknown = set(overrides) - set(BERTConfig.__dataclass_fields__)
     if unknown:
         raise TypeError(f"unknown BERTConfig field(s) in overrides: {sorted(unknown)}")
-    fields = {field: hf_config.get(hf, default) for field, (hf, default) in _HF_FIELDS.items()}
+    fields = {field: hf_config.get(hf, default) for field, (hf, default) in CONFIG_FIELDS.items()}
     fields["activation"] = ACTIVATION_NAMES[act]
     try:
         return BERTConfig(**{**fields, **overrides})
@@ -183,19 +183,19 @@ def config_from_hf(hf_config: dict, **overrides) -> BERTConfig:
         # BERTConfig names its field ("num_hiddens must be ..."): add the config.json entry
         # it came from, unless the bad value is one of the overrides
         field = str(e).split(" ", 1)[0]
-        if field in overrides or field not in _HF_FIELDS:
+        if field in overrides or field not in CONFIG_FIELDS:
             raise
-        hf = _HF_FIELDS[field][0]
+        hf = CONFIG_FIELDS[field][0]
         raise type(e)(f"config.json has {hf}={hf_config.get(hf)!r}, which does not make a valid "
                       f"BERTConfig: {e}") from None
 
 
-# BERTConfig field -> (config.json entry, default when the entry is absent)
-_HF_FIELDS = {"vocab_size": ("vocab_size", None), "num_hiddens": ("hidden_size", None),
-              "ffn_num_hiddens": ("intermediate_size", None), "num_heads": ("num_attention_heads", None),
-              "num_blks": ("num_hidden_layers", None), "max_len": ("max_position_embeddings", None),
-              "dropout": ("hidden_dropout_prob", 0.1), "activation": ("hidden_act", "gelu"),
-              "norm_eps": ("layer_norm_eps", 1e-12), "num_segments": ("type_vocab_size", 2)}
+# BERTConfig field -> (config.json entry, default when the entry is absent); hf_export reads it backwards
+CONFIG_FIELDS = {"vocab_size": ("vocab_size", None), "num_hiddens": ("hidden_size", None),
+                 "ffn_num_hiddens": ("intermediate_size", None), "num_heads": ("num_attention_heads", None),
+                 "num_blks": ("num_hidden_layers", None), "max_len": ("max_position_embeddings", None),
+                 "dropout": ("hidden_dropout_prob", 0.1), "activation": ("hidden_act", "gelu"),
+                 "norm_eps": ("layer_norm_eps", 1e-12), "num_segments": ("type_vocab_size", 2)}
 
 
 # ----------------------------------------------------------------------------------------

@@ -163,6 +163,12 @@ class PublicEnv(Env):
         return model
 
     @functools.cached_property
+    def clf_cls(self):
+        from bertcourse.finetune import BERTClassifier, ClassifierConfig
+        torch.manual_seed(0)
+        return BERTClassifier(ClassifierConfig(self.cfg_tok, pooling="cls", dropout=0.0)).eval()
+
+    @functools.cached_property
     def reviews(self):
         from bertcourse.reviews import load_sentiment
         return load_sentiment().train[:8]
@@ -402,6 +408,11 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "hf_weights.mean_pool": OBJECTS,
     "hf_weights.head_statistics": OBJECTS,
     "hf_weights.typical_heads": OBJECTS,
+    # hf_export
+    "hf_export.hf_name": Fuzz(given={"name": lambda e: "encoder.token_embedding.weight"}),
+    "hf_export.config_to_hf": Fuzz(),
+    "hf_export.save_hf_checkpoint": Fuzz(given={"model": lambda e: e.bert_tok, "folder": lambda e: e.tmp / "hf"}),
+    "hf_export.save_hf_classifier": Fuzz(given={"model": lambda e: e.clf_cls, "folder": lambda e: e.tmp / "hf"}),
     "memory.saved_for_backward": OBJECTS,
     # positional
     "positional.sinusoidal_encoding": Fuzz(),

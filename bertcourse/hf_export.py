@@ -1,0 +1,221 @@
+"""Chapter 9: from this course to Hugging Face, the way back of chapter 8's loader.
+
+:mod:`bertcourse.hf_weights` reads a Hugging Face BERT folder into the course's model. This
+module writes one: the course's encoder in the format of ``transformers``' ``BertModel``, so
+that ``AutoModel.from_pretrained(folder)`` and ``AutoTokenizer.from_pretrained(folder)`` load
+it offline, and :func:`~bertcourse.hf_weights.load_pretrained` reads it back exactly.
+
+* :func:`hf_name` is :data:`~bertcourse.hf_weights.NAME_MAP` read backwards (course name ->
+  Hugging Face name); there is no second table.
+* :func:`config_to_hf` is :func:`~bertcourse.hf_weights.config_from_hf` backwards.
+* :func:`save_hf_checkpoint` writes ``config.json``, ``model.safetensors``, ``tokenizer.json``
+  and ``tokenizer_config.json``: the encoder (and the pooler, when the model has one), never a
+  task head, because ``BertModel`` has none.
+* :func:`save_hf_classifier` writes a ``BertForSequenceClassification`` folder. Only a
+  classifier with ``pooling="cls"`` maps onto that class: Hugging Face classifies the pooler's
+  output (the ``[CLS]`` state through dense + tanh), dropout, then one linear layer; a
+  mean-pooling head has no place in it.
+
+Chapter 9's section 10 saves its classifier's encoder with :func:`save_hf_checkpoint` and maps the
+course's training settings to the names of ``transformers.TrainingArguments``
+(``tests/test_hf_export.py`` checks every name it gives).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import torch
+from safetensors.torch import save_file
+from tokenizers import Tokenizer
+from tokenizers.processors import TemplateProcessing
+from torch import nn
+
+from ._checks import check_path, check_str_list, check_tokenizer_fits
+from .bert import BERTConfig, BERTEncoder, BERTModel, Pooler
+from .finetune import BERTClassifier
+from .hf_weights import ACTIVATION_NAMES, CONFIG_FIELDS, NAME_MAP, course_name
+from .wordpiece import hf_tokenizer
+
+__all__ = ["HF_ACTIVATION", "hf_name", "config_to_hf", "save_hf_checkpoint", "save_hf_classifier"]
+
+# The course's activation -> config.json's hidden_act: ACTIVATION_NAMES read backwards. The tanh
+# GELU has two Hugging Face names; "gelu_pytorch_tanh" is torch's gelu(approximate="tanh"), the very
+# function the course calls ("gelu_new" writes the formula out, equal up to rounding).
+HF_ACTIVATION = {course: hf for hf, course in ACTIVATION_NAMES.items() if hf != "gelu_new"}
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+# (course pattern as a regex, Hugging Face pattern) for every row of NAME_MAP
+_BACKWARDS = [(re.compile("^" + re.escape(course).replace(r"\{i\}", r"(?P<i>\d+)")
+                          + r"(?P<suffix>\.weight|\.bias|)$"), hf) for hf, course in NAME_MAP]
+
+
+def hf_name(name: str) -> str:
+    """The Hugging Face (``BertModel``) name of a course parameter, by :data:`NAME_MAP` backwards:
+    ``"encoder.blks.3.attention.W_q.weight"`` -> ``"encoder.layer.3.attention.self.query.weight"``.
+
+    Raises ``KeyError`` for a name no row maps (as :func:`~bertcourse.hf_weights.course_name`)."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str (a course parameter name), got {type(name).__name__}")
+    for regex, hf in _BACKWARDS:
+        m = regex.match(name)
+        if m:
+            return (hf.replace("{i}", m.group("i")) if m.groupdict().get("i") else hf) + m.group("suffix")
+    raise KeyError(f"no row of NAME_MAP maps the course parameter {name!r}")
+
+
+def config_to_hf(config: BERTConfig, pad_token_id: int = 0) -> dict:
+    """``config.json`` of a ``BertModel`` with the sizes of ``config`` (a :class:`BERTConfig`):
+    :data:`~bertcourse.hf_weights.CONFIG_FIELDS` backwards, so ``config_from_hf(config_to_hf(c)) == c``.
+
+    The course has one dropout rate; Hugging Face's two (hidden states, attention weights) both get it."""
+    if not isinstance(config, BERTConfig):
+        raise TypeError(f"config must be a BERTConfig, got {type(config).__name__}")
+    if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int) or not 0 <= pad_token_id < config.vocab_size:
+        raise ValueError(f"pad_token_id must be a token id in 0..{config.vocab_size - 1}, got {pad_token_id!r}")
+    hf = {"architectures": ["BertModel"], "model_type": "bert"}
+    hf.update({entry: getattr(config, field) for field, (entry, _) in CONFIG_FIELDS.items()})
+    hf["hidden_act"] = HF_ACTIVATION[config.activation]
+    hf.update(attention_probs_dropout_prob=config.dropout, position_embedding_type="absolute",
+              initializer_range=0.02, pad_token_id=pad_token_id, dtype="float32")
+    return hf
+
+
+# ----------------------------------------------------------------------------------------
+# Writing a folder
+# ----------------------------------------------------------------------------------------
+
+def _parts(model) -> tuple[BERTEncoder, Pooler | None]:
+    """The encoder and pooler of a BERTEncoder, BERTModel or BERTClassifier."""
+    if isinstance(model, BERTEncoder):
+        return model, None
+    if isinstance(model, (BERTModel, BERTClassifier)):
+        return model.encoder, model.pooler
+    raise TypeError(f"model must be a BERTEncoder, BERTModel or BERTClassifier, got {type(model).__name__}")
+
+
+def _tensors(encoder: BERTEncoder, pooler: Pooler | None, prefix: str = "") -> dict[str, torch.Tensor]:
+    """``{Hugging Face name: float32 tensor}`` of the encoder and pooler. Every name is checked
+    against the forward mapping, so the two directions cannot drift apart."""
+    named = [("encoder." + n, p) for n, p in encoder.named_parameters()]
+    if pooler is not None:
+        named += [("pooler." + n, p) for n, p in pooler.named_parameters()]
+    tensors = {}
+    for name, p in named:
+        hf = hf_name(name)
+        assert course_name(hf) == name, f"NAME_MAP does not map {hf!r} back to {name!r}"
+        # safetensors writes contiguous CPU tensors; a float32 CPU parameter is written as it is (no copy)
+        tensors[prefix + hf] = p.detach().to("cpu", torch.float32).contiguous()
+    return tensors
+
+
+def _tokenizer_for_hf(tokenizer, max_len: int) -> tuple[Tokenizer, dict]:
+    """A copy of the tokenizer for ``AutoTokenizer``, and its ``tokenizer_config.json``.
+
+    Padding and truncation are switched off in the copy (``transformers`` sets them per call, up
+    to ``model_max_length``); a tokenizer without a post-processor (chapter 7's WordPiece) gets
+    BERT's template, ``[CLS] A [SEP]`` / ``[CLS] A [SEP] B [SEP]`` with segment ids 0 and 1."""
+    tok = Tokenizer.from_str(hf_tokenizer(tokenizer).to_str())
+    missing = [t for t in SPECIAL_TOKENS if tok.token_to_id(t) is None]
+    if missing:
+        raise ValueError(f"tokenizer must have BERT's special tokens {list(SPECIAL_TOKENS)}; it lacks {missing}")
+    tok.no_padding()
+    tok.no_truncation()
+    if tok.post_processor is None:
+        cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+        tok.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                                special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    # PreTrainedTokenizerFast runs tokenizer.json as it is; BertTokenizer would rebuild the normaliser
+    # from tokenizer_config.json's do_lower_case (transformers 5), which could disagree with ours
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": max_len,
+              "model_input_names": ["input_ids", "token_type_ids", "attention_mask"],
+              "pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+              "mask_token": "[MASK]"}
+    return tok, config
+
+
+def _check_folder(folder) -> str:
+    return check_path("folder", folder, kind="folder", what="folder for the Hugging Face checkpoint")
+
+
+def _write(folder: str, tensors: dict, config: dict, tokenizer, max_len: int) -> str:
+    """Write the four files through temporary names, so an interrupted save leaves no half file."""
+    tok, tok_config = _tokenizer_for_hf(tokenizer, max_len)
+    os.makedirs(folder, exist_ok=True)
+    writes = [("model.safetensors", lambda p: save_file(tensors, p, metadata={"format": "pt"})),
+              ("config.json", lambda p: _write_json(p, config)),
+              ("tokenizer.json", tok.save),
+              ("tokenizer_config.json", lambda p: _write_json(p, tok_config))]
+    for name, write in writes:
+        tmp = os.path.join(folder, name + ".tmp")
+        write(tmp)
+        os.replace(tmp, os.path.join(folder, name))
+    return folder
+
+
+def _write_json(path: str, data: dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+
+
+def save_hf_checkpoint(model: nn.Module, tokenizer, folder) -> str:
+    """Save the course's BERT encoder in ``transformers``' ``BertModel`` format. Returns ``folder``.
+
+    ``model``: a :class:`~bertcourse.bert.BERTEncoder`, a :class:`~bertcourse.bert.BERTModel`
+    or a :class:`~bertcourse.finetune.BERTClassifier`; its encoder is written, with its pooler
+    when it has one (a ``BERTModel``'s, or a classifier's with ``pooling="cls"``). Task heads
+    (MLM, NSP, a classifier's ``head``) are not: ``BertModel`` has none (for a ``"cls"``
+    classifier, :func:`save_hf_classifier` writes the head too). ``tokenizer``: the model's
+    tokenizer (a ``tokenizers.Tokenizer`` or chapter 7's ``WordPieceTokenizer``). ``folder`` is
+    created if needed; files of the same names in it are replaced.
+
+    Load it with ``transformers.AutoModel.from_pretrained(folder)`` — pass
+    ``add_pooling_layer=False`` when the model had no pooler, or Hugging Face adds a randomly
+    initialised one (and says so) — and ``AutoTokenizer.from_pretrained(folder)``, or with the
+    course's ``load_pretrained(folder)``.
+    """
+    folder = _check_folder(folder)
+    encoder, pooler = _parts(model)
+    check_tokenizer_fits(tokenizer, encoder)
+    pad = hf_tokenizer(tokenizer).token_to_id("[PAD]") or 0
+    config = config_to_hf(encoder.config, pad_token_id=pad)
+    return _write(folder, _tensors(encoder, pooler), config, tokenizer, encoder.config.max_len)
+
+
+def save_hf_classifier(model: BERTClassifier, tokenizer, folder, labels=None) -> str:
+    """Save a ``pooling="cls"`` classifier as a ``transformers`` ``BertForSequenceClassification``
+    (``AutoModelForSequenceClassification.from_pretrained(folder)`` gives the same logits).
+    Returns ``folder``.
+
+    The two compute the same function: encoder, the ``[CLS]`` state through the pooler (dense +
+    tanh), dropout, one linear layer (``head`` -> ``classifier``). A ``pooling="mean"`` classifier
+    does not fit that class (``ValueError``): save its encoder with :func:`save_hf_checkpoint`
+    and keep the mean pooling and the head in your own code. ``labels``: optional class names
+    (``config.json``'s ``id2label``), one per class.
+    """
+    folder = _check_folder(folder)
+    if not isinstance(model, BERTClassifier):
+        raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
+    if model.config.pooling != "cls":
+        raise ValueError(f"model must have pooling='cls' to become a BertForSequenceClassification, which "
+                         f"classifies the [CLS] pooler output; got pooling={model.config.pooling!r}: save the "
+                         f"encoder with save_hf_checkpoint and keep the mean pooling and the head yourself")
+    n = model.config.num_classes
+    labels = [f"LABEL_{i}" for i in range(n)] if labels is None else labels
+    check_str_list("labels", labels, what="class names")
+    if len(labels) != n:
+        raise ValueError(f"labels must name the {n} classes of the model, got {len(labels)} names")
+    check_tokenizer_fits(tokenizer, model)
+    pad = hf_tokenizer(tokenizer).token_to_id("[PAD]") or 0
+    config = config_to_hf(model.config.bert, pad_token_id=pad)
+    config.update(architectures=["BertForSequenceClassification"], classifier_dropout=model.config.dropout,
+                  id2label={str(i): name for i, name in enumerate(labels)},
+                  label2id={name: i for i, name in enumerate(labels)},
+                  problem_type="single_label_classification")
+    tensors = _tensors(model.encoder, model.pooler, prefix="bert.")
+    tensors.update({"classifier." + name: p.detach().to("cpu", torch.float32).contiguous()
+                    for name, p in model.head.named_parameters()})
+    return _write(folder, tensors, config, tokenizer, model.config.bert.max_len)
