@@ -1,8 +1,8 @@
 """How CI spreads ``pytest`` over its cores (a root conftest: it must see the notebooks too).
 
-In CI (``CI`` set, as ``.ci/run`` does) ``pytest`` runs on two pytest-xdist workers with
-``--dist loadgroup``: every test carries an ``xdist_group`` named after its file, so each file's
-tests run on one worker, in order (a notebook's nbval cells share one kernel; the tests that share
+In CI (``CI`` set, as ``.ci/run`` does) ``pytest`` runs on two pytest-xdist workers, scheduled
+by :class:`GroupScheduling` (xdist's ``loadfile`` with our groups): each file's tests run on one
+worker, in order (a notebook's nbval cells share one kernel; the tests that share
 one expensive session fixture stay together: the browser tests, one JupyterLab; the book tests,
 one build), except the Colab-stack nbval run (tests/test_colab.py), the longest stage, whose
 notebooks are split in two groups (``tests/ci.py``: ``COLAB_NBVAL_SHARDS``) that the two workers
@@ -49,12 +49,40 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """In CI, WORKERS_IN_CI xdist workers with ``--dist loadgroup`` in our order, unless the
-    command line chose (``-n``)."""
+    """In CI, WORKERS_IN_CI xdist workers scheduled by :class:`GroupScheduling` in our order,
+    unless the command line chose (``-n``)."""
     opt = config.option
     if (in_ci() and getattr(opt, "numprocesses", "absent") is None and getattr(opt, "dist", "no") == "no"
             and not hasattr(config, "workerinput")):
-        opt.numprocesses, opt.dist, opt.loadscopereorder = WORKERS_IN_CI, "loadgroup", False
+        opt.numprocesses, opt.dist, opt.loadscopereorder = WORKERS_IN_CI, "loadfile", False
+        config.stash[_GROUPED] = True
+
+
+_GROUPED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(optionalhook=True)     # pytest-xdist's hook: unknown where xdist is not installed
+def pytest_xdist_make_scheduler(config, log):
+    """Our groups (:func:`group_of_nodeid`) where CI asked for them; xdist's own otherwise."""
+    if config.stash.get(_GROUPED, False):
+        return GroupScheduling(config, log)
+    return None
+
+
+try:        # pytest-xdist is a test requirement; without it pytest runs in one process
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:         # pragma: no cover
+    LoadScopeScheduling = object
+
+
+class GroupScheduling(LoadScopeScheduling):
+    """xdist's scope scheduling with the scopes of :func:`group_of_nodeid`: a file, or a shard of
+    the Colab-stack nbval run. A scope's tests run on one worker, in collection order, and the
+    scopes go out in collection order (``--no-loadscope-reorder``), which
+    ``pytest_collection_modifyitems`` makes longest first."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return group_of_nodeid(nodeid)
 
 
 def pytest_sessionfinish(session):
@@ -71,13 +99,13 @@ def stage_of(path: pathlib.Path) -> str:
 _STAGE_SECONDS: dict = {}
 
 
-def group_of(item) -> str:
-    """The xdist group of a test: its file, or for the Colab-stack nbval test its shard."""
-    path = pathlib.Path(str(item.fspath))
-    name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
-    if getattr(item, "originalname", None) == COLAB_NBVAL_TEST and hasattr(item, "callspec"):
-        return f"colab-nbval-{colab_shard(item.callspec.params['zh_course_notebook'].name)}"
-    return name
+def group_of_nodeid(nodeid: str) -> str:
+    """The group of a test, from its node id: its file, or for the Colab-stack nbval test the
+    shard of its notebook (tests/ci.py: COLAB_NBVAL_SHARDS)."""
+    path, _, rest = nodeid.partition("::")
+    if rest.startswith(COLAB_NBVAL_TEST + "["):
+        return f"colab-nbval-{colab_shard(pathlib.PurePosixPath(rest[len(COLAB_NBVAL_TEST) + 1:-1]).name)}"
+    return path
 
 
 # The longest groups first, so that the workers are handed them before the short ones and finish
@@ -90,18 +118,14 @@ LONGEST_FIRST = ["tests/test_colab.py", "tests/test_browser.py", "colab-nbval-0"
                  "tests/test_finetune.py"]
 
 
-@pytest.hookimpl(tryfirst=True)       # before xdist's own hook, which reads the groups
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(items):
     for item in items:
         path = pathlib.Path(str(item.fspath))
         if path.suffix == ".ipynb" or path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
-    if getattr(config.option, "dist", "no") == "loadgroup":
-        for item in items:
-            item.add_marker(pytest.mark.xdist_group(group_of(item)))
     if in_ci():          # a stable sort: each group's tests (a notebook's cells) keep their order
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: rank.get(group_of(item), len(rank)))
+        items.sort(key=lambda item: rank.get(group_of_nodeid(item.nodeid), len(rank)))
 
 
 def pytest_runtest_logreport(report):
