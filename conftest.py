@@ -100,19 +100,29 @@ _STAGE_SECONDS: dict = {}
 
 
 def group_of_nodeid(nodeid: str) -> str:
-    """The group of a test, from its node id: its file, or for the Colab-stack nbval test the
-    shard of its notebook (tests/ci.py: COLAB_NBVAL_SHARDS)."""
+    """The group of a test, from its node id: its file; the Colab-stack nbval test of a notebook
+    in the first shard (tests/ci.py: COLAB_NBVAL_SHARDS) stays with the rest of test_colab.py,
+    which builds the environment; each other shard is a group of its own, for the other worker."""
     path, _, rest = nodeid.partition("::")
     if rest.startswith(COLAB_NBVAL_TEST + "["):
-        return f"colab-nbval-{colab_shard(pathlib.PurePosixPath(rest[len(COLAB_NBVAL_TEST) + 1:-1]).name)}"
+        shard = colab_shard(pathlib.PurePosixPath(rest[len(COLAB_NBVAL_TEST) + 1:-1]).name)
+        return path if shard == 0 else f"colab-nbval-{shard}"
     return path
 
 
+def _heavy_first(nodeid: str) -> int:
+    """Inside test_colab.py's group, the first shard's nbval test first: xdist hands a worker its
+    next group while the current group's last two tests run, so the group's long test must not
+    be one of its last."""
+    return 0 if nodeid.partition("::")[2].startswith(COLAB_NBVAL_TEST + "[") else 1
+
+
 # The longest groups first, so that the workers are handed them before the short ones and finish
-# together. Measured in CI on 2 cores (quiet machine): the browser ~330 s, the Colab-stack shards
-# ~230 s each and the rest of its file ~110 s (the environment, the widget tests), chapter 9 ~110 s,
-# the book ~110 s, chapter 7 ~80 s, chapter 10 ~65 s; everything else is shorter.
-LONGEST_FIRST = ["tests/test_colab.py", "tests/test_browser.py", "colab-nbval-0", "colab-nbval-1",
+# together. Measured in CI on 2 cores (2026-11-26, a loaded machine): test_colab.py ~600 s (the
+# environment, chapter 9's Colab-stack nbval ~400 s, the widget tests), the browser ~470 s, the other
+# Colab-stack shard ~310 s, the book ~170 s, chapter 9 ~120 s, chapter 7 ~100 s, chapter
+# 10 ~80 s; everything else is shorter.
+LONGEST_FIRST = ["tests/test_colab.py", "tests/test_browser.py", "colab-nbval-1",
                  "notebooks/09_fine_tuning.ipynb", "tests/test_book.py", "notebooks/07_pretraining.ipynb",
                  "notebooks/10_scaling_up.ipynb", "notebooks/03_transformer.ipynb", "tests/test_distributed.py",
                  "tests/test_finetune.py"]
@@ -125,7 +135,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
     if in_ci():          # a stable sort: each group's tests (a notebook's cells) keep their order
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: rank.get(group_of_nodeid(item.nodeid), len(rank)))
+        items.sort(key=lambda item: (rank.get(group_of_nodeid(item.nodeid), len(rank)), _heavy_first(item.nodeid)))
 
 
 def pytest_runtest_logreport(report):
