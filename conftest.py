@@ -118,10 +118,11 @@ def _heavy_first(nodeid: str) -> int:
 
 
 # The longest groups first, so that the workers are handed them before the short ones and finish
-# together. Measured in CI on 2 cores (2026-11-26, a loaded machine): test_colab.py ~600 s (the
-# environment, chapter 9's Colab-stack nbval ~400 s, the widget tests), the browser ~470 s, the other
-# Colab-stack shard ~310 s, the book ~170 s, chapter 9 ~120 s, chapter 7 ~100 s, chapter
-# 10 ~80 s; everything else is shorter.
+# together. Measured by `bash .ci/run` in a fresh clone on the quiet 2-core machine (2026-11-26;
+# pytest 947 s for 1,849 s of tests summed over the two workers): test_colab.py ~430 s (the
+# environment 68 s, chapter 9's Colab-stack nbval 313 s, the widget tests 47 s), the browser 376 s,
+# the other Colab-stack shard 224 s, chapter 9 ~150 s, the book 116 s, chapter 7 ~110 s, chapter 10
+# ~70 s; everything else is shorter.
 LONGEST_FIRST = ["tests/test_colab.py", "tests/test_browser.py", "colab-nbval-1",
                  "notebooks/09_fine_tuning.ipynb", "tests/test_book.py", "notebooks/07_pretraining.ipynb",
                  "notebooks/10_scaling_up.ipynb", "notebooks/03_transformer.ipynb", "tests/test_distributed.py",

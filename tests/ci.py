@@ -43,8 +43,9 @@ def chromium_and_playwright():
 
 # The second nbval run (Colab's versions, lower CPU kernels: tests/test_colab.py) is most of CI's
 # time, so it runs in two shards, one per CI worker, in parallel. Balanced by the chapters' measured
-# times there (float32 under AVX2 kernels; a CI run on the loaded 2-core machine, 2026-11-26):
-# chapter 9 alone about 400 s, all the others together about 310 s.
+# times there (float32 under AVX2 kernels; `bash .ci/run` on the 2-core machine, 2026-11-26):
+# chapter 9 alone 313 s (the first shard, with the environment's build, 68 s), all the others
+# together 224 s.
 COLAB_NBVAL_SHARDS = (("09",), ("07", "10", "03", "08", "05", "01", "02", "04", "06"))
 
 
