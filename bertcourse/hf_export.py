@@ -32,7 +32,7 @@ from tokenizers import Tokenizer
 from tokenizers.processors import TemplateProcessing
 from torch import nn
 
-from ._checks import check_path, check_str_list, check_tokenizer_fits
+from ._checks import check_instance, check_int, check_path, check_str_list, check_tokenizer_fits
 from .bert import BERTConfig, BERTEncoder, BERTModel, Pooler
 from .finetune import BERTClassifier
 from .hf_weights import ACTIVATION_NAMES, CONFIG_FIELDS, NAME_MAP, course_name
@@ -57,8 +57,7 @@ def hf_name(name: str) -> str:
     ``"encoder.blks.3.attention.W_q.weight"`` -> ``"encoder.layer.3.attention.self.query.weight"``.
 
     Raises ``KeyError`` for a name no row maps (as :func:`~bertcourse.hf_weights.course_name`)."""
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str (a course parameter name), got {type(name).__name__}")
+    check_instance("name", name, str, "a course parameter name")
     for regex, hf in _BACKWARDS:
         m = regex.match(name)
         if m:
@@ -71,10 +70,8 @@ def config_to_hf(config: BERTConfig, pad_token_id: int = 0) -> dict:
     :data:`~bertcourse.hf_weights.CONFIG_FIELDS` backwards, so ``config_from_hf(config_to_hf(c)) == c``.
 
     The course has one dropout rate; Hugging Face's two (hidden states, attention weights) both get it."""
-    if not isinstance(config, BERTConfig):
-        raise TypeError(f"config must be a BERTConfig, got {type(config).__name__}")
-    if isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int) or not 0 <= pad_token_id < config.vocab_size:
-        raise ValueError(f"pad_token_id must be a token id in 0..{config.vocab_size - 1}, got {pad_token_id!r}")
+    check_instance("config", config, BERTConfig)
+    check_int("pad_token_id", pad_token_id, low=0, high=config.vocab_size - 1)
     hf = {"architectures": ["BertModel"], "model_type": "bert"}
     hf.update({entry: getattr(config, field) for field, (entry, _) in CONFIG_FIELDS.items()})
     hf["hidden_act"] = HF_ACTIVATION[config.activation]
@@ -197,8 +194,7 @@ def save_hf_classifier(model: BERTClassifier, tokenizer, folder, labels=None) ->
     (``config.json``'s ``id2label``), one per class.
     """
     folder = _check_folder(folder)
-    if not isinstance(model, BERTClassifier):
-        raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
+    check_instance("model", model, BERTClassifier)
     if model.config.pooling != "cls":
         raise ValueError(f"model must have pooling='cls' to become a BertForSequenceClassification, which "
                          f"classifies the [CLS] pooler output; got pooling={model.config.pooling!r}: save the "
