@@ -41,9 +41,20 @@ def _unique_state_dict(model: nn.Module) -> tuple[dict, dict]:
     return tensors, tied
 
 
-def _write_json(path: str, obj) -> None:
+def write_json(path: str, obj) -> None:
+    """``obj`` as JSON in the file ``path`` (UTF-8)."""
     with open(path, "w", encoding="utf-8") as f:
         json.dump(obj, f, indent=1)
+
+
+def write_files(folder: str, writes) -> None:
+    """Write each ``(name, write)`` of ``writes`` into ``folder``: ``write(path)`` writes to a
+    temporary name that is then renamed, so an interrupted save never leaves a half-written file
+    (shared by this module's checkpoints and :mod:`bertcourse.hf_export`'s folders)."""
+    for name, write in writes:
+        tmp = os.path.join(folder, name + ".tmp")
+        write(tmp)
+        os.replace(tmp, os.path.join(folder, name))
 
 
 def _model_config(model: nn.Module) -> dict:
@@ -80,17 +91,14 @@ def save_checkpoint(path, model: nn.Module, tokenizer=None, trainer=None, extra:
     if isinstance(model, BERTModel):
         config["with_heads"] = model.mlm is not None
     writes = [(MODEL_FILE, lambda p: save_file(tensors, p, metadata={"format": "pt"})),
-              (CONFIG_FILE, lambda p: _write_json(p, config))]
+              (CONFIG_FILE, lambda p: write_json(p, config))]
     if tokenizer is not None:
         writes.append((TOKENIZER_FILE, tokenizer.save))
     if trainer is not None:
         state = trainer.state_dict()
         writes.append((STATE_FILE, lambda p: save_file(state["tensors"], p)))
-        writes.append((STATE_INFO_FILE, lambda p: _write_json(p, state["info"])))
-    for name, write in writes:
-        tmp = os.path.join(path, name + ".tmp")
-        write(tmp)
-        os.replace(tmp, os.path.join(path, name))
+        writes.append((STATE_INFO_FILE, lambda p: write_json(p, state["info"])))
+    write_files(path, writes)
     return path
 
 

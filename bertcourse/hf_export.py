@@ -22,7 +22,6 @@ course's training settings to the names of ``transformers.TrainingArguments``
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -34,6 +33,7 @@ from torch import nn
 
 from ._checks import check_instance, check_int, check_path, check_str_list, check_tokenizer_fits
 from .bert import BERTConfig, BERTEncoder, BERTModel, Pooler
+from .checkpoints import write_files, write_json
 from .finetune import BERTClassifier
 from .hf_weights import ACTIVATION_NAMES, CONFIG_FIELDS, NAME_MAP, course_name
 from .wordpiece import hf_tokenizer
@@ -133,6 +133,10 @@ def _tokenizer_for_hf(tokenizer, max_len: int) -> tuple[Tokenizer, dict]:
     return tok, config
 
 
+def _pad_id(tokenizer) -> int:
+    return hf_tokenizer(tokenizer).token_to_id("[PAD]") or 0
+
+
 def _check_folder(folder) -> str:
     return check_path("folder", folder, kind="folder", what="folder for the Hugging Face checkpoint")
 
@@ -141,21 +145,11 @@ def _write(folder: str, tensors: dict, config: dict, tokenizer, max_len: int) ->
     """Write the four files through temporary names, so an interrupted save leaves no half file."""
     tok, tok_config = _tokenizer_for_hf(tokenizer, max_len)
     os.makedirs(folder, exist_ok=True)
-    writes = [("model.safetensors", lambda p: save_file(tensors, p, metadata={"format": "pt"})),
-              ("config.json", lambda p: _write_json(p, config)),
-              ("tokenizer.json", tok.save),
-              ("tokenizer_config.json", lambda p: _write_json(p, tok_config))]
-    for name, write in writes:
-        tmp = os.path.join(folder, name + ".tmp")
-        write(tmp)
-        os.replace(tmp, os.path.join(folder, name))
+    write_files(folder, [("model.safetensors", lambda p: save_file(tensors, p, metadata={"format": "pt"})),
+                         ("config.json", lambda p: write_json(p, config)),
+                         ("tokenizer.json", tok.save),
+                         ("tokenizer_config.json", lambda p: write_json(p, tok_config))])
     return folder
-
-
-def _write_json(path: str, data: dict) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
 
 
 def save_hf_checkpoint(model: nn.Module, tokenizer, folder) -> str:
@@ -177,8 +171,7 @@ def save_hf_checkpoint(model: nn.Module, tokenizer, folder) -> str:
     folder = _check_folder(folder)
     encoder, pooler = _parts(model)
     check_tokenizer_fits(tokenizer, encoder)
-    pad = hf_tokenizer(tokenizer).token_to_id("[PAD]") or 0
-    config = config_to_hf(encoder.config, pad_token_id=pad)
+    config = config_to_hf(encoder.config, pad_token_id=_pad_id(tokenizer))
     return _write(folder, _tensors(encoder, pooler), config, tokenizer, encoder.config.max_len)
 
 
@@ -205,8 +198,7 @@ def save_hf_classifier(model: BERTClassifier, tokenizer, folder, labels=None) ->
     if len(labels) != n:
         raise ValueError(f"labels must name the {n} classes of the model, got {len(labels)} names")
     check_tokenizer_fits(tokenizer, model)
-    pad = hf_tokenizer(tokenizer).token_to_id("[PAD]") or 0
-    config = config_to_hf(model.config.bert, pad_token_id=pad)
+    config = config_to_hf(model.config.bert, pad_token_id=_pad_id(tokenizer))
     config.update(architectures=["BertForSequenceClassification"], classifier_dropout=model.config.dropout,
                   id2label={str(i): name for i, name in enumerate(labels)},
                   label2id={name: i for i, name in enumerate(labels)},
