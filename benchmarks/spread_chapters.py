@@ -49,7 +49,7 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from spread import CONFIGS, locked, save  # chapter 9's study: the same configurations and file handling
+from spread import CONFIGS, emit, locked, save  # chapter 9's study: the same configurations, results and files
 
 DEFAULT_OUT = HERE / "spread_chapters.json"
 CHAPTERS = ("7", "3", "10")             # the longest first, so that --jobs finishes together
@@ -72,12 +72,6 @@ def cpu_info() -> dict:
 
 def torch_version() -> str:
     return importlib.metadata.version("torch")
-
-
-def emit(key: str, value) -> None:
-    """Hand one result to the parent at once (a line on stdout), so that it is saved even if a
-    later part of the worker fails."""
-    print("RESULT " + json.dumps({key: value}), flush=True)
 
 
 def mean(xs) -> float:
