@@ -21,14 +21,13 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))     # tests/ci.py: what "in CI" means, written once
-from ci import colab_shard, in_ci, remove_run_folders  # noqa: E402
+from ci import COLAB_NBVAL_TEST, colab_shard, in_ci, remove_run_folders  # noqa: E402
 WORKERS_IN_CI = 2           # CI's machine has 2 cores
 SHARED = {  # the test files with one expensive session fixture each
     "test_browser.py": "browser (JupyterLab + Chromium)",
     "test_book.py": "book (Sphinx + Chromium)",
     "test_colab.py": "Colab's versions, AVX2 kernels (Chinese edition)",
 }
-COLAB_NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"
 
 
 # The edit-test loop's quick tier, `pytest tests -m "not slow"` (CONTRIBUTING.md): everything but

@@ -49,6 +49,9 @@ def chromium_and_playwright():
 COLAB_NBVAL_SHARDS = (("09",), ("07", "10", "03", "08", "05", "01", "02", "04", "06"))
 
 
+COLAB_NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"    # its test in tests/test_colab.py
+
+
 def colab_shard(notebook_name: str) -> int:
     """The shard (index into COLAB_NBVAL_SHARDS) that runs a chapter's notebook."""
     for i, chapters in enumerate(COLAB_NBVAL_SHARDS):

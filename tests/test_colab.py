@@ -24,9 +24,9 @@ versions. Colab's versions live in ONE file, ``tests/colab_versions.toml``. This
 """
 from __future__ import annotations
 
-import pathlib
 import dataclasses
 import json
+import pathlib
 import re
 import subprocess
 import sys
@@ -35,7 +35,7 @@ import types
 
 import nbformat
 import pytest
-from ci import COLAB_NBVAL_SHARDS, colab_shard, run_folder, skip_or_fail
+from ci import COLAB_NBVAL_SHARDS, COLAB_NBVAL_TEST, colab_shard, run_folder, skip_or_fail
 from filelock import FileLock
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -244,15 +244,12 @@ def colab_env(request):
                                    "python": pathlib.Path(fields["python"])})
 
 
-NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"
-
-
 @pytest.fixture(scope="session")
 def colab_nbval(colab_env, asked_for):
     """``run_for(notebook)``: the nbval run of the shard (tests/ci.py: COLAB_NBVAL_SHARDS) that
     holds this notebook, over every notebook of that shard this session's tests ask for (kernel
     start-up and imports are paid once per notebook, not once per test); each shard runs once."""
-    wanted = asked_for(NBVAL_TEST, "zh_course_notebook")
+    wanted = asked_for(COLAB_NBVAL_TEST, "zh_course_notebook")
     plan = colab_check.capability_plan()
     runs = {}
 
@@ -290,6 +287,7 @@ def test_the_shards_of_the_colab_run_hold_every_chapter_once():
     assert sorted(chapters) == sorted(p.name[:2] for p in (ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
     with pytest.raises(ValueError, match="no Colab nbval shard lists chapter '99'"):
         colab_shard("99_new_chapter.ipynb")
+    assert COLAB_NBVAL_TEST == test_notebook_passes_nbval_with_colabs_versions.__name__   # CI groups it by name
 
 
 def test_notebook_passes_nbval_with_colabs_versions(zh_course_notebook, colab_env, colab_nbval, record_property):
