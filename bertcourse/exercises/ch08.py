@@ -360,8 +360,9 @@ Q5_CHOICES = {"low": N_("below 0.5"), "medium": N_("from 0.5 to 0.9"), "high": N
 """q5's answers: where the cosine of the two sentence embeddings lies."""
 
 
-@functools.lru_cache(maxsize=1)
 def _minilm():
+    # Loaded for each call, not kept: the notebook holds its own copy, and a second 91 MB model
+    # kept alive here would take chapter 8 past Binder's memory (benchmarks/README.md).
     with torch.random.fork_rng(devices=[]):      # building the model draws random initial weights
         return load_pretrained("minilm")
 
