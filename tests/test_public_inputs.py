@@ -361,6 +361,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
         "bertcourse.reviews", fromlist=["x"]).review_loader(e.reviews, e.tok, 4)}),
     "finetune.finetune": Fuzz(given={"model": lambda e: e.clf, "train": lambda e: e.reviews}),
     "memory.release_memory": NO_ARGS,
+    "memory.unmap_large_blocks": Fuzz(),
     "finetune.init_head_from_probe": OBJECTS,
     "finetune.predict_proba": Fuzz(given={"model": lambda e: e.clf}),
     "finetune.token_contributions": Fuzz(given={"model": lambda e: e.clf}, skip=TEXT_FREE),
