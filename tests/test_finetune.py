@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from bertcourse.bert import BERTConfig, BERTEncoder
+from bertcourse.cli import finetune_main
 from bertcourse.data import train_wordpiece
 from bertcourse.finetune import (MODEL_FAMILY, BERTClassifier, ClassifierConfig, UntrainedClassifierError,
                                  build_classifier, classification_step, encoder_parameters, evaluate_classifier,
@@ -395,11 +396,24 @@ def test_cli_help_explains_every_option():
     (["--out", "{tmp}", "--bogus"], "unrecognized arguments: --bogus"),
     (["--out", "{tmp}", "--device", "gpu"], "--device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
 ])
-def test_cli_bad_options_are_one_line_and_exit_code_2(tmp_path, args, message):
-    out = run_cli(*[a.replace("{tmp}", str(tmp_path)) for a in args])
+def test_cli_bad_options_are_one_line_and_exit_code_2(tmp_path, capsys, args, message):
+    # In this process (the command's main function, as `python -m bertcourse.finetune` calls it):
+    # a Python start-up and a torch import per case would cost CI half a minute. The test below
+    # runs one case through the real command.
+    threads = torch.get_num_threads()
+    code = finetune_main([a.replace("{tmp}", str(tmp_path)) for a in args])
+    torch.set_num_threads(threads)          # whatever the command set, the next tests get it back
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], err
+    assert "Traceback" not in err and out == ""
+
+
+def test_cli_bad_option_through_the_real_command_is_one_line_and_exit_code_2(tmp_path):
+    out = run_cli("--out", str(tmp_path), "--epochs", "0")
     assert out.returncode == 2, out.stderr
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], out.stderr
+    assert out.stderr.strip().splitlines() == ["error: --epochs must be > 0, got 0"], out.stderr
     assert "Traceback" not in out.stderr and out.stdout == ""
 
 
