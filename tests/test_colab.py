@@ -14,7 +14,7 @@ versions. Colab's versions live in ONE file, ``tests/colab_versions.toml``. This
 * pyproject's requirements admit the versions Colab has (else pip would replace them), and
   every lower bound is tested (by this file or by CI's requirements.txt) or argued in a
   comment on its line;
-* in a throw-away environment with Colab's versions (tools/colab_check.py; a minute to
+* in a throw-away environment with Colab's versions (tools/colab_check.py; a quarter of a minute to
   build, needs the package registry), the widget unit tests pass and every notebook passes
   nbval, strict as in the main run, with PyTorch held to a lower CPU capability than this
   machine's (tests/test_portability.py says why; one run checks both). The kernel itself
@@ -215,6 +215,13 @@ def test_a_missing_environment_fails_in_ci(monkeypatch):
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception):
         skip_or_fail("no environment")
+
+
+def test_processes_in_the_throw_away_environment_may_write_bytecode():
+    # it is installed without bytecode (pip --no-compile): its first process compiles what it
+    # imports for the others, which a PYTHONDONTWRITEBYTECODE set by the CI image would prevent
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin"}
+    assert colab_check.with_bytecode(env) == {"PATH": "/bin"} and "PYTHONDONTWRITEBYTECODE" in env
 
 
 @pytest.fixture(scope="session")
