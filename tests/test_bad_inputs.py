@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_bert import command_in_this_process
 
 from bertcourse import analysis as A
 from bertcourse import attention as att
@@ -925,12 +926,11 @@ CLI = [
 
 @pytest.mark.parametrize("args, name, make_folder", CLI)
 def test_command_line_bad_input_is_one_line_and_exit_code_2(args, name, make_folder, tmp_path, capsys):
-    # In this process, through the command's main function (tests/test_cli.py runs the real
-    # `python -m bertcourse.pretrain` once): a fresh Python and torch per case costs CI seconds.
+    # the command's main function, as `python -m bertcourse.pretrain` calls it (tests/test_cli.py
+    # runs the real command)
     out = make_folder(tmp_path / "run") if make_folder else tmp_path / "run"
-    threads = torch.get_num_threads()
-    code = pretrain_main(["--out", str(out), "--steps", "1", "--quiet", *args])
-    torch.set_num_threads(threads)          # whatever the command set, the next tests get it back
+    with command_in_this_process():
+        code = pretrain_main(["--out", str(out), "--steps", "1", "--quiet", *args])
     _, stderr = capsys.readouterr()
     assert code == 2, (code, stderr[-2000:])
     assert "Traceback" not in stderr

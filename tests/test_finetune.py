@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import torch
+from tiny_bert import command_in_this_process
 
 from bertcourse.bert import BERTConfig, BERTEncoder
 from bertcourse.cli import finetune_main
@@ -397,12 +398,10 @@ def test_cli_help_explains_every_option():
     (["--out", "{tmp}", "--device", "gpu"], "--device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
 ])
 def test_cli_bad_options_are_one_line_and_exit_code_2(tmp_path, capsys, args, message):
-    # In this process (the command's main function, as `python -m bertcourse.finetune` calls it):
-    # a Python start-up and a torch import per case would cost CI half a minute. The test below
-    # runs one case through the real command.
-    threads = torch.get_num_threads()
-    code = finetune_main([a.replace("{tmp}", str(tmp_path)) for a in args])
-    torch.set_num_threads(threads)          # whatever the command set, the next tests get it back
+    # the command's main function, as `python -m bertcourse.finetune` calls it (the test below
+    # runs one case through the real command)
+    with command_in_this_process():
+        code = finetune_main([a.replace("{tmp}", str(tmp_path)) for a in args])
     out, err = capsys.readouterr()
     assert code == 2, err
     lines = err.strip().splitlines()

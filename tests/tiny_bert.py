@@ -3,11 +3,14 @@ vocabulary, a dataset of pairs, and helpers for loaders and small models.
 
 A pytest plugin (``pytest_plugins`` in conftest.py): the fixtures ``tokenizer`` and
 ``dataset`` reach every test file by name; the plain helpers are imported."""
+import contextlib
 import os
+import random
 import signal
 import subprocess
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -85,3 +88,20 @@ def interrupt_cli(cmd: list, started: str, seconds: float, env: dict | None = No
     p.send_signal(signal.SIGINT)
     rest, err = p.communicate(timeout=120)
     return p.returncode, "".join(lines) + rest, err
+
+
+@contextlib.contextmanager
+def command_in_this_process():
+    """``with command_in_this_process(): code = pretrain_main([...])``: a command's main function
+    run in the test process (a fresh Python and torch import per case would cost seconds), which
+    is left as it was: PyTorch's thread count (``--threads``) and the random generators the
+    commands seed."""
+    threads = torch.get_num_threads()
+    states = random.getstate(), np.random.get_state(), torch.random.get_rng_state()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.random.set_rng_state(states[2])
