@@ -5,14 +5,15 @@ import sys
 
 import pytest
 import torch
-from tiny_bert import interrupt_cli
+from tiny_bert import command_in_this_process, interrupt_cli
 
 from bertcourse.checkpoints import load_checkpoint
 from bertcourse.cli import pretrain_main as main
 
 
 def run_main(capsys, *argv):
-    code = main(list(argv))
+    with command_in_this_process():
+        code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
 
