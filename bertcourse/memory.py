@@ -80,12 +80,12 @@ def unmap_large_blocks(min_bytes: int = 2**20) -> bool:
     """From now on, let glibc give every block of at least ``min_bytes`` (default 1 MiB) its
     own memory mapping, returned to the operating system the moment it is freed.
 
-    By default glibc raises that limit as a program frees large blocks (up to 32 MiB), and
+    By default glibc raises that limit as a program frees large blocks (up to 32 MiB) and
     serves the blocks below it from its heap, where a freed block between two live ones stays
-    with the process: a few hundred tensors of a few MiB, freed in an order that changes from
-    run to run, and chapter 8 peaked anywhere between 824 and 933 MB over ten runs; with 1 MiB
-    blocks mapped, at 824-825 MB in every run (benchmarks/README.md). The price is a system
-    call and fresh pages per large block: chapter 8 takes 12-13 s instead of 11 s.
+    with the process. How much stays varies from run to run: chapter 8 (hundreds of tensors of
+    a few MiB) peaked anywhere between 824 and 933 MB over ten runs; with 1 MiB blocks mapped,
+    at 824-825 MB in every run (benchmarks/README.md). The price is a system call and fresh
+    pages per large block: chapter 8 takes 12-13 s instead of 11 s.
     Returns whether it took effect (False where the C library is not glibc)."""
     check_int("min_bytes", min_bytes, low=1, high=_MMAP_THRESHOLD_MAX)
     try:

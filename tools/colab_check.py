@@ -236,7 +236,8 @@ def with_bytecode(env) -> dict:
     """A copy of the environment variables ``env`` without ``PYTHONDONTWRITEBYTECODE``: the
     throw-away environment is installed without bytecode (:func:`create_env`), so the first
     process that imports a module must be able to write it for the others; with the variable set
-    (some CI images set it) every kernel would compile PyTorch's and transformers' modules again."""
+    (some CI images set it) every kernel would compile transformers', pandas' and the other
+    modules it imports again (PyTorch comes compiled from the running environment)."""
     return {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
