@@ -377,8 +377,8 @@ def test_cli_help_explains_every_option():
     out = run_cli("--help")
     assert out.returncode == 0
     for option in ("--model", "--out", "--epochs", "--lr", "--batch-size", "--warmup-ratio", "--weight-decay",
-                   "--pooling", "--head", "--train-size", "--seed", "--amp", "--threads", "--checkpointing", "--quiet",
-                   "--device"):
+                   "--pooling", "--head", "--train-size", "--seed", "--amp", "--threads", "--checkpointing",
+                   "--freeze-word-embeddings", "--quiet", "--device"):
         assert option in out.stdout, option
     assert "test accuracy: 0.xxx" in " ".join(out.stdout.split())
 
@@ -426,3 +426,20 @@ def test_cli_trains_saves_and_ends_with_the_test_accuracy(tmp_path):
     model, tokenizer = load_classifier(tmp_path)
     assert int(model.trained_steps) == 2 and tokenizer is not None
     assert (tmp_path / "trainer_state.safetensors").is_file()
+
+
+def test_cli_freeze_word_embeddings_leaves_the_table_alone(tmp_path, capsys):
+    """--freeze-word-embeddings reaches the training: the saved table is the initial one, while
+    the rest of the encoder moved (two steps of the random twin, in this process)."""
+    args = ["--model", "scratch", "--train-size", "32", "--batch-size", "16", "--threads", "1", "--quiet",
+            "--amp", "off", "--seed", "0"]
+    initial, _ = build_classifier("scratch", seed=0)
+    for flag, folder in (([], tmp_path / "all"), (["--freeze-word-embeddings"], tmp_path / "frozen")):
+        with command_in_this_process():
+            assert finetune_main([*args, *flag, "--out", str(folder)]) == 0, capsys.readouterr().err
+    trained = {name: load_classifier(tmp_path / name)[0].encoder for name in ("all", "frozen")}
+    table = initial.encoder.token_embedding.weight
+    assert torch.equal(trained["frozen"].token_embedding.weight, table)
+    assert not torch.equal(trained["all"].token_embedding.weight, table)
+    for encoder in trained.values():           # the blocks trained in both runs
+        assert not torch.equal(encoder.blks[0].ffn.dense1.weight, initial.encoder.blks[0].ffn.dense1.weight)
