@@ -29,7 +29,7 @@ RANGES = {
     # name: (lowest, highest) the notebook accepts; the names are those of its results table
     "untrained head, validation": (0.40, 0.60),
     "a. bag of words": (0.75, 0.85),
-    "b. MiniLM from scratch": (0.60, 0.80),
+    "b. MiniLM from scratch": (0.55, 0.80),
     "c. frozen MiniLM + probe": (0.86, 0.92),
     "d. fine-tuned MiniLM": (0.88, 1.00),
     "d. fine-tuned MiniLM, validation": (0.89, 1.00),
@@ -45,6 +45,7 @@ GAPS = {
     # (better, worse): the least difference better - worse the notebook asserts
     ("c. frozen MiniLM + probe", "a. bag of words"): 0.05,
     ("d. fine-tuned MiniLM", "b. MiniLM from scratch"): 0.10,
+    ("a. bag of words", "b. MiniLM from scratch"): 0.05,
     ("c. probe, validation", "probe on [CLS], validation"): 0.03,
     ("c. frozen MiniLM + probe", "probe on [CLS]"): ONE_SENTENCE,
     ("probe, 100 labels", "a. bag of words"): ONE_SENTENCE,
