@@ -14,9 +14,9 @@ that choose PyTorch's CPU kernels are read when torch is imported:
   MKL_ENABLE_INSTRUCTIONS=AVX2``), so no bf16: what a laptop without fast bf16 computes.
 
 The worker repeats the notebook's calls (``notebooks/09_fine_tuning.ipynb``, one thread,
-``checkpointing=True``, ``train_word_embeddings=False``) with ``seed`` in place of the notebook's 0 wherever a seed is passed:
-``set_seed``, the classifiers' initialisation, the trainer (batch order, dropout) and the
-few-label subsets. The split is always the notebook's (``load_sentiment(0)``: the same 300 test
+``checkpointing=True``, ``train_word_embeddings=False``) with ``seed`` in place of the
+notebook's 0 wherever a seed is passed: ``set_seed``, the classifiers' initialisation, the
+trainer (batch order, dropout) and the few-label subsets. The split is always the notebook's (``load_sentiment(0)``: the same 300 test
 sentences), so the spread measured is that of training, not of the test sample; the binomial
 standard error in ``benchmarks/README.md`` is the second. The bag of words and the probe are
 convex fits (full-batch L-BFGS from zeros) and do not depend on the seed at all.
