@@ -61,15 +61,22 @@ def saved_for_backward(model: nn.Module, step_fn: Callable, batch) -> int:
     return sum(storage.nbytes() for storage in kept.values())
 
 
+def _glibc_function(name: str):
+    """glibc's function ``name``, or None where the C library is not glibc (macOS, Windows, musl)."""
+    try:
+        return getattr(ctypes.CDLL("libc.so.6"), name)
+    except (OSError, AttributeError):
+        return None
+
+
 def release_memory() -> None:
     """Collect garbage and hand freed memory back to the operating system (glibc keeps it
     otherwise; on Binder's 1 GB that decides whether the next cell fits). Does nothing
     where the C library has no ``malloc_trim``."""
     gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    malloc_trim = _glibc_function("malloc_trim")
+    if malloc_trim is not None:
+        malloc_trim(0)
 
 
 _M_MMAP_THRESHOLD = -3      # glibc's malloc.h: blocks of at least this many bytes get their own mapping
@@ -88,7 +95,5 @@ def unmap_large_blocks(min_bytes: int = 2**20) -> bool:
     pages per large block: chapter 8 takes 12-13 s instead of 11 s.
     Returns whether it took effect (False where the C library is not glibc)."""
     check_int("min_bytes", min_bytes, low=1, high=_MMAP_THRESHOLD_MAX)
-    try:
-        return bool(ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, min_bytes))
-    except (OSError, AttributeError):
-        return False
+    mallopt = _glibc_function("mallopt")
+    return mallopt is not None and bool(mallopt(_M_MMAP_THRESHOLD, min_bytes))
