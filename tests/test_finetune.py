@@ -3,6 +3,7 @@ evaluation, predictions, checkpoints, the model family, the command line, and on
 per pitfall of the chapter. (The data: tests/test_reviews.py; the baselines: tests/test_probing.py.)"""
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import pytest
 import torch
 from tiny_bert import command_in_this_process
 
+import bertcourse.cli
 from bertcourse.bert import BERTConfig, BERTEncoder
 from bertcourse.cli import finetune_main
 from bertcourse.data import train_wordpiece
@@ -428,9 +430,13 @@ def test_cli_trains_saves_and_ends_with_the_test_accuracy(tmp_path):
     assert (tmp_path / "trainer_state.safetensors").is_file()
 
 
-def test_cli_freeze_word_embeddings_leaves_the_table_alone(tmp_path, capsys):
+def test_cli_freeze_word_embeddings_leaves_the_table_alone(tmp_path, capsys, monkeypatch):
     """--freeze-word-embeddings reaches the training: the saved table is the initial one, while
-    the rest of the encoder moved (two steps of the random twin, in this process)."""
+    the rest of the encoder moved (two steps of the random twin, in this process; 32 validation
+    and test sentences instead of 300 each, since only the weights are checked here)."""
+    full = bertcourse.cli.load_sentiment()
+    monkeypatch.setattr(bertcourse.cli, "load_sentiment", lambda: dataclasses.replace(
+        full, validation=full.validation[:32], test=full.test[:32]))
     args = ["--model", "scratch", "--train-size", "32", "--batch-size", "16", "--threads", "1", "--quiet",
             "--amp", "off", "--seed", "0"]
     initial, _ = build_classifier("scratch", seed=0)
