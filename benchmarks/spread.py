@@ -134,14 +134,14 @@ def worker(seed: int, methods: list[str]) -> None:
     # d. full fine-tuning, head started from the probe (section 4), then section 8's 1e-3 test
     if "finetune" in methods:
         clf, tokenizer = build_classifier("minilm", pooling="mean", seed=seed)
-        untrained = evaluate_classifier(clf, review_loader(splits.validation, tokenizer, batch_size=64), amp=amp)
+        untrained = evaluate_classifier(clf, review_loader(splits.validation, tokenizer, batch_size=64, by_length=True), amp=amp)
         init_head_from_probe(clf, probe)
         trainer = finetune(clf, tokenizer, splits.train, splits.validation, epochs=1, lr=5e-5, batch_size=16,
                            warmup_ratio=0.1, evals_per_epoch=3, seed=seed, amp=amp, checkpointing=True,
                            train_word_embeddings=False, progress=False, plot=False)
         evals, seconds = [e["acc"] for e in trainer.history.evals], trainer.elapsed
         del trainer
-        test = evaluate_classifier(clf, review_loader(splits.test, tokenizer, batch_size=16), amp=amp)
+        test = evaluate_classifier(clf, review_loader(splits.test, tokenizer, batch_size=16, by_length=True), amp=amp)
         result = {"test": test["acc"], "validation": evals[-1], "validation_during": evals,
                   "untrained_validation": untrained["acc"], "seconds": seconds}
 
@@ -179,7 +179,7 @@ def worker(seed: int, methods: list[str]) -> None:
         scratch, tokenizer = build_classifier("scratch", seed=seed)
         trainer = finetune(scratch, tokenizer, splits.train, splits.validation, epochs=1, lr=3e-4, seed=seed,
                            amp=amp, checkpointing=True, train_word_embeddings=False, progress=False, plot=False)
-        test = evaluate_classifier(scratch, review_loader(splits.test, tokenizer, batch_size=16), amp=amp)
+        test = evaluate_classifier(scratch, review_loader(splits.test, tokenizer, batch_size=16, by_length=True), amp=amp)
         emit("scratch", {"test": test["acc"], "validation": trainer.history.evals[-1]["acc"],
                          "seconds": trainer.elapsed})
         del scratch, trainer

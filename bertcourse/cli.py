@@ -422,7 +422,7 @@ def _run_finetune(args) -> int:
     for ev in history.evals:
         print(f"epoch {ev['step'] / per_epoch:.2f} (step {ev['step']}): validation accuracy {ev['acc']:.3f}",
               flush=True)
-    test = evaluate_classifier(model, review_loader(splits.test, tokenizer, args.batch_size), amp=amp)
+    test = evaluate_classifier(model, review_loader(splits.test, tokenizer, args.batch_size, by_length=True), amp=amp)
     extra = {"model": args.model, "head": args.head, "pooling": args.pooling, "epochs": args.epochs,
              "lr": args.lr, "batch_size": args.batch_size, "train_size": len(train), "seed": args.seed, "test_acc": test["acc"],
              "validation_acc": history.evals[-1]["acc"] if history.evals else None,

@@ -294,15 +294,22 @@ def collate_reviews(examples, pad_id: int = 0, pad_to_multiple: int = 1) -> dict
 
 
 def review_loader(reviews, tokenizer, batch_size: int = 32, shuffle: bool = False, seed: int = 0,
-                  max_len: int = MAX_LEN, pad_to_multiple: int = 16) -> DataLoader:
+                  max_len: int = MAX_LEN, pad_to_multiple: int = 16, by_length: bool = False) -> DataLoader:
     """A DataLoader of padded batches (see :func:`collate_reviews`).
 
     ``shuffle=True`` (training): every epoch visits each sentence once, in batches of
     sentences of similar length (:class:`~bertcourse.batching.LengthBucketSampler`, seeded by
     ``seed``), so that little time goes into padding. ``shuffle=False`` (evaluation): the
-    order of ``reviews``. ``reviews`` may also be a :class:`SentimentDataset`. Batches are
-    padded to a multiple of ``pad_to_multiple`` tokens (see :func:`collate_reviews`)."""
+    order of ``reviews``; with ``by_length=True``, shortest first (equal lengths in the given
+    order): an accuracy or a mean loss does not depend on the order, and batches of similar
+    lengths pad little (chapter 9's validation split in batches of 16: 7,680 tokens instead
+    of 13,952). ``reviews`` may also be a :class:`SentimentDataset`. Batches are padded to a
+    multiple of ``pad_to_multiple`` tokens (see :func:`collate_reviews`)."""
     check_bool("shuffle", shuffle)
+    check_bool("by_length", by_length)
+    if shuffle and by_length:
+        raise ValueError("by_length=True orders the batches of an evaluation (shuffle=False); with "
+                         "shuffle=True the training batches are already of similar lengths")
     check_positive_int("seed", seed, allow_zero=True)
     check_positive_int("pad_to_multiple", pad_to_multiple)
     check_positive_int("batch_size", batch_size)
@@ -312,4 +319,5 @@ def review_loader(reviews, tokenizer, batch_size: int = 32, shuffle: bool = Fals
         sampler = LengthBucketSampler(dataset.lengths, batch_size, pool_batches=20,
                                       generator=torch.Generator().manual_seed(seed))
         return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate)
-    return DataLoader(dataset, batch_size=batch_size, shuffle=False, collate_fn=collate)
+    order = torch.argsort(dataset.lengths, stable=True).tolist() if by_length else None
+    return DataLoader(dataset, batch_size=batch_size, sampler=order, collate_fn=collate)

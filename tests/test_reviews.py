@@ -119,6 +119,24 @@ def test_review_loader_visits_every_sentence_once_per_epoch(splits, tiny_tokeniz
     assert first == again
 
 
+
+def test_review_loader_by_length_orders_an_evaluation_and_pads_less(splits, tiny_tokenizer):
+    """by_length=True: every sentence once, shortest first, equal lengths in the given order,
+    fewer padded tokens than the given order; the accuracy-relevant pairs (sentence, label)
+    are the same. Not for training, where shuffle=True already batches by length."""
+    part = splits.validation
+    given = review_loader(part, tiny_tokenizer, batch_size=16)
+    ordered = review_loader(part, tiny_tokenizer, batch_size=16, by_length=True)
+    rows = [(tuple(r[m].tolist()), int(y)) for b in ordered for r, m, y in zip(b["tokens"], b["mask"], b["labels"])]
+    lengths = given.dataset.lengths.tolist()
+    expected = sorted(range(len(part)), key=lambda i: lengths[i])          # a stable sort
+    assert rows == [(tuple(given.dataset.ids[i].tolist()), part[i].label) for i in expected]
+    assert sum(b["tokens"].numel() for b in ordered) < 0.7 * sum(b["tokens"].numel() for b in given)
+    with pytest.raises(ValueError, match="by_length"):
+        review_loader(part, tiny_tokenizer, batch_size=16, shuffle=True, by_length=True)
+    with pytest.raises(TypeError, match="by_length"):
+        review_loader(part, tiny_tokenizer, batch_size=16, by_length="yes")
+
 def test_collate_pads_to_a_multiple_and_masks_the_padding(tiny_tokenizer):
     ids, _ = encode_texts(tiny_tokenizer, ["Great phone!", "Bad."])
     examples = [(torch.tensor(i), y) for i, y in zip(ids, [1, 0])]

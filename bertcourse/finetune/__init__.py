@@ -364,9 +364,9 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     check_instance("desc", desc, str, "the progress bar's label")
     train_loader = review_loader(train, tokenizer, batch_size, shuffle=True, seed=seed)
     steps = epochs * len(train_loader)
-    # evaluation in batches of the training size: fewer padded tokens than larger batches (so
-    # no slower), and its activations fit in the memory a training step has just given back
-    eval_loader = None if validation is None else review_loader(validation, tokenizer, batch_size)
+    # evaluation in batches of the training size, shortest sentences first: little padding,
+    # and its activations fit in the memory a training step has just given back
+    eval_loader = None if validation is None else review_loader(validation, tokenizer, batch_size, by_length=True)
     cfg = TrainConfig(steps=steps, lr=lr, warmup_steps=round(warmup_ratio * steps), final_lr_ratio=0.0,
                       weight_decay=weight_decay, clip=clip,
                       eval_every=max(1, len(train_loader) // evals_per_epoch), seed=seed, amp=amp,
