@@ -134,7 +134,8 @@ def worker(seed: int, methods: list[str]) -> None:
     # d. full fine-tuning, head started from the probe (section 4), then section 8's 1e-3 test
     if "finetune" in methods:
         clf, tokenizer = build_classifier("minilm", pooling="mean", seed=seed)
-        untrained = evaluate_classifier(clf, review_loader(splits.validation, tokenizer, batch_size=64, by_length=True), amp=amp)
+        untrained = evaluate_classifier(clf, review_loader(splits.validation, tokenizer, batch_size=64, by_length=True),
+                                        amp=amp)
         init_head_from_probe(clf, probe)
         trainer = finetune(clf, tokenizer, splits.train, splits.validation, epochs=1, lr=5e-5, batch_size=16,
                            warmup_ratio=0.1, evals_per_epoch=3, seed=seed, amp=amp, checkpointing=True,
@@ -179,7 +180,8 @@ def worker(seed: int, methods: list[str]) -> None:
         scratch, tokenizer = build_classifier("scratch", seed=seed)
         trainer = finetune(scratch, tokenizer, splits.train, splits.validation, epochs=1, lr=3e-4, seed=seed,
                            amp=amp, checkpointing=True, train_word_embeddings=False, progress=False, plot=False)
-        test = evaluate_classifier(scratch, review_loader(splits.test, tokenizer, batch_size=16, by_length=True), amp=amp)
+        test = evaluate_classifier(scratch, review_loader(splits.test, tokenizer, batch_size=16, by_length=True),
+                                   amp=amp)
         emit("scratch", {"test": test["acc"], "validation": trainer.history.evals[-1]["acc"],
                          "seconds": trainer.elapsed})
         del scratch, trainer

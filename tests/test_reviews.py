@@ -119,7 +119,6 @@ def test_review_loader_visits_every_sentence_once_per_epoch(splits, tiny_tokeniz
     assert first == again
 
 
-
 def test_review_loader_by_length_orders_an_evaluation_and_pads_less(splits, tiny_tokenizer):
     """by_length=True: every sentence once, shortest first, equal lengths in the given order,
     fewer padded tokens than the given order; the accuracy-relevant pairs (sentence, label)
@@ -136,6 +135,7 @@ def test_review_loader_by_length_orders_an_evaluation_and_pads_less(splits, tiny
         review_loader(part, tiny_tokenizer, batch_size=16, shuffle=True, by_length=True)
     with pytest.raises(TypeError, match="by_length"):
         review_loader(part, tiny_tokenizer, batch_size=16, by_length="yes")
+
 
 def test_collate_pads_to_a_multiple_and_masks_the_padding(tiny_tokenizer):
     ids, _ = encode_texts(tiny_tokenizer, ["Great phone!", "Bad."])
