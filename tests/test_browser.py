@@ -4,7 +4,8 @@ One JupyterLab server and one Chromium for the whole module; one fresh page per 
 For each notebook the test opens a fresh copy (outputs stripped, so nothing is left over
 from the committed run) that keeps only the code cells its widgets need (:func:`widget_slice`:
 the widget cells and, backwards, every cell that defines or changes what they use — nbval
-already runs every cell, so running the rest here again would only cost CI minutes), clicks
+already runs every cell, so running the rest here again would only cost CI minutes; the two
+long trainings the widgets need are cut short, :data:`SHORTER_TRAINING`), clicks
 *Run > Run All Cells*, waits for the kernel to go idle, and asserts:
 
 * no cell has an error output (the model JupyterLab renders from);
@@ -201,9 +202,38 @@ def widget_slice(nb) -> set[int]:
     return keep
 
 
+# The widgets need a trained model, not a well-trained one: how well chapters 7 and 9 train is
+# nbval's to check, in both environments (the trained numbers' assertions are not in the slice).
+# So here chapter 7 pretrains for 60 steps instead of 1,600 and chapter 9 fine-tunes on 160
+# sentences (10 steps) and validates on 48, instead of 150 steps and 300. Measured side by side
+# (`CI= pytest -o addopts="" tests/test_browser.py -k "07_ or 09_"`, 2026-11-26, the 2-core AMD
+# EPYC): chapter 7 86 -> 25 s, chapter 9 103 -> 49 s of CI's browser stage. Each text must occur exactly once in the cells the slice keeps, so an
+# edit of the notebook fails here instead of quietly bringing the long training back. Chapters 7
+# and 9 are not among the README's pictures (tools/readme_pictures.py), which show these widgets'
+# screenshots.
+SHORTER_TRAINING = {
+    "07_pretraining.ipynb": [("cfg = TrainConfig(steps=STEPS,", "cfg = TrainConfig(steps=60,")],
+    "09_fine_tuning.ipynb": [("trainer = finetune(clf, tokenizer, splits.train, splits.validation,",
+                              "trainer = finetune(clf, tokenizer, splits.train[:160], splits.validation[:48],")],
+}
+
+
+def shorten_training(name: str, cells) -> None:
+    """Apply :data:`SHORTER_TRAINING`'s replacements for notebook ``name`` to its code
+    ``cells`` (in place); a text found other than exactly once is an error naming it."""
+    for old, new in SHORTER_TRAINING.get(name, []):
+        hits = [c for c in cells if c.cell_type == "code" and old in c.source]
+        found = sum(c.source.count(old) for c in hits)
+        if found != 1:
+            raise ValueError(f"{name}: SHORTER_TRAINING expects {old!r} exactly once in the cells the "
+                             f"browser test keeps, found it {found} times; update tests/test_browser.py")
+        hits[0].source = hits[0].source.replace(old, new)
+
+
 def _copy_notebooks(dest: pathlib.Path) -> None:
-    """notebooks/ into dest, reduced to what the widgets need (:func:`widget_slice`), every code
-    cell's outputs and execution count removed.
+    """notebooks/ into dest, reduced to what the widgets need (:func:`widget_slice`), the long
+    trainings cut short (:func:`shorten_training`), every code cell's outputs and execution
+    count removed.
 
     JupyterLab autosaves, so it must never open the committed files. Stripping the outputs
     means everything the test sees comes from this run, and the kernel is pinned to the
@@ -217,11 +247,28 @@ def _copy_notebooks(dest: pathlib.Path) -> None:
         keep = widget_slice(nb)
         nb.metadata.pop("widgets", None)
         nb.cells = [c for i, c in enumerate(nb.cells) if c.cell_type != "code" or i in keep]
+        shorten_training(path.name, nb.cells)
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs = []
                 cell.execution_count = None
         nbformat.write(nb, path)
+
+
+def test_shorter_training_changes_one_kept_cell_of_each_notebook_it_names():
+    for name, replacements in SHORTER_TRAINING.items():
+        nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+        keep = widget_slice(nb)
+        cells = [c for i, c in enumerate(nb.cells) if c.cell_type == "code" and i in keep]
+        before = [c.source for c in cells]
+        shorten_training(name, cells)
+        changed = [i for i, c in enumerate(cells) if c.source != before[i]]
+        assert len(changed) == len(replacements), name
+        for old, new in replacements:
+            assert sum(new in c.source for c in cells) == 1 and not any(old in c.source for c in cells)
+    cells = [nbformat.v4.new_code_cell("trainer = finetune(clf, tokenizer, splits.train, splits.validation, x)")] * 2
+    with pytest.raises(ValueError, match="exactly once.*found it 2 times"):
+        shorten_training("09_fine_tuning.ipynb", cells)
 
 
 def test_widget_slice_keeps_what_the_widgets_need():
