@@ -12,7 +12,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Mapping
 
+import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
@@ -21,7 +24,8 @@ from .bert import BERTConfig, BERTModel
 from .data import WordPieceTokenizer
 
 __all__ = ["MODEL_FILE", "CONFIG_FILE", "TOKENIZER_FILE", "STATE_FILE", "STATE_INFO_FILE",
-           "save_checkpoint", "read_config", "load_weights", "load_trainer_state", "load_checkpoint"]
+           "save_checkpoint", "read_config", "load_weights", "load_trainer_state", "load_checkpoint",
+           "SafetensorsFile"]
 
 MODEL_FILE, CONFIG_FILE, TOKENIZER_FILE = "model.safetensors", "config.json", "tokenizer.json"
 STATE_FILE, STATE_INFO_FILE = "trainer_state.safetensors", "trainer_state.json"
@@ -121,12 +125,65 @@ def _read_json(file: str) -> dict:
     return data
 
 
+def _damaged(file: str, e: Exception) -> ValueError:
+    return ValueError(f"{file} is not a readable safetensors file ({type(e).__name__}: {e}); "
+                      "the checkpoint is damaged")
+
+
 def _read_tensors(file: str) -> dict:
     try:
         return load_file(file)
     except Exception as e:        # safetensors raises its own error types for damaged files
-        raise ValueError(f"{file} is not a readable safetensors file ({type(e).__name__}: {e}); "
-                         "the checkpoint is damaged") from None
+        raise _damaged(file, e) from None
+
+
+# safetensors' type names (a file's header) -> torch's
+_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+           "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+           "BOOL": torch.bool}
+
+
+class SafetensorsFile(Mapping):
+    """The tensors of one ``.safetensors`` file as a read-only ``{name: tensor}`` mapping that
+    reads each tensor from the file when it is asked for and keeps none: a model loaded through
+    it holds its own weights and one tensor at a time, not a second copy of every weight (for
+    all-MiniLM-L6-v2 87 MB, for BERT-base 440 MB). The names come in the order of
+    ``safetensors.torch.load_file``. The file is checked by safetensors when it is opened: a
+    damaged one raises ``ValueError`` naming it. ``dtype(name)`` reads the header only.
+    """
+
+    def __init__(self, file):
+        self.file = check_path("file", file, kind="file", must_exist=True, what="safetensors file")
+        try:
+            with safe_open(self.file, framework="pt") as f:    # checks the header and the sizes
+                self._names = list(f.offset_keys())            # load_file's order
+        except Exception as e:
+            raise _damaged(self.file, e) from None
+        self._known = set(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def _open(self):
+        # pread(2) instead of a map of the whole file: every page a map touches stays counted
+        # in the process' memory until the file is closed
+        return safe_open(self.file, framework="pt", backend="pread")
+
+    def __getitem__(self, name: str) -> torch.Tensor:
+        if name not in self._known:
+            raise KeyError(name)
+        with self._open() as f:
+            return f.get_tensor(name)
+
+    def dtype(self, name: str) -> torch.dtype:
+        if name not in self._known:
+            raise KeyError(name)
+        with self._open() as f:
+            kind = f.get_slice(name).get_dtype()
+        return _DTYPES[kind] if kind in _DTYPES else self[name].dtype
 
 
 def read_config(path) -> dict:

@@ -41,6 +41,7 @@ from torch import nn
 from ._checks import check_bool, check_keys, check_path, check_tensor, read_json, shape_str
 from .attention import entropy
 from .bert import BERTConfig, BERTModel, MaskLM
+from .checkpoints import SafetensorsFile
 
 __all__ = ["NAME_MAP", "IGNORED_BUFFERS", "ACTIVATION_NAMES", "CheckpointError", "LoadReport",
            "Encoded", "Pretrained", "course_name", "mapping_table", "config_from_hf", "CONFIG_FIELDS",
@@ -589,7 +590,10 @@ def load_pretrained(source="minilm", *, download: bool = False, cache_dir=None,
         raise ValueError(f"the model configuration {str(folder / 'config.json')!r} must hold a JSON object "
                          f"(field -> value), got a {type(hf_config).__name__}")
     config = config_from_hf(hf_config, **config_overrides)
-    tensors, weights_file = read_checkpoint(folder)
+    if _weights_file(folder).name == "model.safetensors":     # read one tensor at a time while copying
+        tensors, weights_file = SafetensorsFile(folder / "model.safetensors"), "model.safetensors"
+    else:
+        tensors, weights_file = read_checkpoint(folder)
     names = [_normalise(k) for k in tensors]
     heads = {"pooler": any(k.startswith("pooler.") for k in names),
              "mlm": any(k.startswith("cls.predictions.") for k in names),
@@ -604,7 +608,9 @@ def load_pretrained(source="minilm", *, download: bool = False, cache_dir=None,
     if not heads["pooler"]:
         model.pooler = None
     ignored, renamed = copy_weights(model, tensors, folder)
-    dtypes = sorted({str(t.dtype).removeprefix("torch.") for k, t in tensors.items() if k not in ignored})
+    lazy = isinstance(tensors, SafetensorsFile)         # its dtypes come from the header alone
+    dtypes = sorted({str(tensors.dtype(k) if lazy else tensors[k].dtype).removeprefix("torch.")
+                     for k in tensors if k not in ignored})
     del tensors
     model.eval()
     tokenizer = _load_tokenizer(folder, config.max_len)

@@ -6,7 +6,9 @@ import pytest
 import torch
 from tiny_bert import loader, small_model, full_batch
 
-from bertcourse.checkpoints import load_checkpoint, save_checkpoint
+from safetensors.torch import load_file, save_file
+
+from bertcourse.checkpoints import SafetensorsFile, load_checkpoint, save_checkpoint
 from bertcourse.pretrain import pretrain
 from bertcourse.training import TrainConfig
 
@@ -36,3 +38,33 @@ def test_checkpoint_round_trip_is_exact(tokenizer, dataset, tmp_path):
         assert json.load(f)["extra"] == {"note": "test"}
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_checkpoint(tmp_path / "nothing")
+
+
+def test_safetensors_file_reads_what_load_file_reads_one_tensor_at_a_time(tmp_path):
+    file = tmp_path / "t.safetensors"
+    save_file({"w": torch.randn(3, 4), "half": torch.randn(5).half(), "brain": torch.randn(2, 2).bfloat16(),
+               "scalar": torch.tensor(2.5), "empty": torch.zeros(0, 4), "ids": torch.arange(7),
+               "mask": torch.tensor([True, False]), "bytes": torch.arange(6, dtype=torch.uint8)}, str(file))
+    lazy, eager = SafetensorsFile(file), load_file(str(file))
+    assert list(lazy) == list(eager) and len(lazy) == len(eager) == 8        # load_file's order
+    for name, tensor in eager.items():
+        assert lazy.dtype(name) == lazy[name].dtype == tensor.dtype and torch.equal(lazy[name], tensor), name
+    assert lazy["w"].data_ptr() != lazy["w"].data_ptr()                     # read again each time: none kept
+    assert "nope" not in lazy
+    for get in (lazy.__getitem__, lazy.dtype):
+        with pytest.raises(KeyError):
+            get("nope")
+
+
+def test_safetensors_file_names_a_damaged_missing_or_wrong_path(tmp_path):
+    file = tmp_path / "t.safetensors"
+    save_file({"w": torch.randn(8, 8)}, str(file))
+    file.write_bytes(file.read_bytes()[:-10])
+    with pytest.raises(ValueError, match=r"t\.safetensors is not a readable safetensors file .*damaged"):
+        SafetensorsFile(file)
+    with pytest.raises(FileNotFoundError, match="file .*missing.safetensors' does not exist"):
+        SafetensorsFile(tmp_path / "missing.safetensors")
+    with pytest.raises(ValueError, match="is a folder, but file must be a file"):
+        SafetensorsFile(tmp_path)
+    with pytest.raises(TypeError, match="file must be a path"):
+        SafetensorsFile(3)

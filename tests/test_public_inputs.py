@@ -247,6 +247,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "checkpoints.load_weights": Fuzz(),
     "checkpoints.load_trainer_state": Fuzz(),
     "checkpoints.load_checkpoint": Fuzz(),
+    "checkpoints.SafetensorsFile": Fuzz(given={"file": lambda e: e.ckpt / "model.safetensors"}, kinds={"file": PATH}),
     # cli: the command lines' options are tested through argv in tests/test_cli.py
     "cli.UsageError": ERROR,
     "cli.Parser": Exempt("argparse.ArgumentParser with one-line errors: its options are tested in test_cli.py"),
