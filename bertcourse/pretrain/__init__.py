@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._checks import (check_bool, check_finite_number, check_instance, check_optimizer, check_positive_int,
+from .._checks import (check_bool, check_finite_number, check_instance, check_optimizer,
                        check_tensor, shape_str)
 from ..batching import trim_batch
 from ..bert import BERTModel, mlm_loss
