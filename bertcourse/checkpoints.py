@@ -167,6 +167,9 @@ class SafetensorsFile(Mapping):
     def __iter__(self):
         return iter(self._names)
 
+    def __contains__(self, name) -> bool:         # from the header: Mapping's own would read the tensor
+        return name in self._known
+
     def _open(self):
         # pread(2) instead of a map of the whole file: every page a map touches stays counted
         # in the process' memory until the file is closed
