@@ -119,9 +119,10 @@ def _heavy_first(nodeid: str) -> int:
 # The longest groups first, so that the workers are handed them before the short ones and finish
 # together. Measured by `bash .ci/run` in a fresh clone on the quiet 2-core machine (2026-11-26, at
 # 75b9435; pytest 824 s for 1,595 s of tests summed over the two workers): test_colab.py ~370 s (the
-# environment 22 s, chapter 9's Colab-stack nbval 297 s, the widget tests 48 s), the browser 335 s (about 220 s since tests/test_browser.py's SHORTER_TRAINING),
-# the other Colab-stack shard 206 s, chapter 9 ~155 s, chapter 7 ~90 s, chapter 10 ~70 s, the book
-# ~60 s; everything else is shorter.
+# environment 22 s, chapter 9's Colab-stack nbval 297 s, the widget tests 48 s), the browser 335 s
+# (226 s at 35031b3, with tests/test_browser.py's SHORTER_TRAINING), the other Colab-stack shard
+# 206 s, chapter 9 ~155 s, chapter 7 ~90 s, chapter 10 ~70 s, the book ~60 s; everything else is
+# shorter.
 LONGEST_FIRST = ["tests/test_colab.py", "tests/test_browser.py", "colab-nbval-1",
                  "notebooks/09_fine_tuning.ipynb", "notebooks/07_pretraining.ipynb", "notebooks/10_scaling_up.ipynb",
                  "tests/test_book.py", "notebooks/03_transformer.ipynb", "tests/test_distributed.py",

@@ -207,10 +207,10 @@ def widget_slice(nb) -> set[int]:
 # So here chapter 7 pretrains for 60 steps instead of 1,600 and chapter 9 fine-tunes on 160
 # sentences (10 steps) and validates on 48, instead of 150 steps and 300. Measured side by side
 # (`CI= pytest -o addopts="" tests/test_browser.py -k "07_ or 09_"`, 2026-11-26, the 2-core AMD
-# EPYC): chapter 7 86 -> 25 s, chapter 9 103 -> 49 s of CI's browser stage. Each text must occur exactly once in the cells the slice keeps, so an
-# edit of the notebook fails here instead of quietly bringing the long training back. Chapters 7
-# and 9 are not among the README's pictures (tools/readme_pictures.py), which show these widgets'
-# screenshots.
+# EPYC): chapter 7 86 -> 25 s, chapter 9 103 -> 49 s of CI's browser stage. Each text must occur
+# exactly once in the cells the slice keeps, so an edit of the notebook fails here instead of
+# quietly bringing the long training back. Chapters 7 and 9 are not among the README's pictures
+# (tools/readme_pictures.py), which show these widgets' screenshots.
 SHORTER_TRAINING = {
     "07_pretraining.ipynb": [("cfg = TrainConfig(steps=STEPS,", "cfg = TrainConfig(steps=60,")],
     "09_fine_tuning.ipynb": [("trainer = finetune(clf, tokenizer, splits.train, splits.validation,",
