@@ -27,13 +27,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from huggingface_hub import constants as hub_constants
 from huggingface_hub import snapshot_download
-from safetensors.torch import load_file
 from tokenizers import Tokenizer
 from tokenizers.implementations import BertWordPieceTokenizer
 from torch import nn
@@ -210,15 +210,14 @@ def _weights_file(folder: Path) -> Path:
     raise FileNotFoundError(f"{folder} holds no weights: expected one of {list(_WEIGHT_FILES)}")
 
 
-def _read_file(path: Path) -> dict[str, torch.Tensor]:
+def _read_file(path: Path) -> Mapping[str, torch.Tensor]:
     if not path.is_file():
         raise FileNotFoundError(f"the weights file {str(path)!r} does not exist")
+    if path.suffix == ".safetensors":
+        return SafetensorsFile(path)     # each tensor read when it is asked for: no second copy of all
     try:
-        if path.suffix == ".safetensors":
-            tensors = load_file(str(path), device="cpu")
-        else:
-            # weights_only=True: unpickle tensors only, never arbitrary objects (a .bin is a pickle)
-            tensors = torch.load(path, map_location="cpu", weights_only=True)
+        # weights_only=True: unpickle tensors only, never arbitrary objects (a .bin is a pickle)
+        tensors = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:   # SafetensorError, UnpicklingError, RuntimeError ...: a damaged file
         why = str(e).splitlines()[0] if str(e) else ""
         raise ValueError(f"the weights file {str(path)!r} could not be read ({type(e).__name__}: "
@@ -229,10 +228,12 @@ def _read_file(path: Path) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def read_checkpoint(folder) -> tuple[dict[str, torch.Tensor], str]:
-    """All tensors of the checkpoint in ``folder`` and the file(s) they came from.
+def read_checkpoint(folder) -> tuple[Mapping[str, torch.Tensor], str]:
+    """All tensors of the checkpoint in ``folder`` (a ``{name: tensor}`` mapping) and the
+    file(s) they came from.
 
-    Reads ``model.safetensors`` if present, else ``pytorch_model.bin`` (with
+    Reads ``model.safetensors`` if present (a :class:`~bertcourse.checkpoints.SafetensorsFile`:
+    each tensor is read when it is asked for), else ``pytorch_model.bin`` (with
     ``weights_only=True``); sharded checkpoints (``*.index.json``) are read shard by shard.
     """
     folder = Path(check_path("folder", folder, kind="folder", what="checkpoint folder"))
@@ -590,10 +591,7 @@ def load_pretrained(source="minilm", *, download: bool = False, cache_dir=None,
         raise ValueError(f"the model configuration {str(folder / 'config.json')!r} must hold a JSON object "
                          f"(field -> value), got a {type(hf_config).__name__}")
     config = config_from_hf(hf_config, **config_overrides)
-    if _weights_file(folder).name == "model.safetensors":     # read one tensor at a time while copying
-        tensors, weights_file = SafetensorsFile(folder / "model.safetensors"), "model.safetensors"
-    else:
-        tensors, weights_file = read_checkpoint(folder)
+    tensors, weights_file = read_checkpoint(folder)
     names = [_normalise(k) for k in tensors]
     heads = {"pooler": any(k.startswith("pooler.") for k in names),
              "mlm": any(k.startswith("cls.predictions.") for k in names),
