@@ -120,8 +120,16 @@ def measure(path: pathlib.Path, per_cell: bool = False) -> dict:
 
 
 def main(args: list[str]) -> int:
+    if any(a in ("-h", "--help") for a in args):
+        print(__doc__)
+        return 0
     per_cell = "--cells" in args
     prefixes = [a for a in args if a != "--cells"]
+    unknown = [a for a in prefixes if not (len(a) == 2 and a.isdigit())]
+    if unknown:
+        print(f"unknown argument(s) {', '.join(unknown)}: give chapter numbers (01 to 10) and optionally --cells",
+              file=sys.stderr)
+        return 2
     paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     paths = [p for p in paths if not prefixes or p.name[:2] in prefixes]
     over = 0
