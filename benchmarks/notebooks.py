@@ -125,12 +125,13 @@ def main(args: list[str]) -> int:
         return 0
     per_cell = "--cells" in args
     prefixes = [a for a in args if a != "--cells"]
-    unknown = [a for a in prefixes if not (len(a) == 2 and a.isdigit())]
-    if unknown:
-        print(f"unknown argument(s) {', '.join(unknown)}: give chapter numbers (01 to 10) and optionally --cells",
-              file=sys.stderr)
-        return 2
     paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    chapters = [p.name[:2] for p in paths]
+    unknown = [a for a in prefixes if a not in chapters]
+    if unknown:
+        print(f"unknown argument(s) {', '.join(unknown)}: give chapter numbers ({', '.join(chapters)}) and "
+              f"optionally --cells", file=sys.stderr)
+        return 2
     paths = [p for p in paths if not prefixes or p.name[:2] in prefixes]
     over = 0
     print(f"{'notebook':34} {'seconds':>8} {'budget':>7} {'kernel MB':>10} {'tree MB':>8} {'procs':>6} "
