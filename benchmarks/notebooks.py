@@ -39,40 +39,15 @@ BUDGETS = {"01": 30, "02": 60, "03": 60, "04": 45, "05": 45, "06": 45, "07": 120
 MEMORY_BUDGET_MB = 900
 
 CHILD = r"""
-import json, os, pathlib, re, resource, shutil, sys, tempfile, threading, time
+import json, os, pathlib, resource, sys, tempfile, threading, time
 import nbformat
 from nbclient import NotebookClient
 src, per_cell = pathlib.Path(sys.argv[1]), sys.argv[2] == "cells"
+sys.path.insert(0, sys.argv[3])          # benchmarks/: process_tree
+from process_tree import tree_mb         # the kernel and whatever it starts (torchrun, its ranks, ...)
 PROBE = ("import re as _re\n_s = open('/proc/self/status').read()\n"
          "print(*(int(_re.search(k + r':\\s+(\\d+)', _s).group(1)) // 1024 for k in ('VmHWM', 'VmRSS')))\n"
          "open('/proc/self/clear_refs', 'w').write('5')")
-
-
-def tree_mb(root: int) -> tuple[float, float, int]:
-    # (RSS summed, PSS summed, processes) over every descendant of `root` (the kernel and
-    # whatever it starts: torchrun, its ranks, ...). PSS shares each page among the processes
-    # that map it (the libraries every process loads are counted once in all): what a memory
-    # limit charges; RSS counts them in each process.
-    children = {}
-    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
-        try:
-            pid, rest = stat.read_text().split(" (", 1)
-            children.setdefault(int(rest.rsplit(") ", 1)[1].split()[1]), []).append(int(pid))
-        except (OSError, ValueError, IndexError):
-            continue
-    rss = pss = 0.0
-    todo, n = list(children.get(root, [])), 0
-    while todo:
-        pid = todo.pop()
-        todo += children.get(pid, [])
-        try:
-            text = pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text()
-        except OSError:
-            continue
-        rss += int(re.search(r"^Rss:\s+(\d+)", text, re.M).group(1)) / 1024
-        pss += int(re.search(r"^Pss:\s+(\d+)", text, re.M).group(1)) / 1024
-        n += 1
-    return rss, pss, n
 
 
 peak = {"rss": 0.0, "pss": 0.0, "processes": 0}
@@ -114,7 +89,8 @@ print(json.dumps({"seconds": seconds, "cells": cells, "kernel_mb": kernel, "tree
 
 
 def measure(path: pathlib.Path, per_cell: bool = False) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path), "cells" if per_cell else "whole"],
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path), "cells" if per_cell else "whole",
+                          str(ROOT / "benchmarks")],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -36,6 +36,8 @@ import sys
 import tempfile
 import time
 
+from process_tree import descendants, memory_mb     # benchmarks/process_tree.py
+
 EXPERIMENTS = ("import", "toy", "small", "chapter", "forked")
 PRETRAIN = ["-m", "bertcourse.pretrain", "--config", "tiny", "--eval-every", "100000", "--quiet", "--amp", "off",
             "--device", "cpu", "--threads", "1"]
@@ -82,41 +84,16 @@ for pid in children:
 """
 
 
-def _pss_mb(pid: int) -> float:
-    try:
-        text = pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text()
-    except OSError:
-        return 0.0
-    return int(text.split("\nPss:")[1].split()[0]) / 1024
-
-
-def _descendants(root: int) -> list[tuple[int, str]]:
-    children: dict[int, list[tuple[int, str]]] = {}
-    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
-        try:
-            pid, rest = stat.read_text().split(" (", 1)
-            name, fields = rest.rsplit(") ", 1)
-            children.setdefault(int(fields.split()[1]), []).append((int(pid), name))
-        except (OSError, ValueError, IndexError):
-            continue
-    found, todo = [], [root]
-    while todo:
-        for pid, name in children.get(todo.pop(), []):
-            found.append((pid, name))
-            todo.append(pid)
-    return found
-
-
 def run_tree(command: list[str], cwd: str) -> tuple[float, dict, str]:
     """Run ``command``; return the tree's peak PSS (MB), each process's peak PSS and the output."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak, per = 0.0, {}
     while proc.poll() is None:
-        members = [(proc.pid, pathlib.Path(command[0]).name)] + _descendants(proc.pid)
+        members = [(proc.pid, pathlib.Path(command[0]).name)] + descendants(proc.pid)
         total = 0.0
         for pid, name in members:
-            mb = _pss_mb(pid)
+            mb = memory_mb(pid)[1]
             total += mb
             per[(pid, name)] = max(per.get((pid, name), 0.0), mb)
         peak = max(peak, total)
