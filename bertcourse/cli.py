@@ -31,7 +31,8 @@ from .finetune import RECIPE, build_classifier, evaluate_classifier, finetune, i
 from .pretrain import evaluate, init_bert_weights, pretraining_step
 from .probing import POOLINGS, WEIGHT_DECAYS, select_weight_decay, sentence_features
 from .reviews import SPLIT_SIZES, load_sentiment, review_loader, stratified_subset
-from .training import TrainConfig, Trainer, cpu_has_fast_bf16
+from .precision import cpu_has_fast_bf16
+from .training import TrainConfig, Trainer
 from .utils import set_seed
 
 __all__ = ["UsageError", "Parser", "positive_int", "positive_float", "nonnegative_float",

@@ -28,7 +28,7 @@ from .bert import BERTEncoder
 from .distributed import device_of, move_to
 from .hf_weights import load_pretrained, mean_pool
 from .reviews import Review, SentimentDataset, collate_reviews, load_sentiment, stratified_indices
-from .training import autocast, cpu_has_fast_bf16
+from .precision import autocast, cpu_has_fast_bf16
 
 __all__ = ["words", "build_vocabulary", "bag_of_words", "LogisticRegression", "fit_logistic_regression",
            "select_weight_decay", "WEIGHT_DECAYS", "sentence_features", "FrozenFeatures", "frozen_features",

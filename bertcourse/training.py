@@ -23,7 +23,6 @@ or a GPU; under ``torchrun`` the loop trains data-parallel by itself (chapter 10
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import math
@@ -42,10 +41,12 @@ from tqdm.auto import tqdm
 from ._checks import check_betas, check_bool, check_finite_number, check_instance, check_optimizer, check_positive_int
 from .attention import inspect_attention
 from .distributed import agree, data_parallel, device_of, move_to, resolve_device, step_seed, world
+from .precision import FAST_BF16_SPEEDUP, autocast, bf16_speedup, cpu_has_fast_bf16   # re-exported: learners import them here
 from .utils import evaluation_mode
 
 __all__ = ["TrainConfig", "History", "Trainer", "make_optimizer", "lr_factor", "optimizer_step",
-           "plot_history", "cpu_has_fast_bf16", "autocast", "evaluation_batches", "evaluation_mode"]
+           "plot_history", "cpu_has_fast_bf16", "bf16_speedup", "FAST_BF16_SPEEDUP", "autocast",
+           "evaluation_batches", "evaluation_mode"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -119,22 +120,6 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-def cpu_has_fast_bf16() -> bool:
-    """Whether this CPU computes bfloat16 matrix products natively (AVX-512 BF16 or AMX)."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except Exception:         # an older or unusual build: stay in float32
-        return False
-
-
-def autocast(amp: bool | None, device_type: str = "cpu"):
-    """The one autocast helper: bf16 autocast on ``device_type`` (``"cpu"`` or ``"cuda"``) when
-    ``amp`` is true; nothing when it is false or None (None: keep whatever the caller set)."""
-    check_bool("amp", amp, allow_none=True)
-    check_instance("device_type", device_type, str, "'cpu' or 'cuda'")
-    return torch.autocast(device_type, dtype=torch.bfloat16) if amp else contextlib.nullcontext()
 
 
 def evaluation_batches(model: nn.Module, loader: Iterable, max_batches: int | None = None,
@@ -447,7 +432,8 @@ class Trainer:
         self.eval_loader, self.eval_fn, self.desc = eval_loader, eval_fn, desc
         self.device = resolve_device(cfg.device)
         model.to(self.device)
-        self.amp = cfg.use_amp(self.device)
+        # under torchrun every rank measures its CPU: bf16 for all if any rank chose it (the same answer everywhere)
+        self.amp = bool(agree(int(cfg.use_amp(self.device)), self.device))
         self.rank, self.world_size = world()
         self.is_main = self.rank == 0
         # data-parallel: the step through DistributedDataParallel (None when training alone)

@@ -22,7 +22,8 @@ from bertcourse.finetune import (MODEL_FAMILY, BERTClassifier, ClassifierConfig,
 from bertcourse.reviews import (Review, collate_reviews, encode_texts, review_loader, special_ids)
 from bertcourse.hf_weights import load_pretrained, mean_pool
 from bertcourse.memory import saved_for_backward
-from bertcourse.training import TrainConfig, Trainer, autocast
+from bertcourse.precision import autocast
+from bertcourse.training import TrainConfig, Trainer
 
 
 # ---------------------------------------------------------------------------------------

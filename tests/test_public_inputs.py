@@ -444,9 +444,10 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "training.optimizer_step": Fuzz(given={"optimizer": lambda e: torch.optim.SGD([torch.zeros(1, requires_grad=True)]),
                                            "loss": lambda e: torch.zeros((), requires_grad=True)}),
     "training.plot_history": Fuzz(given={"history": lambda e: __import__("bertcourse.training", fromlist=["x"]).History()}),
-    "training.cpu_has_fast_bf16": NO_ARGS,
+    "precision.cpu_has_fast_bf16": NO_ARGS,
+    "precision.bf16_speedup": NO_ARGS,
     "training.evaluation_batches": Fuzz(given={"model": lambda e: e.bert_tok, "loader": lambda e: e.loader}),
-    "training.autocast": Fuzz(given={"amp": lambda e: False}),
+    "precision.autocast": Fuzz(given={"amp": lambda e: False}),
     # seq2seq and transformer
     "seq2seq.DateVocab": OBJECTS,
     "seq2seq.spell_number": Fuzz(given={"n": lambda e: 5}),

@@ -204,6 +204,29 @@ def test_device_is_checked_and_batches_of_any_shape_are_moved(tokenizer, dataset
     assert TrainConfig(amp=False).use_amp(torch.device("cpu")) is False
 
 
+def test_bf16_autocast_only_where_it_is_measured_faster(monkeypatch):
+    from bertcourse import precision, training
+    assert training.cpu_has_fast_bf16 is precision.cpu_has_fast_bf16      # re-exported where chapter 9 imports it
+    state = torch.get_rng_state()
+    ratio = precision.bf16_speedup()
+    assert isinstance(ratio, float) and 0 < ratio < 100 and ratio == ratio
+    assert torch.equal(torch.get_rng_state(), state)         # a notebook's random numbers do not move
+    # (native bf16, measured speed-up, bf16 autocast?): without native bf16 the speed is not even measured
+    cases = [(True, 0.55, False), (True, precision.FAST_BF16_SPEEDUP, True), (True, 4.0, True), (False, 4.0, False)]
+    try:
+        for native, speedup, expected in cases:
+            calls = []
+            monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda native=native: native)
+            monkeypatch.setattr(precision, "bf16_speedup", lambda speedup=speedup: calls.append(1) or speedup)
+            precision.cpu_has_fast_bf16.cache_clear()
+            assert precision.cpu_has_fast_bf16() is expected, (native, speedup)
+            assert precision.cpu_has_fast_bf16() is expected and len(calls) == int(native)   # measured once
+            assert TrainConfig(amp="auto").use_amp(torch.device("cpu")) is expected
+    finally:
+        monkeypatch.undo()
+        precision.cpu_has_fast_bf16.cache_clear()
+
+
 def test_a_quick_second_ctrl_c_still_stops_cleanly(tokenizer, dataset):
     # torchrun passes the terminal's Ctrl-C on to its workers, which got it already: two in a row
     trainer = Trainer(small_model(tokenizer), loader(dataset), pretraining_step(),

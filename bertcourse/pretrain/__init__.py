@@ -38,8 +38,8 @@ from ..bert import BERTModel, mlm_loss
 from ..data import IS_NEXT, NOT_NEXT, check_batch
 from ..distributed import device_of
 from ..positional import LearnedPositionalEmbedding
-from ..training import (History, TrainConfig, Trainer, autocast, evaluation_batches, lr_factor, make_optimizer,
-                        optimizer_step)
+from ..precision import autocast
+from ..training import History, TrainConfig, Trainer, evaluation_batches, lr_factor, make_optimizer, optimizer_step
 
 __all__ = ["mlm_loss", "nsp_loss", "pretraining_losses", "init_bert_weights", "training_step",
            "pretraining_step", "mlm_accuracy", "evaluate", "nsp_predictions", "pretrain",
