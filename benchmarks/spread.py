@@ -4,12 +4,14 @@ asserts only what holds everywhere (issue 22).
     python benchmarks/spread.py                                    # seeds 0-4, both configurations
     python benchmarks/spread.py --seeds 3 4 --configs fp32-avx2    # resume: only what is missing
     python benchmarks/spread.py --methods bow probe --force        # re-measure some methods
+    python benchmarks/spread.py --configs native --out benchmarks/spread_<machine>.json   # another machine
 
 Each (configuration, seed) runs in a subprocess of its own, because the environment variables
 that choose PyTorch's CPU kernels are read when torch is imported:
 
 * ``native``: this CPU's best kernels, with the course's automatic precision
-  (``training.cpu_has_fast_bf16()``: bf16 autocast where the CPU computes bfloat16 natively);
+  (``training.cpu_has_fast_bf16()``: bf16 autocast where the CPU computes bfloat16 natively
+  and faster than float32, float32 elsewhere);
 * ``fp32-avx2``: AVX2 kernels only (``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
   MKL_ENABLE_INSTRUCTIONS=AVX2``), so no bf16: what a laptop without fast bf16 computes.
 
