@@ -10,7 +10,7 @@ Each (configuration, seed) runs in a subprocess of its own, because the environm
 that choose PyTorch's CPU kernels are read when torch is imported:
 
 * ``native``: this CPU's best kernels, with the course's automatic precision
-  (``training.cpu_has_fast_bf16()``: bf16 autocast where the CPU computes bfloat16 natively
+  (``precision.cpu_has_fast_bf16()``: bf16 autocast where the CPU computes bfloat16 natively
   and faster than float32, float32 elsewhere);
 * ``fp32-avx2``: AVX2 kernels only (``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
   MKL_ENABLE_INSTRUCTIONS=AVX2``), so no bf16: what a laptop without fast bf16 computes.

@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 from ._checks import check_betas, check_bool, check_finite_number, check_instance, check_optimizer, check_positive_int
 from .attention import inspect_attention
 from .distributed import agree, data_parallel, device_of, move_to, resolve_device, step_seed, world
-from .precision import FAST_BF16_SPEEDUP, autocast, bf16_speedup, cpu_has_fast_bf16   # re-exported: learners import them here
+from .precision import FAST_BF16_SPEEDUP, autocast, bf16_speedup, cpu_has_fast_bf16   # re-exported (chapter 9)
 from .utils import evaluation_mode
 
 __all__ = ["TrainConfig", "History", "Trainer", "make_optimizer", "lr_factor", "optimizer_step",

@@ -21,7 +21,8 @@ spec.loader.exec_module(study)
 DATA = json.loads(SPREAD_JSON.read_text())
 # another machine's study, made with `benchmarks/spread.py --out benchmarks/spread_<machine>.json`
 OTHER_MACHINES = {f.stem[len("spread_"):]: json.loads(f.read_text())
-                  for f in sorted((ROOT / "benchmarks").glob("spread_*.json")) if not f.stem.startswith("spread_chapters")}
+                  for f in sorted((ROOT / "benchmarks").glob("spread_*.json"))
+                  if not f.stem.startswith("spread_chapters")}
 CONFIGS = list(study.CONFIGS)
 
 
