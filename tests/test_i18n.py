@@ -8,6 +8,7 @@ from __future__ import annotations
 import pathlib
 import re
 import shutil
+import subprocess
 import sys
 import types
 
@@ -272,6 +273,16 @@ def test_the_command_line_exits_1_naming_the_problems(tmp_path, monkeypatch, cap
     (tmp_path / "notebooks" / "zh" / "01_tiny.ipynb").unlink()
     assert i18n.main(["check"]) == 1
     assert "notebooks/zh/01_tiny.ipynb: missing" in capsys.readouterr().out
+
+
+def test_the_command_line_without_its_requirements_says_so_in_one_line():
+    # a Python without nbformat (not the course's environment): exit code 2 and what to do, no traceback
+    run = ("import runpy, sys; sys.modules['nbformat'] = None; sys.argv = ['tools/i18n.py', 'check']; "
+           f"runpy.run_path({str(i18n.ROOT / 'tools' / 'i18n.py')!r}, run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == "", result
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "nbformat is not installed" in result.stderr and "pip install -r requirements.txt" in result.stderr
 
 
 # --- the measure of Chinese ----------------------------------------------------------------

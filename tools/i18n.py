@@ -52,8 +52,16 @@ import pathlib
 import re
 import sys
 
-import nbformat
-import polib
+try:
+    import nbformat
+    import polib
+except ImportError as missing:     # run by a Python without the course's requirements
+    if __name__ != "__main__":
+        raise
+    print(f"tools/i18n.py: {missing.name} is not installed in {sys.executable}. Run it with the course's "
+          f"environment's Python (`pip install -r requirements.txt` installs nbformat and polib), "
+          f"e.g. `.venv/bin/python tools/i18n.py check`.", file=sys.stderr)
+    sys.exit(2)                    # 1 means "the Chinese edition is not in step"
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LANG = "zh"
