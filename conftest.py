@@ -98,15 +98,23 @@ def stage_of(path: pathlib.Path) -> str:
 _STAGE_SECONDS: dict = {}
 
 
+# Test files whose tests compute the same thing that the package caches per process: each runs in
+# the group of the file named, so one worker computes it once. chapter 9's q4 (few_shot_accuracies:
+# MiniLM's features of the 3,000 review sentences) took 16.7 s in each of the two files in a CI
+# run on the 2-core Intel Xeon (2026-11-27), which xdist had handed to different workers.
+SAME_WORKER = {"tests/test_exercises_ch09.py": "tests/test_exercises.py"}
+
+
 def group_of_nodeid(nodeid: str) -> str:
-    """The group of a test, from its node id: its file; the Colab-stack nbval test of a notebook
-    in the first shard (tests/ci.py: COLAB_NBVAL_SHARDS) stays with the rest of test_colab.py,
-    which builds the environment; each other shard is a group of its own, for the other worker."""
+    """The group of a test, from its node id: its file (or the file :data:`SAME_WORKER` names);
+    the Colab-stack nbval test of a notebook in the first shard (tests/ci.py: COLAB_NBVAL_SHARDS)
+    stays with the rest of test_colab.py, which builds the environment; each other shard is a
+    group of its own, for the other worker."""
     path, _, rest = nodeid.partition("::")
     if rest.startswith(COLAB_NBVAL_TEST + "["):
         shard = colab_shard(pathlib.PurePosixPath(rest[len(COLAB_NBVAL_TEST) + 1:-1]).name)
         return path if shard == 0 else f"colab-nbval-{shard}"
-    return path
+    return SAME_WORKER.get(path, path)
 
 
 def _heavy_first(nodeid: str) -> int:
