@@ -4,10 +4,11 @@ asserts, in one place.
 A trained accuracy is not one number. Another seed, another CPU (bf16 autocast or float32,
 AVX-512 or AMX or AVX2 kernels) and the rounding changes, which are small, grow through a
 training run into a different model. ``benchmarks/spread.py`` measures chapter 9's methods over
-five seeds in two configurations (``benchmarks/spread.json``, shown in ``benchmarks/README.md``);
-the bounds below hold for every one of those runs and for the values other machines reported,
-with a margin taken from that spread (``tests/test_spread.py`` checks both). The notebook asserts
-these, so a claim it makes holds wherever it runs.
+five seeds in several configurations, on the machine that executed the notebook
+(``benchmarks/spread.json``) and on others (``benchmarks/spread_<machine>.json``), shown in
+``benchmarks/README.md``; the bounds below hold for every one of those runs and for the values
+other machines reported, with a margin taken from that spread (``tests/test_spread.py`` checks
+both). The notebook asserts these, so a claim it makes holds wherever it runs.
 
 On top of the spread of training, a test accuracy measured on 300 sentences has a sampling
 uncertainty: :func:`standard_error`.
@@ -35,7 +36,7 @@ RANGES = {
     "d. fine-tuned MiniLM, validation": (0.89, 1.00),
     "bag of words, 100 labels": (0.00, 0.70),
     # section 8's learning-rate test: accuracy, and the mean cosine to the pretrained sentence vectors
-    "10 steps at 1e-3, validation": (0.00, 0.75),
+    "10 steps at 1e-3, validation": (0.00, 0.80),
     "10 steps at 1e-3, similarity": (-1.00, 0.50),
     "d. fine-tuned MiniLM, similarity": (0.80, 1.00),
 }

@@ -119,6 +119,22 @@ def test_review_loader_visits_every_sentence_once_per_epoch(splits, tiny_tokeniz
     assert first == again
 
 
+def test_review_loader_pads_each_batch_to_its_longest_sentence(splits, tiny_tokenizer):
+    """The default since chapter 9's timing study (benchmarks/README.md): no batch carries a
+    column of padding only; pad_to_multiple rounds up, and with the same seed the same
+    sentences form the batches."""
+    part = splits.train[:200]
+    longest = list(review_loader(part, tiny_tokenizer, batch_size=16, shuffle=True, seed=0))
+    rounded = list(review_loader(part, tiny_tokenizer, batch_size=16, shuffle=True, seed=0, pad_to_multiple=16))
+    assert all(b["mask"][:, -1].any() for b in longest)
+    assert len({b["tokens"].shape[1] for b in longest}) > len({b["tokens"].shape[1] for b in rounded})
+    for b, r in zip(longest, rounded, strict=True):
+        n = b["tokens"].shape[1]
+        assert r["tokens"].shape[1] % 16 == 0 and r["tokens"].shape[1] - n < 16
+        assert torch.equal(r["tokens"][:, :n], b["tokens"]) and not r["mask"][:, n:].any()
+        assert torch.equal(r["labels"], b["labels"])
+
+
 def test_review_loader_by_length_orders_an_evaluation_and_pads_less(splits, tiny_tokenizer):
     """by_length=True: every sentence once, shortest first, equal lengths in the given order,
     fewer padded tokens than the given order; the accuracy-relevant pairs (sentence, label)
