@@ -78,12 +78,18 @@ class ClassifierConfig:
             self.bert = BERTConfig(**self.bert)
         if not isinstance(self.bert, BERTConfig):
             raise TypeError(f"bert must be a BERTConfig, got {type(self.bert).__name__}")
-        check_positive_int("num_classes", self.num_classes)
-        if self.num_classes < 2:
-            raise ValueError(f"num_classes must be >= 2, got {self.num_classes}")
-        check_choice("pooling", self.pooling, POOLINGS)
-        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+        _check_head(self.num_classes, self.pooling, self.dropout)
+
+
+def _check_head(num_classes, pooling, dropout) -> None:
+    """The head's settings, checked where a classifier is configured and before
+    :func:`build_classifier` loads any weights (a wrong value fails at once)."""
+    check_positive_int("num_classes", num_classes)
+    if num_classes < 2:
+        raise ValueError(f"num_classes must be >= 2, got {num_classes}")
+    check_choice("pooling", pooling, POOLINGS)
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
 
 
 class UntrainedClassifierError(ValueError):
@@ -212,8 +218,7 @@ def build_classifier(source="minilm", num_classes: int = 2, pooling: str = "mean
     The new head is initialised from ``seed``. The classifier is in training mode.
     """
     check_positive_int("seed", seed, allow_zero=True)
-
-    check_choice("pooling", pooling, POOLINGS)
+    _check_head(num_classes, pooling, dropout)      # before loading 90 MB of weights
     if isinstance(source, str):
         check_choice("source", source, ("minilm", "scratch"))
         pretrained = load_pretrained("minilm")
