@@ -106,13 +106,13 @@ def worker(seed: int, methods: list[str]) -> None:
     from bertcourse.probing import (WEIGHT_DECAYS, bag_of_words, build_vocabulary, frozen_features,
                                     select_weight_decay)
     from bertcourse.reviews import load_sentiment, review_loader, stratified_indices
-    from bertcourse.training import cpu_has_fast_bf16
+    from bertcourse.precision import cpu_has_fast_bf16, cpu_supports_bf16
     from bertcourse.utils import set_seed
 
     torch.set_num_threads(1)              # as the notebook
     amp = cpu_has_fast_bf16()             # the notebook's AMP
     if os.environ.get(FORCE_BF16) == "1":
-        if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        if not cpu_supports_bf16():
             raise SystemExit("the bf16 configuration needs a CPU with native bf16 (AVX512-BF16 or AMX)")
         amp = True
     emit("setup", {"amp": amp, "cpu_capability": torch.backends.cpu.get_cpu_capability(),

@@ -18,7 +18,7 @@ from torch import nn
 
 from ._checks import check_bool, check_instance
 
-__all__ = ["FAST_BF16_SPEEDUP", "bf16_speedup", "cpu_has_fast_bf16", "autocast"]
+__all__ = ["FAST_BF16_SPEEDUP", "bf16_speedup", "cpu_supports_bf16", "cpu_has_fast_bf16", "autocast"]
 
 
 # bf16 autocast must pay for its casts: it is used where a bf16 matrix product is at least this
@@ -51,17 +51,22 @@ def bf16_speedup() -> float:
     return best[torch.float32] / best[torch.bfloat16]
 
 
+def cpu_supports_bf16() -> bool:
+    """Whether oneDNN computes bfloat16 products natively on this CPU (AVX-512 BF16 or AMX),
+    fast or not (see :func:`cpu_has_fast_bf16`)."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except Exception:         # an older or unusual build: say no
+        return False
+
+
 @functools.lru_cache(maxsize=None)
 def cpu_has_fast_bf16() -> bool:
     """Whether bf16 autocast speeds this CPU up: oneDNN computes bfloat16 products natively here
     (AVX-512 BF16 or AMX) *and* they are at least :data:`FAST_BF16_SPEEDUP` times faster than
     float32 (:func:`bf16_speedup`, measured once per process). Native support alone is not
     enough: some CPUs support bfloat16 and compute it more slowly than float32."""
-    try:
-        supported = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except Exception:         # an older or unusual build: stay in float32
-        return False
-    return supported and bf16_speedup() >= FAST_BF16_SPEEDUP
+    return cpu_supports_bf16() and bf16_speedup() >= FAST_BF16_SPEEDUP
 
 
 def autocast(amp: bool | None, device_type: str = "cpu"):

@@ -445,6 +445,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
                                            "loss": lambda e: torch.zeros((), requires_grad=True)}),
     "training.plot_history": Fuzz(given={"history": lambda e: __import__("bertcourse.training", fromlist=["x"]).History()}),
     "precision.cpu_has_fast_bf16": NO_ARGS,
+    "precision.cpu_supports_bf16": NO_ARGS,
     "precision.bf16_speedup": NO_ARGS,
     "training.evaluation_batches": Fuzz(given={"model": lambda e: e.bert_tok, "loader": lambda e: e.loader}),
     "precision.autocast": Fuzz(given={"amp": lambda e: False}),
