@@ -277,9 +277,9 @@ def test_shorter_training_changes_kept_cells_and_the_slice_leaves_out_what_they_
             assert not new or sum(c.count(new) for c in code) == 1, (name, new)
         kept[name] = [nb.cells[i].source for i in sorted(keep)]
     # chapter 9: without the probe, the slice no longer computes the frozen features or the bag of words
-    kept = kept["09_fine_tuning.ipynb"]
-    assert not any("frozen_features(" in c or "select_weight_decay(" in c for c in kept)
-    assert any("WhyDidItSayThat(" in c for c in kept) and any("trainer = finetune(" in c for c in kept)
+    ch9 = kept["09_fine_tuning.ipynb"]
+    assert not any("frozen_features(" in c or "select_weight_decay(" in c for c in ch9)
+    assert any("WhyDidItSayThat(" in c for c in ch9) and any("trainer = finetune(" in c for c in ch9)
     cells = [nbformat.v4.new_code_cell("trainer = finetune(clf, tokenizer, splits.train, splits.validation, x)")] * 2
     with pytest.raises(ValueError, match="exactly once.*found it 2 times"):
         shorten_training("09_fine_tuning.ipynb", cells)
