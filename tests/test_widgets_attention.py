@@ -272,3 +272,31 @@ def test_custom_start_text():
     assert w.state["tokens"] == ["my", "own", "words", "here"]
     assert w.state["head"] == 1 and w.state["temperature"] == 0.5
     assert wa.SENTENCES[0] == w.sentence.value
+
+
+def test_figure_html_draws_a_laid_out_figure_once_and_gives_matplotlibs_pixels(monkeypatch):
+    """``tight_layout`` leaves a placeholder layout engine, for which ``savefig`` draws the figure
+    twice; ``figure_html`` drops it: one draw, and the PNG matplotlib itself would save."""
+    import base64
+    import io
+
+    from matplotlib.figure import Figure
+
+    from bertcourse.widgets import figure_html
+
+    def laid_out():
+        fig = Figure(figsize=(4, 3))
+        ax = fig.subplots()
+        ax.imshow(np.arange(12.0).reshape(3, 4))
+        ax.set(title="a title", xlabel="keys", ylabel="queries")
+        fig.tight_layout()
+        return fig
+
+    expected = io.BytesIO()
+    laid_out().savefig(expected, format="png", dpi=90)
+    draws = []
+    real_draw = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: (draws.append(1), real_draw(self, renderer))[1])
+    html = figure_html(laid_out())
+    png = base64.b64decode(html.split("base64,")[1].split('"')[0])
+    assert len(draws) == 1 and png == expected.getvalue()

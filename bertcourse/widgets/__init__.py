@@ -17,12 +17,19 @@ import io
 
 import ipywidgets as W
 from IPython.display import display
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
 __all__ = ["FigureWidget"]
 
 
 def figure_html(fig, dpi: int = 90) -> str:
     """``fig`` as an ``<img>`` tag holding an inline base64 PNG (for an HTML widget)."""
+    # ``fig.tight_layout()`` lays the figure out once and leaves a placeholder layout engine
+    # behind; ``savefig`` draws any figure that has a layout engine twice (the first time to lay
+    # it out). The layout is done, so drop the placeholder: the same pixels, one draw fewer
+    # (the attention widget's PNG: 0.20 -> 0.15 s).
+    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):
+        fig.set_layout_engine(None)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
