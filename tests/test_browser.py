@@ -2,7 +2,7 @@
 
 One JupyterLab server and one Chromium for the whole module; one fresh page per notebook.
 For each notebook the test opens a fresh copy (outputs stripped, so nothing is left over
-from the committed run) that keeps only the code cells its widgets need (:func:`widget_slice`:
+from the committed run, and no markdown) that keeps only the code cells its widgets need (:func:`widget_slice`:
 the widget cells and, backwards, every cell that defines or changes what they use — nbval
 already runs every cell, so running the rest here again would only cost CI minutes; the two
 long trainings the widgets need are cut short, :data:`SHORTER_TRAINING`), clicks
@@ -238,9 +238,10 @@ def shorten_training(name: str, cells) -> None:
 
 
 def _copy_notebooks(dest: pathlib.Path) -> None:
-    """notebooks/ into dest, reduced to what the widgets need (:func:`widget_slice`), the long
-    trainings cut short (:func:`shorten_training`), every code cell's outputs and execution
-    count removed.
+    """notebooks/ into dest, reduced to the code cells the widgets need (:func:`widget_slice`;
+    no markdown: JupyterLab renders and typesets every markdown cell, which cost 1-1.5 s of each
+    notebook's opening and nothing here reads, 2026-11-27 on the Intel Xeon), the long trainings
+    cut short (:func:`shorten_training`), every code cell's outputs and execution count removed.
 
     JupyterLab autosaves, so it must never open the committed files. Stripping the outputs
     means everything the test sees comes from this run, and the kernel is pinned to the
@@ -254,7 +255,7 @@ def _copy_notebooks(dest: pathlib.Path) -> None:
         shorten_training(path.name, nb.cells)   # first: the slice then leaves out what they no longer read
         keep = widget_slice(nb)
         nb.metadata.pop("widgets", None)
-        nb.cells = [c for i, c in enumerate(nb.cells) if c.cell_type != "code" or i in keep]
+        nb.cells = [c for i, c in enumerate(nb.cells) if c.cell_type == "code" and i in keep]
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs = []
@@ -283,6 +284,20 @@ def test_shorter_training_changes_kept_cells_and_the_slice_leaves_out_what_they_
     cells = [nbformat.v4.new_code_cell("trainer = finetune(clf, tokenizer, splits.train, splits.validation, x)")] * 2
     with pytest.raises(ValueError, match="exactly once.*found it 2 times"):
         shorten_training("09_fine_tuning.ipynb", cells)
+
+
+def test_the_copies_hold_only_the_sliced_code_cells_without_outputs(tmp_path):
+    _copy_notebooks(tmp_path / "notebooks")
+    copies = sorted((tmp_path / "notebooks").glob("*.ipynb"))
+    assert [p.name for p in copies] == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    for path in copies:
+        nb = nbformat.read(path, as_version=4)
+        original = nbformat.read(ROOT / "notebooks" / path.name, as_version=4)
+        shorten_training(path.name, original.cells)
+        expected = [original.cells[i].source for i in sorted(widget_slice(original))]
+        assert [c.source for c in nb.cells] == expected and expected, path.name
+        assert all(c.cell_type == "code" and not c.outputs and c.execution_count is None for c in nb.cells)
+        assert nb.metadata["kernelspec"]["name"] == "python3" and "widgets" not in nb.metadata
 
 
 def test_widget_slice_keeps_what_the_widgets_need():
