@@ -1,6 +1,8 @@
 """Every notebook, run where learners run it: JupyterLab in a real (headless) browser.
 
-One JupyterLab server and one Chromium for the whole module; one fresh page per notebook.
+One JupyterLab server, one Chromium and one JupyterLab page for the whole module: each notebook
+is opened in that page with JupyterLab's own command and closed (its kernel shut down) after
+its test (a fresh page per notebook loaded JupyterLab again each time, 2-3 s of every notebook).
 For each notebook the test opens a fresh copy (outputs stripped, so nothing is left over
 from the committed run, and no markdown) that keeps only the code cells its widgets need (:func:`widget_slice`:
 the widget cells and, backwards, every cell that defines or changes what they use — nbval
@@ -442,6 +444,56 @@ def browser_context():
         pw.stop()
 
 
+# JupyterLab has started and restored its (reset) workspace in the page.
+APP_READY_JS = """async () => {
+  const app = window.jupyterapp;
+  if (!app || !app.commands.hasCommand('docmanager:open')) return false;
+  await app.restored;
+  return true;
+}"""
+
+# Opens a notebook (a path relative to the server's root) in the page's JupyterLab.
+OPEN_JS = """async (path) => {
+  await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+}"""
+
+# Closes everything in the main area, shutting down each notebook's kernel first; dispose()
+# skips the "save your changes?" dialog (the notebooks are throw-away copies).
+CLOSE_ALL_JS = """async () => {
+  for (const widget of Array.from(window.jupyterapp.shell.widgets('main'))) {
+    if (widget.sessionContext && widget.sessionContext.session) {
+      try { await widget.sessionContext.shutdown(); } catch (e) { /* the server shuts it down below */ }
+    }
+    widget.dispose();
+  }
+}"""
+
+
+def _app_ready(page) -> bool:
+    try:
+        return bool(page.evaluate(APP_READY_JS))
+    except Exception:          # a page that crashed or is still navigating
+        return False
+
+
+def _open_lab(page, lab: Lab) -> None:
+    """Load JupyterLab in ``page`` (a workspace of its own, reset: nothing is restored)."""
+    page.goto(f"{lab.url}/lab/workspaces/browser-test?reset&token={lab.token}")
+    _wait(page, lambda: _app_ready(page), OPEN_TIMEOUT, "JupyterLab to start in the page",
+          lambda: f"JupyterLab log:\n{lab.log_tail()}")
+
+
+@pytest.fixture(scope="module")
+def lab_page(browser_context, lab):
+    """The module's one JupyterLab page (see the module's docstring)."""
+    page = browser_context.new_page()
+    try:
+        _open_lab(page, lab)
+        yield page
+    finally:
+        page.close()
+
+
 # --------------------------------------------------------------------------- page helpers
 
 # The notebook panel, its session's kernel status, the toolbar's status indicator and the
@@ -453,6 +505,7 @@ STATE_JS = """() => {
   const session = panel.sessionContext.session;
   const indicator = panel.node.querySelector('.jp-Notebook-ExecutionIndicator');
   return {
+    path: panel.context ? panel.context.path : null,
     kernel: session && session.kernel ? session.kernel.status : null,
     indicator: indicator ? indicator.getAttribute('data-status') : null,
     prompts: Array.from(panel.node.querySelectorAll('.jp-CodeCell .jp-InputPrompt'))
@@ -647,22 +700,28 @@ def _changeable(page, control, kind: str) -> bool:
 
 # --------------------------------------------------------------------------- the test
 
-def test_notebook_in_jupyterlab(course_notebook, browser_context, lab):
+def test_notebook_in_jupyterlab(course_notebook, lab_page, lab):
     name = course_notebook.name
     shots = ARTIFACTS / course_notebook.stem
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
 
     t0 = time.monotonic()
-    page = browser_context.new_page()
+    page = lab_page
+    if not _app_ready(page):                 # an earlier test left the page broken: load it again
+        _open_lab(page, lab)
     page_errors: list[str] = []
-    page.on("pageerror", lambda error: page_errors.append(str(error)))
+
+    def on_page_error(error):
+        page_errors.append(str(error))
+    page.on("pageerror", on_page_error)
     try:
-        # A workspace of its own, so JupyterLab restores nothing from the previous notebook.
-        page.goto(f"{lab.url}/lab/workspaces/{course_notebook.stem}/tree/notebooks/{name}"
-                  f"?token={lab.token}")
-        _wait(page, lambda: _kernel_idle(page.evaluate(STATE_JS)), OPEN_TIMEOUT,
-              f"{name} to open with an idle kernel",
+        page.evaluate(OPEN_JS, f"notebooks/{name}")
+
+        def notebook_ready():
+            state = page.evaluate(STATE_JS)
+            return _kernel_idle(state) and state["path"] == f"notebooks/{name}"
+        _wait(page, notebook_ready, OPEN_TIMEOUT, f"{name} to open with an idle kernel",
               lambda: f"State: {page.evaluate(STATE_JS)}. JupyterLab log:\n{lab.log_tail()}")
 
         opened = time.monotonic()
@@ -736,8 +795,11 @@ def test_notebook_in_jupyterlab(course_notebook, browser_context, lab):
             page.screenshot(path=shots / "page.png")
         except Exception:     # the page may already be gone; the screenshot is only a debugging aid
             pass
-        page.close()
-        # Free the kernel's memory before the next notebook. If the server is gone the test
-        # has failed already; the module's finaliser stops whatever is left.
+        page.remove_listener("pageerror", on_page_error)
+        # Close the notebook and free its kernel's memory before the next one. If the page or
+        # the server is gone the test has failed already; the next test loads the page again,
+        # and the module's finaliser stops whatever is left.
+        with contextlib.suppress(Exception):
+            page.evaluate(CLOSE_ALL_JS)
         with contextlib.suppress(OSError):
             lab.shutdown_kernels()
