@@ -125,16 +125,28 @@ def _heavy_first(nodeid: str) -> int:
 
 
 # The longest groups first, so that the workers are handed them before the short ones and finish
-# together. Measured by `bash .ci/run` in a fresh clone on the quiet 2-core machine (2026-11-26, at
-# 75b9435; pytest 824 s for 1,595 s of tests summed over the two workers): test_colab.py ~370 s (the
-# environment 22 s, chapter 9's Colab-stack nbval 297 s, the widget tests 48 s), the browser 335 s
-# (226 s at 35031b3, with tests/test_browser.py's SHORTER_TRAINING), the other Colab-stack shard
-# 206 s, chapter 9 ~155 s, chapter 7 ~90 s, chapter 10 ~70 s, the book ~60 s; everything else is
-# shorter.
+# together. Measured by `bash .ci/run` in a fresh clone on the quiet 2-core Intel Xeon (2026-11-27,
+# at ed56e92; pytest 874 s for 1,670 s of tests summed over the two workers): test_colab.py ~395 s
+# (the environment 29 s, chapter 9's Colab-stack nbval 309 s, the widget tests 51 s), the browser
+# 186 s, the other Colab-stack shard 297 s, chapter 9 ~200 s, chapter 10 ~90 s, the book ~86 s,
+# chapter 7 ~82 s, test_finetune.py ~40 s, test_distributed.py ~36 s, chapter 3 ~30 s, the
+# exercises ~17 s, test_cli.py ~15 s; everything else is shorter. The browser goes before the other
+# Colab-stack shard, which would otherwise wait for the environment that test_colab.py builds.
 LONGEST_FIRST = ["tests/test_colab.py", "tests/test_browser.py", "colab-nbval-1",
-                 "notebooks/09_fine_tuning.ipynb", "notebooks/07_pretraining.ipynb", "notebooks/10_scaling_up.ipynb",
-                 "tests/test_book.py", "notebooks/03_transformer.ipynb", "tests/test_distributed.py",
-                 "tests/test_finetune.py"]
+                 "notebooks/09_fine_tuning.ipynb", "notebooks/10_scaling_up.ipynb", "tests/test_book.py",
+                 "notebooks/07_pretraining.ipynb", "tests/test_finetune.py", "tests/test_distributed.py",
+                 "notebooks/03_transformer.ipynb", "tests/test_exercises.py", "tests/test_cli.py"]
+_LONGEST_RANK = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+
+def _rank(group: str) -> int:
+    """Where a group goes out: LONGEST_FIRST's order, then the other notebooks (chapters 1, 2, 4,
+    5, 6 and 8, about 10 s each in CI), then the other test files (under 10 s). Without the second
+    rule the notebooks came last (pytest collects tests/ before notebooks/), so a chapter could be
+    the last group of the run while the other worker had nothing left."""
+    if group in _LONGEST_RANK:
+        return _LONGEST_RANK[group]
+    return len(_LONGEST_RANK) + (0 if group.endswith(".ipynb") else 1)
 
 
 def pytest_collection_modifyitems(items):
@@ -143,8 +155,7 @@ def pytest_collection_modifyitems(items):
         if path.suffix == ".ipynb" or path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
     if in_ci():          # a stable sort: each group's tests (a notebook's cells) keep their order
-        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: (rank.get(group_of_nodeid(item.nodeid), len(rank)), _heavy_first(item.nodeid)))
+        items.sort(key=lambda item: (_rank(group_of_nodeid(item.nodeid)), _heavy_first(item.nodeid)))
 
 
 def pytest_runtest_logreport(report):
