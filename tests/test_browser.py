@@ -2,7 +2,7 @@
 
 One JupyterLab server, one Chromium and one JupyterLab page for the whole module: each notebook
 is opened in that page with JupyterLab's own command and closed (its kernel shut down) after
-its test (a fresh page per notebook loaded JupyterLab again each time, 2-3 s of every notebook).
+its test (a fresh page per notebook loaded JupyterLab again each time: about 3 s of every notebook).
 For each notebook the test opens a fresh copy (outputs stripped, so nothing is left over
 from the committed run, and no markdown) that keeps only the code cells its widgets need (:func:`widget_slice`:
 the widget cells and, backwards, every cell that defines or changes what they use — nbval
