@@ -563,6 +563,40 @@ def test_static_masking_is_reproducible_and_order_independent(corpus, tok, datas
     assert all(torch.equal(before[k], dataset[0][k]) for k in before)
 
 
+def test_a_batch_read_at_once_is_the_examples_read_one_by_one(corpus, tok):
+    """``__getitems__`` (what a DataLoader calls for a batch) gives ``[dataset[i] for i in
+    indices]``: the same tensors (values, dtypes, shapes, keys in order), whichever is read
+    first; the same errors for a bad index; and copies, as ``__getitem__`` does."""
+    indices = [5, 0, 17, 5, -1, torch.tensor(3)]
+    one_by_one = PretrainDataset(corpus.held_out, tok, max_len=32, seed=0, dynamic_masking=True)
+    at_once = PretrainDataset(corpus.held_out, tok, max_len=32, seed=0, dynamic_masking=True)
+    for epoch in (0, 1):
+        one_by_one.set_epoch(epoch)
+        at_once.set_epoch(epoch)
+        batch = at_once.__getitems__(indices)                      # masks drawn here first
+        expected = [one_by_one[i] for i in indices]
+        assert len(batch) == len(expected)
+        for got, want in zip(batch, expected):
+            assert list(got) == list(want) == list(PretrainDataset.KEYS)
+            for k in want:
+                assert got[k].dtype == want[k].dtype and torch.equal(got[k], want[k]), (epoch, k)
+        assert all(torch.equal(x[k], at_once[i][k]) for x, i in zip(batch, indices) for k in x)
+    assert at_once.__getitems__([]) == []
+    before = at_once[0]
+    for value in at_once.__getitems__([0])[0].values():
+        value.fill_(7)
+    assert all(torch.equal(before[k], at_once[0][k]) for k in before)
+    with pytest.raises(IndexError, match=f"index {len(at_once)} out of range"):
+        at_once.__getitems__([0, len(at_once)])
+    with pytest.raises(TypeError, match="index must be an int, got str"):
+        at_once.__getitems__([0, "1"])
+    # a DataLoader uses it: its batches are the stacked examples
+    loader = torch.utils.data.DataLoader(at_once, batch_size=4)
+    first = next(iter(loader))
+    stacked = torch.utils.data.default_collate([one_by_one[i] for i in range(4)])
+    assert all(torch.equal(first[k], stacked[k]) for k in PretrainDataset.KEYS)
+
+
 def test_dynamic_masking_changes_with_the_epoch(corpus, tok):
     ds = PretrainDataset(corpus.held_out, tok, max_len=32, seed=0, dynamic_masking=True)
     epoch0 = [ds[i]["tokens"] for i in range(50)]
