@@ -431,10 +431,10 @@ class PretrainDataset(Dataset):
         return {key: column[index].clone() for key, column in zip(self.KEYS, self._columns())}
 
     def __getitems__(self, indices) -> list[dict]:
-        """``[self[i] for i in indices]``, which is what a DataLoader asks for to make one batch
-        (PyTorch's ``Dataset`` protocol): the same examples from one indexing per tensor, not one
-        small copy per key and example (an epoch of chapter 7's 224 batches: 0.7-0.9 s -> 0.3-0.4 s,
-        four of each side by side, the 2-core Intel Xeon, 2026-11-27)."""
+        """``[self[i] for i in indices]``, which is what a DataLoader (and the shared training
+        loop) asks for to make one batch (PyTorch's ``Dataset`` protocol): the same examples from
+        one indexing per tensor, not one small copy per key and example (chapter 7's 1,600 batches:
+        6.0-7.8 s -> 2.7-3.5 s, three of each side by side, the 2-core Intel Xeon, 2026-11-27)."""
         rows = torch.tensor([self._masked_row(i) for i in indices], dtype=torch.long)
         columns = [column[rows].unbind(0) for column in self._columns()]   # indexing copies
         return [dict(zip(self.KEYS, example)) for example in zip(*columns)]

@@ -378,6 +378,13 @@ def _loader_parts(loader):
     return None
 
 
+def _fetch(dataset, indices) -> list:
+    """The examples ``indices`` of a map-style dataset, as a DataLoader reads them: through the
+    dataset's ``__getitems__`` when it has one (one read for the whole batch), else one by one."""
+    getitems = getattr(dataset, "__getitems__", None)
+    return getitems(indices) if getitems else [dataset[i] for i in indices]
+
+
 def _as_float(name: str, value) -> float:
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
@@ -499,8 +506,7 @@ class Trainer:
             if parts is not None:
                 batch_sampler, dataset, collate = parts
                 index_batches = list(batch_sampler)          # draws the epoch's order now
-                source = (collate([dataset[i] for i in idx])
-                          for idx in index_batches[self.batch_in_epoch:])
+                source = (collate(_fetch(dataset, idx)) for idx in index_batches[self.batch_in_epoch:])
             else:                                 # any iterable of batches: skip by reading
                 source = iter(self.train_loader)
                 for _ in range(self.batch_in_epoch):

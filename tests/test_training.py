@@ -6,9 +6,10 @@ import time
 
 import pytest
 import torch
-from tiny_bert import loader, small_model, interrupt_at
+from tiny_bert import PARAGRAPHS, loader, small_model, interrupt_at
 
 from bertcourse.checkpoints import load_checkpoint, save_checkpoint
+from bertcourse.data import PretrainDataset
 from bertcourse.pretrain import pretrain, pretraining_step
 from bertcourse.training import (
     History,
@@ -145,6 +146,45 @@ def test_resume_continues_exactly_like_an_uninterrupted_run(tokenizer, dataset, 
     for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(va, vb), k
     assert len(t.history["loss"]) == 9 and t.history.step == list(range(1, 10))
+
+def test_the_loop_reads_a_batch_as_a_dataloader_does(tokenizer, dataset):
+    """The Trainer draws its batches from the loader's sampler itself (so that a resumed run can
+    skip batches without reading them) and reads each batch through the dataset's
+    ``__getitems__`` when it has one, as a DataLoader does: once per batch, none one by one, and
+    the same batches as reading the examples one by one, so the same training to the bit."""
+    class OneByOne(PretrainDataset):
+        __getitems__ = None                 # a DataLoader and the Trainer then read dataset[i]
+
+    calls = {"batch": 0, "example": 0}
+
+    class Counted(PretrainDataset):
+        def __getitems__(self, indices):
+            calls["batch"] += 1
+            return super().__getitems__(indices)
+
+        def __getitem__(self, index):
+            calls["example"] += 1
+            return super().__getitem__(index)
+
+    cfg = TrainConfig(steps=7, eval_every=None, warmup_steps=2, amp=False, seed=1)   # crosses an epoch
+    seen, models = {}, {}
+    for kind in (OneByOne, Counted):
+        data = kind(PARAGRAPHS, tokenizer, max_len=32, seed=0)
+        assert len(data) == len(dataset)
+        seen[kind] = []
+
+        def step(model, batch, record=seen[kind]):
+            record.append({k: v.clone() for k, v in batch.items()})
+            return pretraining_step()(model, batch)
+        models[kind] = small_model(tokenizer)
+        Trainer(models[kind], loader(data), step, cfg).fit(progress=False, plot=False)
+    assert calls == {"batch": 7, "example": 0}
+    assert len(seen[OneByOne]) == len(seen[Counted]) == 7
+    for a, b in zip(seen[OneByOne], seen[Counted]):
+        assert list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a)
+    for (k, va), vb in zip(models[OneByOne].state_dict().items(), models[Counted].state_dict().values()):
+        assert torch.equal(va, vb), k
+
 
 def test_ctrl_c_stops_after_the_current_step(tokenizer, dataset):
     # what SIGINT did before (Python's KeyboardInterrupt; SIG_IGN in a shell's background job)
