@@ -257,11 +257,10 @@ def _copy_notebooks(dest: pathlib.Path) -> None:
         shorten_training(path.name, nb.cells)   # first: the slice then leaves out what they no longer read
         keep = widget_slice(nb)
         nb.metadata.pop("widgets", None)
-        nb.cells = [c for i, c in enumerate(nb.cells) if c.cell_type == "code" and i in keep]
+        nb.cells = [c for i, c in enumerate(nb.cells) if i in keep]      # code cells only
         for cell in nb.cells:
-            if cell.cell_type == "code":
-                cell.outputs = []
-                cell.execution_count = None
+            cell.outputs = []
+            cell.execution_count = None
         nbformat.write(nb, path)
 
 
