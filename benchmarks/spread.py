@@ -101,8 +101,9 @@ def emit(key: str, value) -> None:
 def worker(seed: int, methods: list[str]) -> None:
     import torch
 
-    from bertcourse.finetune import build_classifier, evaluate_classifier, finetune, init_head_from_probe
-    from bertcourse.hf_weights import load_pretrained, mean_pool
+    from bertcourse.finetune import (build_classifier, evaluate_classifier, finetune, init_head_from_probe,
+                                     sentence_vectors, weights_moved)
+    from bertcourse.hf_weights import load_pretrained
     from bertcourse.probing import (WEIGHT_DECAYS, bag_of_words, build_vocabulary, frozen_features,
                                     select_weight_decay)
     from bertcourse.reviews import load_sentiment, review_loader, stratified_indices
@@ -167,21 +168,10 @@ def worker(seed: int, methods: list[str]) -> None:
 
         pretrained = load_pretrained("minilm")
         probe_batch = next(iter(review_loader(splits.validation[:64], tokenizer, batch_size=64)))
-
-        def sentence_vectors(encoder):
-            encoder.eval()
-            with torch.no_grad():
-                hidden = encoder(probe_batch["tokens"], None, probe_batch["mask"])
-                return torch.nn.functional.normalize(mean_pool(hidden, probe_batch["mask"]), dim=-1)
-
-        def weights_moved(encoder, reference):
-            ref = dict(reference.named_parameters())
-            return max(((p - ref[n]).norm() / ref[n].norm()).item()
-                       for n, p in encoder.named_parameters() if p.dim() == 2)
-
-        start_vectors = sentence_vectors(pretrained.model.encoder)
+        start_vectors = sentence_vectors(pretrained.model.encoder, probe_batch)
         result["weights_moved"] = weights_moved(clf.encoder, pretrained.model.encoder)
-        result["similarity_to_pretrained"] = float((sentence_vectors(clf.encoder) * start_vectors).sum(-1).mean())
+        result["similarity_to_pretrained"] = float((sentence_vectors(clf.encoder, probe_batch) * start_vectors)
+                                                   .sum(-1).mean())
         del clf
         wreck, _ = build_classifier(pretrained, seed=seed)
         init_head_from_probe(wreck, probe)
@@ -190,7 +180,8 @@ def worker(seed: int, methods: list[str]) -> None:
         result["lr_1e-3"] = {"validation": t.history.evals[-1]["acc"],
                              "weights_moved": weights_moved(wreck.encoder, pretrained.model.encoder),
                              "similarity_to_pretrained":
-                                 float((sentence_vectors(wreck.encoder) * start_vectors).sum(-1).mean())}
+                                 float((sentence_vectors(wreck.encoder, probe_batch) * start_vectors)
+                                       .sum(-1).mean())}
         del t, wreck, pretrained
         emit("finetune", result)
 

@@ -18,7 +18,8 @@ from bertcourse.data import train_wordpiece
 from bertcourse.finetune import (MODEL_FAMILY, BERTClassifier, ClassifierConfig, UntrainedClassifierError,
                                  build_classifier, classification_step, encoder_parameters, evaluate_classifier,
                                  finetune, load_classifier, misclassified, model_family_table,
-                                 predict_proba, save_classifier, token_contributions)
+                                 predict_proba, save_classifier, sentence_vectors, token_contributions,
+                                 weights_moved)
 from bertcourse.reviews import (Review, collate_reviews, encode_texts, review_loader, special_ids)
 from bertcourse.hf_weights import load_pretrained, mean_pool
 from bertcourse.memory import saved_for_backward
@@ -314,24 +315,65 @@ def test_untrained_classifier_refuses_to_predict(tiny_tokenizer):
 def test_pretraining_sized_learning_rate_wrecks_the_encoder(minilm, splits):
     """Pitfall 3: ten steps at 1e-3 overwrite what pretraining learned; ten at 5e-5 do not."""
     batch = next(iter(review_loader(splits.validation[:64], minilm.tokenizer, batch_size=64)))
-
-    def vectors(encoder):
-        with torch.no_grad():
-            hidden = encoder.eval()(batch["tokens"], None, batch["mask"])
-            return torch.nn.functional.normalize(mean_pool(hidden, batch["mask"]), dim=-1)
-
-    start = vectors(minilm.model.encoder)
-    before = dict(minilm.model.encoder.named_parameters())
+    start = sentence_vectors(minilm.model.encoder, batch)
     moved, similarity = {}, {}
     for lr in (5e-5, 1e-3):
         clf, tok = build_classifier(minilm, seed=0)
         finetune(clf, tok, splits.train[:160], epochs=1, lr=lr, batch_size=16, amp=False,      # 10 steps
                  progress=False, plot=False)
-        moved[lr] = max(((p - before[n]).norm() / before[n].norm()).item()
-                        for n, p in clf.encoder.named_parameters() if p.dim() == 2)
-        similarity[lr] = float((vectors(clf.encoder) * start).sum(-1).mean())
+        moved[lr] = weights_moved(clf.encoder, minilm.model.encoder)
+        similarity[lr] = float((sentence_vectors(clf.encoder, batch) * start).sum(-1).mean())
     assert moved[1e-3] > 5 * moved[5e-5]
     assert similarity[5e-5] > 0.9 and similarity[1e-3] < 0.5
+
+
+def test_sentence_vectors_are_minilms_sentence_embeddings(minilm, splits):
+    """Pitfall 3's sentence vectors: the embedding all-MiniLM-L6-v2 was trained to produce
+    (Pretrained.sentence_embeddings, itself checked against sentence-transformers in
+    test_hf_weights.py), from a review_loader batch, with dropout off whatever the mode."""
+    reviews = splits.validation[:12]
+    batch = next(iter(review_loader(reviews, minilm.tokenizer, batch_size=12)))
+    encoder = build_classifier(minilm, seed=0)[0].encoder.train()      # training mode: dropout on
+    vectors = sentence_vectors(encoder, batch)
+    assert vectors.shape == (12, 384) and not vectors.requires_grad and encoder.training   # mode restored
+    torch.testing.assert_close(vectors.norm(dim=-1), torch.ones(12))
+    torch.testing.assert_close(vectors, minilm.sentence_embeddings([r.text for r in reviews]), atol=1e-5, rtol=0)
+    assert torch.equal(sentence_vectors(encoder, batch), vectors)                # no dropout: the same twice
+    encoder.eval()
+    assert torch.equal(sentence_vectors(encoder, batch), vectors) and not encoder.training
+    with pytest.raises(TypeError, match="encoder must be a BERTEncoder"):
+        sentence_vectors(build_classifier(minilm, seed=0)[0], batch)             # the classifier, not its encoder
+    with pytest.raises(TypeError, match="batch must be a dict with 'tokens' and 'mask'.*got keys \\['tokens'\\]"):
+        sentence_vectors(encoder, {"tokens": batch["tokens"]})
+    with pytest.raises(TypeError, match="batch must be a dict.*got Tensor"):
+        sentence_vectors(encoder, batch["tokens"])
+
+
+def test_weights_moved_is_the_largest_relative_change_of_a_weight_matrix(tiny_tokenizer):
+    clf = tiny_classifier(tiny_tokenizer)
+    start = tiny_classifier(tiny_tokenizer)                   # the same seed: the same weights
+    assert weights_moved(clf, start) == 0.0
+    with torch.no_grad():
+        clf.encoder.blks[0].ffn.dense1.bias.add_(10.0)         # a bias: not a weight matrix
+        assert weights_moved(clf, start) == 0.0
+        clf.encoder.blks[1].ffn.dense2.weight.mul_(1.25)       # 25 % farther
+        clf.encoder.blks[0].attention.W_q.weight.mul_(1.1)     # 10 %: not the largest
+    assert weights_moved(clf, start) == pytest.approx(0.25, rel=1e-6)
+    assert weights_moved(clf.encoder, start.encoder) == pytest.approx(0.25, rel=1e-6)   # names relative to the module
+    with pytest.raises(ValueError, match="reference must have model's weight matrices: model's .* reference's is"):
+        weights_moved(clf, tiny_classifier(tiny_tokenizer, num_classes=3))             # another head
+    with pytest.raises(ValueError, match="reference must have model's weight matrices.*missing"):
+        weights_moved(clf, clf.encoder)                        # another module
+    with torch.no_grad():
+        start.head.weight.zero_()
+    with pytest.raises(ValueError, match="reference's head.weight is all zeros"):
+        weights_moved(clf, start)
+    with pytest.raises(ValueError, match="model must have weight matrices.*LayerNorm has none"):
+        weights_moved(torch.nn.LayerNorm(4), torch.nn.LayerNorm(4))
+    with pytest.raises(TypeError, match="model must be a Module, got OrderedDict"):
+        weights_moved(clf.state_dict(), start)
+    with pytest.raises(TypeError, match="reference must be a Module, got OrderedDict"):
+        weights_moved(clf, start.state_dict())
 
 
 def test_evaluate_classifier_switches_dropout_off(splits, tiny_tokenizer):

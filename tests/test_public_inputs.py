@@ -367,6 +367,8 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "finetune.predict_proba": Fuzz(given={"model": lambda e: e.clf}),
     "finetune.token_contributions": Fuzz(given={"model": lambda e: e.clf}, skip=TEXT_FREE),
     "finetune.misclassified": OBJECTS,
+    "finetune.sentence_vectors": OBJECTS,
+    "finetune.weights_moved": OBJECTS,
     "finetune.model_family_table": NO_ARGS,
     "finetune.encoder_parameters": Fuzz(given={"hidden": lambda e: 16, "layers": lambda e: 1}),
     "spread.standard_error": Fuzz(given={"accuracy": lambda e: 0.8}),

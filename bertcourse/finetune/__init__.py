@@ -12,7 +12,9 @@ linear probe on frozen features. This module is the fine-tuning itself, one sect
    :func:`classification_step`, :func:`evaluate_classifier`, :func:`finetune` (BERT's
    recipe: AdamW, a small learning rate, warm-up, 2 to 4 epochs in the paper; one epoch here,
    for time) and
-   :func:`init_head_from_probe` (start the head from a fitted linear probe).
+   :func:`init_head_from_probe` (start the head from a fitted linear probe); how far training
+   moved the encoder: :func:`sentence_vectors` (compare them before and after) and
+   :func:`weights_moved`.
 3. **Looking at predictions.** :func:`predict_proba`, :func:`token_contributions`
    (occlusion: remove one token, see how the probability moves), :func:`misclassified`.
 4. **The model family** (:data:`MODEL_FAMILY`): BERT, RoBERTa, ALBERT, ELECTRA, DistilBERT
@@ -53,6 +55,8 @@ __all__ = [
     "save_classifier", "load_classifier",
     # training and evaluation
     "RECIPE", "classification_step", "evaluate_classifier", "finetune", "release_memory", "init_head_from_probe",
+    # how far training moved the encoder (Pitfall 3)
+    "sentence_vectors", "weights_moved",
     # predictions
     "predict_proba", "token_contributions", "misclassified",
     # the model family
@@ -280,9 +284,10 @@ step keeps for the backward pass: with MiniLM's gradients and AdamW's two moment
 stays near 1 GB on a CPU."""
 
 
-def _check_batch(batch) -> None:
-    if not isinstance(batch, dict) or not {"tokens", "mask", "labels"} <= set(batch):
-        raise TypeError("batch must be a dict with 'tokens', 'mask' and 'labels' (see collate_reviews), got "
+def _check_batch(batch, keys=("tokens", "mask", "labels")) -> None:
+    if not isinstance(batch, dict) or not set(keys) <= set(batch):
+        wanted = ", ".join(repr(k) for k in keys[:-1]) + f" and {keys[-1]!r}"
+        raise TypeError(f"batch must be a dict with {wanted} (see collate_reviews), got "
                         + (f"keys {sorted(batch)}" if isinstance(batch, dict) else type(batch).__name__))
 
 
@@ -485,6 +490,52 @@ def init_head_from_probe(model: BERTClassifier, probe: LogisticRegression) -> BE
         model.head.weight.copy_(probe.linear.weight)
         model.head.bias.copy_(probe.linear.bias)
     return model
+
+
+# How far training moved the encoder (Pitfall 3: a pretraining-sized learning rate)
+
+def sentence_vectors(encoder: BERTEncoder, batch: dict) -> torch.Tensor:
+    """The unit-length mean-pooled vector of each sentence of ``batch`` (a :func:`review_loader`
+    batch: ``tokens`` and ``mask``), ``(batch, num_hiddens)``: the sentence embedding
+    all-MiniLM-L6-v2 was trained to produce, from any encoder of its shape. Computed with dropout
+    off and without gradients; the encoder's mode is restored. The mean cosine between two
+    encoders' vectors of the same batch, ``(a * b).sum(-1).mean()``, says how much fine-tuning
+    changed what the encoder computes (1: nothing)."""
+    check_instance("encoder", encoder, BERTEncoder, "e.g. clf.encoder")
+    _check_batch(batch, keys=("tokens", "mask"))
+    with evaluation_mode(encoder), torch.no_grad():
+        hidden = encoder(batch["tokens"], None, batch["mask"])
+        vectors = nn.functional.normalize(mean_pool(hidden, batch["mask"]), dim=-1)
+    del hidden
+    release_memory()        # the forward's buffers back to the system: chapter 9 runs in Binder's 1 GB
+    return vectors
+
+
+def weights_moved(model: nn.Module, reference: nn.Module) -> float:
+    """How far training moved ``model`` from ``reference`` (the same architecture, as it was
+    before training): the largest relative change ``||W - W0|| / ||W0||`` of any weight matrix
+    (the two-dimensional parameters; biases and LayerNorm's scales are left out)."""
+    check_instance("model", model, nn.Module)
+    check_instance("reference", reference, nn.Module)
+    before = dict(reference.named_parameters())
+    moved = []
+    with torch.no_grad():
+        for name, w in model.named_parameters():
+            if w.dim() != 2:
+                continue
+            w0 = before.get(name)
+            if w0 is None or w0.shape != w.shape:
+                raise ValueError(f"reference must have model's weight matrices: model's {name} is "
+                                 f"{shape_str(w)}, reference's is "
+                                 f"{'missing' if w0 is None else shape_str(w0)}")
+            norm = w0.norm()
+            if norm == 0:
+                raise ValueError(f"reference's {name} is all zeros: a change relative to it is undefined")
+            moved.append(((w - w0).norm() / norm).item())
+    if not moved:
+        raise ValueError(f"model must have weight matrices (two-dimensional parameters); "
+                         f"{type(model).__name__} has none")
+    return max(moved)
 
 # ----------------------------------------------------------------------------------------
 # 4. The model family, with the figures of the papers
