@@ -517,6 +517,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "utils.hide_fast_paths": Fuzz(given={"source": lambda e: "x = 1"}, kinds={"source": STR}),
     # widgets
     "widgets.FigureWidget": OBJECTS,
+    "widgets.RepeatedDraws": OBJECTS,
     "widgets.attention.tokenize": Fuzz(skip=TEXT_FREE),
     "widgets.attention.word_vectors": OBJECTS,
     "widgets.attention.explorer_model": NO_ARGS,

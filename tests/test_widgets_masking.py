@@ -247,6 +247,10 @@ def test_restart_goes_back_to_the_first_draw_of_the_setting(explorer, tok):
     assert explorer.state["running"] == first_run["running"]
     assert explorer.state["message"] == first_run["message"]
     check_consistent(explorer, tok)
+    for bad, error in ((0, ValueError), (-3, ValueError), (1.5, TypeError), ("2", TypeError)):
+        with pytest.raises(error, match="^n must be"):
+            explorer.draw_more(bad)
+    assert explorer.state["running"] == first_run["running"]          # a refused draw changes nothing
 
 
 def test_changing_a_setting_starts_the_count_again(explorer, tok):

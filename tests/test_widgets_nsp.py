@@ -171,6 +171,10 @@ def test_restart_goes_back_to_the_first_draw_of_the_seed(sampler, tok, paragraph
     sampler.draw_many.click()                          # the same clicks again: the same state
     assert sampler.state["labels"] == first_run["labels"] and sampler.state["message"] == first_run["message"]
     check_consistent(sampler, tok, paragraphs)
+    for bad, error in ((0, ValueError), (-3, ValueError), (1.5, TypeError), ("2", TypeError)):
+        with pytest.raises(error, match="^n must be"):
+            sampler.draw_more(bad)
+    assert sampler.state["labels"] == first_run["labels"]               # a refused draw changes nothing
 
 
 def test_seed_starts_a_new_series(sampler, tok, paragraphs):

@@ -19,7 +19,9 @@ import ipywidgets as W
 from IPython.display import display
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
-__all__ = ["FigureWidget"]
+from .._checks import check_positive_int
+
+__all__ = ["FigureWidget", "RepeatedDraws"]
 
 
 def figure_html(fig, dpi: int = 90) -> str:
@@ -95,3 +97,23 @@ class FigureWidget:
 
     def _ipython_display_(self):
         display(self.widget)
+
+
+class RepeatedDraws(FigureWidget):
+    """A :class:`FigureWidget` whose buttons draw again (new masks, a new sentence pair).
+    ``_draws`` counts the draws of the current setting, and the figure shows the last one:
+    ``compute`` reads it, ``link`` sets it back to 1 when a setting changes."""
+
+    _draws = 1
+
+    def draw_more(self, n: int = 1) -> None:
+        """Draw ``n`` more times (what the buttons do); the figure shows the last draw."""
+        check_positive_int("n", n)
+        self._draws += n
+        self.update()
+
+    def restart(self) -> None:
+        """Back to the first draw of the current setting, as a new setting does: a cell that
+        clicks the buttons from code prints the same every time it runs."""
+        self._draws = 1
+        self.update()

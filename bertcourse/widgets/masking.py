@@ -32,7 +32,7 @@ from .._checks import check_finite_number, check_int, check_int_list, check_keys
 from ..bert import get_tokens_and_segments
 from ..data import Vocab, WordPieceTokenizer, draw_generator, generate_corpus, get_tokenizer, mask_tokens
 from ..i18n import gettext as _, gettext_noop as N_
-from . import FigureWidget
+from . import RepeatedDraws
 from .drawing import ROW_WIDTH, draw_message, draw_tally, token_layout
 
 NOTHING_TO_MASK = N_("Type at least one word: the text has no token that can be masked "
@@ -200,7 +200,7 @@ def draw_masking(tokens: list[str], masked_tokens: list[str], outcomes: list[str
     return fig
 
 
-class MaskingExplorer(FigureWidget):
+class MaskingExplorer(RepeatedDraws):
     """Corpus sentence / typed text, mask probability, seed and re-sample buttons ->
     the masked tokens coloured by outcome, and running counts.
 
@@ -232,7 +232,6 @@ class MaskingExplorer(FigureWidget):
         self.resample_many = W.Button(description=_("re-sample × 100"),
                                       tooltip=_("draw 100 more times (the counts grow)"))
         self.info = W.HTML()
-        self._draws = 1                  # how many draws the running counts include
         self._key = None                 # (ids, mask_prob, seed) the counts belong to
         self._running = dict.fromkeys(OUTCOMES, 0)
         self._counted = 0
@@ -244,17 +243,6 @@ class MaskingExplorer(FigureWidget):
                               W.HBox([self.mask_prob, self.seed]),
                               W.HBox([self.resample, self.resample_many]),
                               self.info, self.output])
-
-    def draw_more(self, n: int = 1) -> None:
-        """Re-sample ``n`` times (what the buttons do); the figure shows the last draw."""
-        self._draws += n
-        self.update()
-
-    def restart(self) -> None:
-        """Back to the first draw of the current setting, as a new setting does: a cell that
-        clicks the buttons from code prints the same every time it runs."""
-        self._draws = 1
-        self.update()
 
     def link(self, change) -> None:
         if change["owner"] is self.sentence:

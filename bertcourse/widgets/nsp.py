@@ -29,7 +29,7 @@ from ..bert import get_tokens_and_segments
 from ..data import (IS_NEXT, NOT_NEXT, WordPieceTokenizer, generate_corpus, get_tokenizer, sample_pair,
                     truncate_pair)
 from ..i18n import gettext as _
-from . import FigureWidget
+from . import RepeatedDraws
 from .drawing import ROW_WIDTH, draw_tally, token_layout
 
 __all__ = ["SEGMENT_COLOURS", "LABEL_NAMES", "pair_tokens", "label_name",
@@ -116,7 +116,7 @@ def draw_pair(tokens: list[str], segments: list[int], label: int, counts: dict |
     return fig
 
 
-class PairSampler(FigureWidget):
+class PairSampler(RepeatedDraws):
     """Draw buttons, a seed and ``max_len`` -> the pair ``[CLS] A [SEP] B [SEP]`` coloured by
     segment with its label, and a running tally of the labels.
 
@@ -139,7 +139,6 @@ class PairSampler(FigureWidget):
         self.draw_one = W.Button(description=_("draw"), tooltip=_("draw the next pair"))
         self.draw_many = W.Button(description=_("draw × 100"), tooltip=_("draw 100 more pairs (the tally grows)"))
         self.info = W.HTML()
-        self._draws = 1
         self._labels: list[int] = []
         self._seed_counted = None
         self._pair = None
@@ -148,17 +147,6 @@ class PairSampler(FigureWidget):
         super().__init__([self.seed, self.max_len, self.draw_one, self.draw_many])
         self.widget = W.VBox([W.HBox([self.draw_one, self.draw_many]),
                               W.HBox([self.seed, self.max_len]), self.info, self.output])
-
-    def draw_more(self, n: int = 1) -> None:
-        """Draw ``n`` more pairs (what the buttons do); the figure shows the last one."""
-        self._draws += n
-        self.update()
-
-    def restart(self) -> None:
-        """Back to the first draw of the current setting, as a new setting does: a cell that
-        clicks the buttons from code prints the same every time it runs."""
-        self._draws = 1
-        self.update()
 
     def link(self, change) -> None:
         if change["owner"] is self.seed:
