@@ -497,15 +497,16 @@ def init_head_from_probe(model: BERTClassifier, probe: LogisticRegression) -> BE
 def sentence_vectors(encoder: BERTEncoder, batch: dict) -> torch.Tensor:
     """The unit-length mean-pooled vector of each sentence of ``batch`` (a :func:`review_loader`
     batch: ``tokens`` and ``mask``), ``(batch, num_hiddens)``: the sentence embedding
-    all-MiniLM-L6-v2 was trained to produce, from any encoder of its shape. Computed with dropout
-    off and without gradients; the encoder's mode is restored. The mean cosine between two
-    encoders' vectors of the same batch, ``(a * b).sum(-1).mean()``, says how much fine-tuning
-    changed what the encoder computes (1: nothing)."""
+    all-MiniLM-L6-v2 was trained to produce, from any encoder of its shape. Computed on the
+    encoder's device, with dropout off and without gradients; the encoder's mode is restored. The
+    mean cosine between two encoders' vectors of the same batch, ``(a * b).sum(-1).mean()``, says
+    how much fine-tuning changed what the encoder computes (1: nothing)."""
     check_instance("encoder", encoder, BERTEncoder, "e.g. clf.encoder")
     _check_batch(batch, keys=("tokens", "mask"))
+    tokens, mask = move_to((batch["tokens"], batch["mask"]), device_of(encoder))
     with evaluation_mode(encoder), torch.no_grad():
-        hidden = encoder(batch["tokens"], None, batch["mask"])
-        vectors = nn.functional.normalize(mean_pool(hidden, batch["mask"]), dim=-1)
+        hidden = encoder(tokens, None, mask)
+        vectors = nn.functional.normalize(mean_pool(hidden, mask), dim=-1)
     del hidden
     release_memory()        # the forward's buffers back to the system: chapter 9 runs in Binder's 1 GB
     return vectors
