@@ -147,6 +147,7 @@ def test_resume_continues_exactly_like_an_uninterrupted_run(tokenizer, dataset, 
         assert torch.equal(va, vb), k
     assert len(t.history["loss"]) == 9 and t.history.step == list(range(1, 10))
 
+
 def test_the_loop_reads_a_batch_as_a_dataloader_does(tokenizer, dataset):
     """The Trainer draws its batches from the loader's sampler itself (so that a resumed run can
     skip batches without reading them) and reads each batch through the dataset's
