@@ -49,6 +49,16 @@ def translate_all(po_path: pathlib.Path, translate=lambda text: "中文：" + te
     return po
 
 
+def translated_tiny_chapter(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """The tiny chapter under ``tmp_path`` and its catalog, every paragraph translated
+    (:func:`translate_all`'s "中文：" + the English)."""
+    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
+    po_path = i18n.catalog_path(notebook, tmp_path)
+    i18n.update_catalog(notebook, po_path)
+    translate_all(po_path)
+    return notebook, po_path
+
+
 @pytest.fixture
 def no_package_problems(monkeypatch):
     """A stand-in for bertcourse.i18n whose catalog has no problems."""
@@ -122,10 +132,7 @@ def replace_last_paragraph(notebook, new: str) -> None:
 
 
 def test_update_keeps_a_translation_through_two_edits_with_the_first_english(tmp_path):
-    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
-    po_path = i18n.catalog_path(notebook, tmp_path)
-    i18n.update_catalog(notebook, po_path)
-    translate_all(po_path)
+    notebook, po_path = translated_tiny_chapter(tmp_path)
     for new in ("Last words!", "Last words!!"):
         replace_last_paragraph(notebook, new)
         po = i18n.update_catalog(notebook, po_path)
@@ -135,10 +142,7 @@ def test_update_keeps_a_translation_through_two_edits_with_the_first_english(tmp
 
 
 def test_a_paragraph_moved_to_a_new_cell_keeps_its_translation_fuzzy(tmp_path):
-    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
-    po_path = i18n.catalog_path(notebook, tmp_path)
-    i18n.update_catalog(notebook, po_path)
-    translate_all(po_path)
+    notebook, po_path = translated_tiny_chapter(tmp_path)
     nb = nbformat.read(str(notebook), as_version=4)
     nb.cells[0].id = "bbbb0001"                       # the cell was recreated
     nbformat.write(nb, str(notebook))
@@ -151,10 +155,7 @@ def test_a_paragraph_moved_to_a_new_cell_keeps_its_translation_fuzzy(tmp_path):
 # --- build -------------------------------------------------------------------------------
 
 def test_build_replaces_each_paragraph_and_keeps_the_rest(tmp_path):
-    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
-    po_path = i18n.catalog_path(notebook, tmp_path)
-    i18n.update_catalog(notebook, po_path)
-    translate_all(po_path)
+    notebook, po_path = translated_tiny_chapter(tmp_path)
     zh = i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, tmp_path))
     assert zh.cells[0].source == "中文：# Title\n\n中文：First paragraph,\nover two lines."
     assert zh.cells[2].source == ("中文：The formula\n\n$$\na = b\n\nc = d\n$$\n\n中文：ends here.\n"
@@ -334,10 +335,7 @@ def test_the_readmes_link_each_other():
 
 def test_a_reviewed_entry_forgets_the_old_english(tmp_path):
     """Once the translator removes `#, fuzzy`, the next edit compares with the reviewed English."""
-    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
-    po_path = i18n.catalog_path(notebook, tmp_path)
-    i18n.update_catalog(notebook, po_path)
-    translate_all(po_path)
+    notebook, po_path = translated_tiny_chapter(tmp_path)
     for new in ("Last words!", "Last words!!"):
         replace_last_paragraph(notebook, new)
         po = i18n.update_catalog(notebook, po_path)
