@@ -1,6 +1,7 @@
 """The package's shape: imports run one way through the layers that CONTRIBUTING.md declares,
 there is no import cycle, no module reaches into another's private names, no module grows into a
-grab bag, and no function hides an import of the course's own code.
+grab bag, no function hides an import of the course's own code, and only a layer's own methods
+read its sub-layers' parameters (attention's ``W_q``, the block's ``ffn``, ...).
 
 The layer table is read from CONTRIBUTING.md ("Layers: imports run one way"), so the rule is
 written once. Every import of bertcourse code counts, at the top of a module or inside a function.
@@ -205,6 +206,72 @@ def test_no_private_names_across_modules(path):
             continue
         private = [n for n in names if n.startswith("_") and not n.startswith("__")]
         assert not private, f"{me} imports private name(s) {private} from {target or 'bertcourse'}: make them public or move them"
+
+
+# --- sub-layers' parameters ---------------------------------------------------------------------
+
+EXEMPT_FROM_SUBLAYER_RULE = ("widgets", "exercises")   # they set weights by hand to teach
+
+
+def sublayer_names() -> set[str]:
+    """The attributes under which attention and the encoder and decoder blocks hold their parts
+    with parameters (``W_q``, ..., ``addnorm1``, ``ffn``, ``dense1``, ``ln``), read from small
+    instances of the model's classes, so that a renamed or new part is covered too."""
+    from bertcourse.transformer import DecoderBlock, EncoderBlock
+    names = set()
+    for block in (EncoderBlock(8, 16, 2, 0.0), DecoderBlock(8, 16, 2, 0.0)):
+        for module in block.modules():
+            names |= {name for name, child in module.named_children() if any(True for _ in child.parameters())}
+    # A block's attention also holds its attention maps, which the analysis reads
+    # (analysis.attention_maps); its parameters are covered by W_q, W_k, W_v and W_o.
+    return names - {"attention"}
+
+
+def sublayer_reads(path: pathlib.Path, names: set[str], source: str | None = None) -> list[tuple[int, bool, str]]:
+    """``(line, inside a class, expression)`` of every read of a ``names`` attribute of something
+    other than ``self`` (``blk.ffn``, ``mha.W_q``) in the module at ``path`` (or in ``source``)."""
+    found = []
+
+    def visit(node, in_class: bool):
+        for child in ast.iter_child_nodes(node):
+            if (isinstance(child, ast.Attribute) and child.attr in names
+                    and not (isinstance(child.value, ast.Name) and child.value.id == "self")):
+                found.append((child.lineno, in_class, ast.unparse(child)))
+            visit(child, in_class or isinstance(child, ast.ClassDef))
+    visit(ast.parse(path.read_text(encoding="utf-8") if source is None else source), False)
+    return found
+
+
+def sublayer_rule_violations(me: str, reads) -> list[str]:
+    """Reads of a sub-layer that the rule forbids in module ``me``: any outside the model layer,
+    and the model layer's outside its classes (the layers' own methods may read them)."""
+    if me.split(".")[0] in EXEMPT_FROM_SUBLAYER_RULE:
+        return []
+    model = layer_of(me) == [name for name, _ in LAYERS].index("model")
+    return [f"{me}:{line}: {expr} reads a sub-layer's parameters outside the layer's own methods: "
+            "make it a method of that layer" for line, in_class, expr in reads if not (model and in_class)]
+
+
+def test_only_the_layers_own_methods_read_their_sub_layers():
+    names = sublayer_names()
+    assert {"W_q", "W_k", "W_v", "W_o", "addnorm1", "addnorm2", "ffn", "dense1", "dense2", "ln"} <= names
+    violations = [v for p in MODULES for v in sublayer_rule_violations(module_name(p), sublayer_reads(p, names))]
+    assert not violations, "\n".join(violations)
+
+
+def test_the_sub_layer_rule_catches_a_free_function():
+    names = sublayer_names()
+    free = "def qkv(mha, x):\n    return mha.W_q(x), blk.ffn.dense1.weight\n"
+    assert [expr for _, _, expr in sublayer_reads(PACKAGE / "fake.py", names, free)] == \
+           ["mha.W_q", "blk.ffn.dense1", "blk.ffn"]
+    assert len(sublayer_rule_violations("training", sublayer_reads(PACKAGE / "training.py", names, free))) == 3
+    assert len(sublayer_rule_violations("transformer", sublayer_reads(PACKAGE / "transformer.py", names, free))) == 3
+    method = "class Block:\n    def fused(self, x):\n        return self.ffn.dense1(x), other.W_o(x)\n"
+    reads = sublayer_reads(PACKAGE / "transformer.py", names, method)
+    assert [expr for _, _, expr in reads] == ["self.ffn.dense1", "other.W_o"]
+    assert sublayer_rule_violations("transformer", reads) == []          # the model's own classes
+    assert len(sublayer_rule_violations("finetune", reads)) == 2         # a task's class may not
+    assert sublayer_rule_violations("widgets.attention", sublayer_reads(PACKAGE / "x.py", names, free)) == []
 
 
 def test_the_rules_catch_a_wrong_import():
