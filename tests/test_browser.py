@@ -207,7 +207,7 @@ def widget_slice(nb) -> set[int]:
 # The widgets need a trained model, not a well-trained one: how well chapters 3, 7 and 9 train
 # is nbval's to check, in both environments (the trained numbers' assertions are not in the slice,
 # or are dropped here: chapter 3's exact-match bound). So here chapter 3 trains its date
-# Transformer for 60 steps instead of 200 (its Run All 16.0 -> 7.8 s, one run each, quiet, the
+# Transformer for 60 steps instead of 200 (its Run All 16.0 -> 7.8 and 9.2 s, quiet, the
 # 2-core Intel Xeon, 2026-11-27), chapter 7 pretrains for 60 steps instead of 1,600, and chapter 9
 # fine-tunes on 160 sentences (10 steps) and validates on 48, instead of 150 steps and 300.
 # Measured side by side (`CI= pytest -o addopts="" tests/test_browser.py -k "07_ or 09_"`,
