@@ -247,7 +247,7 @@ def sublayer_rule_violations(me: str, reads) -> list[str]:
     and the model layer's outside its classes (the layers' own methods may read them)."""
     if me.split(".")[0] in EXEMPT_FROM_SUBLAYER_RULE:
         return []
-    model = layer_of(me) == [name for name, _ in LAYERS].index("model")
+    model = LAYERS[layer_of(me)][0] == "model"
     return [f"{me}:{line}: {expr} reads a sub-layer's parameters outside the layer's own methods: "
             "make it a method of that layer" for line, in_class, expr in reads if not (model and in_class)]
 
