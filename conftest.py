@@ -26,7 +26,7 @@ WORKERS_IN_CI = 2           # CI's machine has 2 cores
 SHARED = {  # the test files with one expensive session fixture each
     "test_browser.py": "browser (JupyterLab + Chromium)",
     "test_book.py": "book (Sphinx + Chromium)",
-    "test_colab.py": "Colab's versions, AVX2 kernels (Chinese edition)",
+    "test_colab.py": "Colab's versions, other CPU kernels (Chinese edition)",
 }
 
 

@@ -41,11 +41,13 @@ def chromium_and_playwright():
 
 # ----------------------------------------------------------------------------- shared between workers
 
-# The second nbval run (Colab's versions, lower CPU kernels: tests/test_colab.py) is most of CI's
+# The second nbval run (Colab's versions, other CPU kernels: tests/test_colab.py) is most of CI's
 # time, so it runs in two shards, one per CI worker, in parallel. Balanced by the chapters' measured
 # times there (float32 under AVX2 kernels; `bash .ci/run` on the 2-core machine, 2026-11-26):
 # chapter 9 alone 297-313 s (the first shard, with the environment's build, 20-22 s since it is
-# installed without bytecode), all the others together 206-228 s.
+# installed without bytecode), all the others together 206-228 s. The second shard runs in two
+# nbval calls since 2026-11-28 (the chapters that train at AVX2, the others at the portable
+# kernels, a few seconds more each: colab_check.capability_plan).
 COLAB_NBVAL_SHARDS = (("09",), ("07", "10", "03", "08", "05", "01", "02", "04", "06"))
 
 

@@ -16,8 +16,8 @@ versions. Colab's versions live in ONE file, ``tests/colab_versions.toml``. This
   comment on its line;
 * in a throw-away environment with Colab's versions (tools/colab_check.py; a quarter of a minute to
   build, needs the package registry), the widget unit tests pass and every notebook passes
-  nbval, strict as in the main run, with PyTorch held to a lower CPU capability than this
-  machine's (tests/test_portability.py says why; one run checks both). The kernel itself
+  nbval, strict as in the main run, with PyTorch held to other CPU kernels than this
+  machine's best (tests/test_portability.py says why and which; one run checks both). The kernel itself
   reports the versions it imports, the Python it runs and the capability it runs at; the
   Python is CI's (Colab itself runs tests/colab_versions.toml's ``python``, not tested here),
   and the test prints it.
@@ -255,21 +255,25 @@ def colab_env(request):
 def colab_nbval(colab_env, asked_for):
     """``run_for(notebook)``: the nbval run of the shard (tests/ci.py: COLAB_NBVAL_SHARDS) that
     holds this notebook, over every notebook of that shard this session's tests ask for (kernel
-    start-up and imports are paid once per notebook, not once per test); each shard runs once."""
+    start-up and imports are paid once per notebook, not once per test), one run per CPU kernel
+    plan (colab_check.capability_plan: the notebooks that train, those that do not); each runs
+    once. It returns the run and the notebook's plan."""
     wanted = asked_for(COLAB_NBVAL_TEST, "zh_course_notebook")
-    plan = colab_check.capability_plan()
     runs = {}
 
     def run_for(notebook: pathlib.Path):
         shard = colab_shard(notebook.name)
         if shard not in runs:
             mine = [p for p in wanted if colab_shard(p.name) == shard]
-            run = colab_check.run_nbval(colab_env.python, mine, env=plan.env if plan else None,
-                                        probe=colab_check.colab_probe(colab_env.versions))
-            print(f"\nnbval with Colab's package versions on Python {colab_env.python_version}, shard {shard}: "
-                  f"{len(mine)} notebooks{f', {plan.expected} kernels' if plan else ''}: {run.seconds:.0f} s")
-            runs[shard] = run
-        return runs[shard], plan
+            for plan, group in colab_check.plan_groups(mine):
+                run = colab_check.run_nbval(colab_env.python, group, env=plan.env if plan else None,
+                                            probe=colab_check.colab_probe(colab_env.versions))
+                kernels = plan.expected if plan else "this CPU's own"
+                print(f"\nnbval with Colab's package versions on Python {colab_env.python_version}, shard {shard}: "
+                      f"{len(group)} notebooks, {kernels} kernels: {run.seconds:.0f} s")
+                for path in group:
+                    runs.setdefault(shard, {})[path.name] = (run, plan)
+        return runs[shard][notebook.name]
     return run_for
 
 
@@ -328,5 +332,5 @@ def test_notebook_passes_nbval_with_colabs_versions(zh_course_notebook, colab_en
             f"cells from 0, the Colab install cell is Cell 0). A committed output must be the same "
             f"with every supported version and on every CPU: print fewer digits, compare with a "
             f"tolerance, or make the computation independent of the kernels (float64, no bf16 "
-            f"autocast). `python tools/colab_check.py portability {name[:2]}` tells whether the CPU "
-            f"alone is the cause.\n{run.report(name)}", pytrace=False)
+            f"autocast). `python tools/kernel_sweep.py {name[:2]}` tells whether the CPU kernels "
+            f"alone are the cause (CONTRIBUTING.md: Outputs that hold on every CPU).\n{run.report(name)}", pytrace=False)

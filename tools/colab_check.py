@@ -1,24 +1,20 @@
-"""Run the notebooks through nbval, strict as `pytest` does, somewhere else than CI's setup.
+"""Run the notebooks through nbval, strict as `pytest` does, with Colab's package versions.
 
-    python tools/colab_check.py colab [03 ...]          # Colab's versions, another CPU capability
-    python tools/colab_check.py portability [07 ...]    # this environment, another CPU capability
+    python tools/colab_check.py [03 ...]        # every notebook, or those whose name starts so
+    python tools/colab_check.py --no-widget-tests 05
 
-* ``colab``: a throw-away virtual environment with the versions a Colab runtime has
-  (``tests/colab_versions.toml``; those that cannot be installed here are substituted, as
-  that file says), the course package installed editable with its ``[pretrained]`` extra
-  in the same pip call (so pip must find that the requirements admit Colab's versions),
-  then the widget unit tests and every notebook (or those named) with that environment's
-  Python, and PyTorch held to another CPU capability than this machine's best
-  (:func:`capability_plan`: AVX-512 -> AVX2, AVX2 -> the default kernels), as on many
-  learners' machines and on Colab's own. ``tests/test_colab.py`` does the same: one run
-  checks both, so CI pays for each notebook's re-run once (``tests/test_portability.py``
-  says why the capability matters).
-* ``portability``: only the lower capability, with this environment's packages: the
-  training notebooks (metadata ``"bertcourse": {"trains": true}``), or those named. Quicker
-  when a training notebook fails and the question is whether the CPU or Colab's versions
-  are the cause.
+A throw-away virtual environment with the versions a Colab runtime has
+(``tests/colab_versions.toml``; those that cannot be installed here are substituted, as that
+file says), the course package installed editable with its ``[pretrained]`` extra in the same
+pip call (so pip must find that the requirements admit Colab's versions), then the widget unit
+tests and every notebook (or those named) with that environment's Python, and PyTorch held to
+other CPU kernels than the main run's (:func:`capability_plan`: the portable kernels for a
+notebook that does not train, AVX2 for one that does). ``tests/test_colab.py`` does the same:
+one run checks both, so CI pays for each notebook's re-run once (``tests/test_portability.py``
+says why the kernels matter; ``tools/kernel_sweep.py`` runs every notebook under every kernel
+setting, with this environment's packages).
 
-Both run ``python -m pytest NOTEBOOKS`` in a subprocess, from the repository root, so
+It runs ``python -m pytest NOTEBOOKS`` in a subprocess, from the repository root, so
 pyproject's ``addopts`` apply exactly as in the main run (``--nbval --nbval-current-env
 --nbval-sanitize-with tests/sanitize.cfg``). This file is also a pytest plugin for that
 subprocess (``-p colab_check``): after a notebook's last cell it runs a probe in the same
@@ -138,6 +134,15 @@ print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(),
 """
 
 
+# The environment variables that hold PyTorch, oneDNN and MKL to a CPU capability (read once,
+# when a process imports them): by the capability PyTorch then reports.
+KERNEL_LIMITS = {
+    "AVX2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    "DEFAULT": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41",
+                "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"},
+}
+
+
 @dataclass
 class CapabilityPlan:
     current: str        # this CPU's, as torch reports it
@@ -145,26 +150,37 @@ class CapabilityPlan:
     env: dict
 
 
-def capability_plan() -> CapabilityPlan | None:
-    """The next lower CPU capability than this machine's best, and the environment variables
-    that hold PyTorch, oneDNN and MKL to it; None when there is none."""
+def capability_plan(trains: bool) -> CapabilityPlan | None:
+    """The CPU kernels of the Colab-stack run for a notebook, different from the main run's
+    (this CPU's best) wherever the CPU allows, and as cheap as what it must prove:
+
+    * a notebook that does not train: PyTorch's portable kernels (a few seconds more than
+      AVX2's), so every CI machine compares its printed numbers across two kernel sets;
+    * a notebook that trains: AVX2, the level most learners' CPUs run at; on an AVX2-only CPU
+      that is its own (None), since the portable kernels would make CI's longest stage minutes
+      longer there. Those notebooks assert their trained numbers with margins measured across
+      kernels, and ``tools/kernel_sweep.py`` compares all three settings for them.
+
+    None: nothing to hold (the CPU's own kernels are the plan's)."""
     import torch
     current = torch.backends.cpu.get_cpu_capability()
-    if current.startswith("AVX512"):
-        return CapabilityPlan(current, "AVX2", {"ATEN_CPU_CAPABILITY": "avx2",
-                                                "ONEDNN_MAX_CPU_ISA": "AVX2",
-                                                "MKL_ENABLE_INSTRUCTIONS": "AVX2"})
-    if current == "AVX2":
-        return CapabilityPlan(current, "DEFAULT", {"ATEN_CPU_CAPABILITY": "default",
-                                                   "ONEDNN_MAX_CPU_ISA": "SSE41",
-                                                   "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"})
-    return None         # already the portable kernels (or a CPU family without lower ones)
+    target = "AVX2" if trains else "DEFAULT"
+    if target == "AVX2" and not current.startswith("AVX512"):
+        return None
+    if target == "DEFAULT" and not (current == "AVX2" or current.startswith("AVX512")):
+        return None         # already the portable kernels (or a CPU family without x86's levels)
+    return CapabilityPlan(current, target, KERNEL_LIMITS[target])
+
+
+def trains(notebook: pathlib.Path) -> bool:
+    """Whether a notebook's metadata says ``"bertcourse": {"trains": true}``."""
+    return bool(json.loads(pathlib.Path(notebook).read_text()).get("metadata", {})
+                .get("bertcourse", {}).get("trains"))
 
 
 def training_notebooks() -> list[pathlib.Path]:
-    """Notebooks whose metadata says ``"bertcourse": {"trains": true}``."""
-    return [p for p in NOTEBOOKS
-            if json.loads(p.read_text()).get("metadata", {}).get("bertcourse", {}).get("trains")]
+    """The English notebooks that train (:func:`trains`)."""
+    return [p for p in NOTEBOOKS if trains(p)]
 
 
 def _share_torch(python: pathlib.Path, dest: pathlib.Path, version: str) -> bool:
@@ -321,10 +337,10 @@ def _parse_junit(path: pathlib.Path, names: list[str]) -> dict[str, list[CellRes
 
 
 def run_nbval(python: pathlib.Path | str, notebooks: list[pathlib.Path], *, env: dict | None = None,
-              probe: str | None = None, timeout: float = 1800) -> NbvalRun:
+              probe: str | None = None, timeout: float = 1800, args: tuple = ()) -> NbvalRun:
     """``python -m pytest NOTEBOOKS`` from the repository root (pyproject's addopts: nbval,
     strict, the current environment's kernel, tests/sanitize.cfg), with ``env`` added to the
-    environment; ``probe`` runs in each notebook's kernel after its last cell."""
+    environment and ``args`` to pytest's; ``probe`` runs in each notebook's kernel after its last cell."""
     if not notebooks:       # pytest without paths would run pyproject's testpaths, everything
         return NbvalRun(0, 0.0)
     with tempfile.TemporaryDirectory(prefix="bertcourse-nbval-") as tmp:
@@ -339,7 +355,7 @@ def run_nbval(python: pathlib.Path | str, notebooks: list[pathlib.Path], *, env:
         start = time.perf_counter()
         try:
             proc = _run([python, "-m", "pytest", "-q", "-p", "colab_check", f"--junitxml={junit}",
-                         "-o", "junit_family=xunit1", *notebooks], cwd=ROOT, env=run_env, timeout=timeout)
+                         "-o", "junit_family=xunit1", *args, *notebooks], cwd=ROOT, env=run_env, timeout=timeout)
             returncode, output = proc.returncode, proc.stdout + proc.stderr
         except subprocess.TimeoutExpired as error:
             returncode, output = -1, f"timed out after {timeout} s\n{error.stdout or ''}"
@@ -401,26 +417,22 @@ def _print_run(run: NbvalRun, names: list[str]) -> int:
     return failed
 
 
+def plan_groups(paths: list[pathlib.Path]) -> list[tuple[CapabilityPlan | None, list[pathlib.Path]]]:
+    """``paths`` grouped by their :func:`capability_plan`, one nbval run per group."""
+    groups: dict[bool, list[pathlib.Path]] = {}
+    for path in paths:
+        groups.setdefault(trains(path), []).append(path)
+    return [(capability_plan(t), group) for t, group in sorted(groups.items())]
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["colab", "portability"])
     parser.add_argument("prefixes", nargs="*", help="only notebooks whose name starts so")
-    parser.add_argument("--no-widget-tests", action="store_true", help="colab: skip the widget unit tests")
+    parser.add_argument("--no-widget-tests", action="store_true", help="skip the widget unit tests")
     args = parser.parse_args(argv)
-
-    plan = capability_plan()
-    if plan is not None:
-        print(f"capability {plan.expected} (this CPU: {plan.current}), env {plan.env}")
-    if args.what == "portability":
-        paths = _select(args.prefixes, training_notebooks())
-        if not paths:
-            print("no notebook matches")
-            return 1
-        if plan is None:
-            print("this CPU has no lower capability to test")
-            return 0
-        run = run_nbval(sys.executable, paths, env=plan.env, probe=CAPABILITY_PROBE)
-        return 1 if _print_run(run, [p.name for p in paths]) else 0
+    paths = _select(args.prefixes, NOTEBOOKS)
+    if not paths:
+        parser.error(f"no notebook's name starts with any of {args.prefixes}")
 
     root = pathlib.Path(tempfile.mkdtemp(prefix="bertcourse-colab-"))
     try:
@@ -434,9 +446,11 @@ def main(argv: list[str]) -> int:
             print(result.stdout[-1500:] + result.stderr[-1500:])
             print(f"widget unit tests: {time.perf_counter() - start:.0f} s", flush=True)
             failed += result.returncode != 0
-        paths = _select(args.prefixes, NOTEBOOKS)
-        run = run_nbval(env.python, paths, env=plan.env if plan else None, probe=colab_probe(env.versions))
-        failed += _print_run(run, [p.name for p in paths])
+        for plan, group in plan_groups(paths):
+            kernels = f"{plan.expected} (this CPU: {plan.current}), env {plan.env}" if plan else "this CPU's own"
+            print(f"kernels: {kernels}", flush=True)
+            run = run_nbval(env.python, group, env=plan.env if plan else None, probe=colab_probe(env.versions))
+            failed += _print_run(run, [p.name for p in group])
         return 1 if failed else 0
     finally:
         shutil.rmtree(root, ignore_errors=True)
