@@ -19,10 +19,12 @@ def shape_str(x) -> str:
 
 
 def check_tensor(name: str, x, *, ndim: int | Sequence[int] | None = None,
-                 expected: str = "", floating: bool | None = None) -> None:
+                 expected: str = "", floating: bool | None = None, finite: bool = False) -> None:
     """Raise TypeError unless `x` is a tensor, ValueError unless its rank is `ndim`.
 
     `expected` describes the wanted shape in words, e.g. "(batch, seq, num_hiddens=16)".
+    `finite`: ValueError if it holds NaN or an infinity (one `isfinite` over the tensor, no
+    Python loop), for features that a model or a fit would turn into NaN without a word.
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of shape {expected}, "
@@ -37,6 +39,10 @@ def check_tensor(name: str, x, *, ndim: int | Sequence[int] | None = None,
                         f"got dtype {x.dtype}")
     if floating is False and (x.is_floating_point() or x.is_complex() or x.dtype == torch.bool):
         raise TypeError(f"{name} must be an integer tensor of shape {expected}, got dtype {x.dtype}")
+    if finite and x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        bad = int((~torch.isfinite(x)).sum())
+        raise ValueError(f"{name} must hold finite numbers (no NaN or infinity), got {bad} of "
+                         f"{x.numel()} values that are not")
 
 
 def check_dim(name: str, x: torch.Tensor, dim: int, size: int, expected: str) -> None:
@@ -130,12 +136,39 @@ def check_str_list(name: str, value, *, what: str = "strings", allow_empty: bool
         raise TypeError(f"{name} must be a list of {what}, got a str ({value[:40]!r}): split it first")
     if not isinstance(value, (list, tuple)):
         raise TypeError(f"{name} must be a list of {what}, got {type(value).__name__}")
-    bad = next((v for v in value if not isinstance(v, str)), None)
-    if bad is not None:
+    i = next((i for i, v in enumerate(value) if not isinstance(v, str)), None)
+    if i is not None:
         raise TypeError(f"{name} must be a list of {what}, got an element of type "
-                        f"{type(bad).__name__} ({bad!r})")
+                        f"{type(value[i]).__name__} ({value[i]!r}) at index {i}")
     if not allow_empty and len(value) == 0:
         raise ValueError(f"{name} must hold at least one of the {what}, got an empty list")
+
+
+def check_texts(name: str, value, *, allow_blank: bool = False) -> None:
+    """``value`` must be a non-empty list (or tuple) of texts: TypeError for a single str (wrap
+    it in a list) or anything else, ValueError for an empty list or, unless ``allow_blank``, a
+    text with nothing but white space in it (it would be encoded as ``[CLS] [SEP]`` alone)."""
+    if isinstance(value, str):
+        raise TypeError(f"{name} must be a non-empty list of strings, got str ({value[:40]!r}): wrap a "
+                        f"single text in a list: [text]")
+    check_str_list(name, value, allow_empty=False)
+    i = None if allow_blank else next((i for i, v in enumerate(value) if not v.strip()), None)
+    if i is not None:
+        raise ValueError(f"{name} must be a list of non-empty strings, got {value[i]!r} at index {i}")
+
+
+def check_list_of(name: str, value, cls: type | tuple, what: str, *, allow_empty: bool = False) -> None:
+    """Raise TypeError unless ``value`` is a list (or tuple) of ``cls`` instances (``cls`` may be
+    a tuple of classes), ValueError if it is empty and ``allow_empty`` is False. ``what`` names
+    the elements and where to get them, e.g. "Review (see load_sentiment())"."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list of {what}, got {type(value).__name__}")
+    i = next((i for i, v in enumerate(value) if not isinstance(v, cls)), None)
+    if i is not None:
+        raise TypeError(f"{name} must be a list of {what}, got an element of type {type(value[i]).__name__} "
+                        f"at index {i}")
+    if not allow_empty and len(value) == 0:
+        raise ValueError(f"{name} must hold at least one {what}, got an empty list")
 
 
 def check_int_list(name: str, value, *, low: int | None = None, high: int | None = None) -> list:
@@ -147,10 +180,10 @@ def check_int_list(name: str, value, *, low: int | None = None, high: int | None
     elif isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset, range)):
         raise TypeError(f"{name} must be a list of ints or a 1-D integer tensor, got "
                         f"{type(value).__name__} ({str(value)[:40]!r})")
-    bad = next((v for v in value if isinstance(v, bool) or not isinstance(v, int)), None)
-    if bad is not None:
-        raise TypeError(f"{name} must hold ints, got {type(bad).__name__} ({bad!r})")
     out = list(value)
+    i = next((i for i, v in enumerate(out) if isinstance(v, bool) or not isinstance(v, int)), None)
+    if i is not None:
+        raise TypeError(f"{name} must hold ints, got {type(out[i]).__name__} ({out[i]!r})")
     if out and ((low is not None and min(out) < low) or (high is not None and max(out) > high)):
         raise ValueError(f"{name} must hold ints in [{low}, {high}], got values from {min(out)} to {max(out)}")
     return out
@@ -207,6 +240,20 @@ def check_ids(name: str, ids, vocab_size: int, *, ndim: int = 2,
     if lo < 0 or hi >= vocab_size:
         raise ValueError(f"{name} must hold {what} in [0, vocab_size={vocab_size}), got values "
                          f"from {lo} to {hi}")
+
+
+def check_labels(name: str, y, num_classes: int, n: int | None = None) -> None:
+    """``y`` must be a non-empty 1-D integer tensor of class labels in ``[0, num_classes)``,
+    with ``n`` entries where ``n`` is given (one per row of the features). One ``aminmax``."""
+    expected = "(n,)" if n is None else f"(n={n},)"
+    check_tensor(name, y, ndim=1, expected=f"{expected} of integer class labels", floating=False)
+    check_nonempty(name, y, expected)
+    if n is not None and y.shape[0] != n:
+        raise ValueError(f"{name} must have shape {expected} (one label per row), got shape {shape_str(y)}")
+    lo, hi = (int(v) for v in y.aminmax())
+    if lo < 0 or hi >= num_classes:
+        raise ValueError(f"{name} must hold class labels in 0..{num_classes - 1} (num_classes={num_classes}), "
+                         f"got values from {lo} to {hi}")
 
 
 # ----------------------------------------------------------------------------------------

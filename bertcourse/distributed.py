@@ -366,6 +366,8 @@ def launch(command, cwd, *, env: dict | None = None, timeout_s: int = 600) -> st
     and :func:`platform_notes` (what to try on this operating system) instead of a stack trace
     from the processes."""
     check_str_list("command", command, what="strings (the program and its arguments)", allow_empty=False)
+    if not command[0].strip():
+        raise ValueError(f"command[0] must be the program to run (e.g. sys.executable), got {command[0]!r}")
     check_path("cwd", cwd)
     if not os.path.isdir(cwd):
         raise FileNotFoundError(f"cwd must be an existing folder to run the command in, got {os.fspath(cwd)!r}")
@@ -379,6 +381,10 @@ def launch(command, cwd, *, env: dict | None = None, timeout_s: int = 600) -> st
         try:
             result = subprocess.run(command, cwd=cwd, env=child_env, capture_output=True, text=True,
                                     timeout=timeout_s)
+        except (FileNotFoundError, PermissionError) as e:         # a missing program, not an error it printed
+            raise FileNotFoundError(f"command[0] {command[0]!r} could not be run in the folder cwd "
+                                    f"{os.fspath(cwd)!r} ({e.strerror}): give the program's path, e.g. "
+                                    f"sys.executable") from None
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"{shown} did not finish within {timeout_s} s (timeout_s); its processes "
                                f"may be waiting for each other.\n{platform_notes()}") from None

@@ -21,8 +21,9 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from ._checks import (check_bool, check_choice, check_finite_number, check_positive_int, check_tensor,
-                      check_tokenizer_fits, shape_str)
+from ._checks import (check_bool, check_choice, check_dim, check_finite_number, check_instance, check_int,
+                      check_int_list, check_labels, check_list_of, check_nonempty, check_positive_int, check_tensor,
+                      check_texts, check_tokenizer_fits)
 from .attention import inspect_attention
 from .bert import BERTEncoder
 from .distributed import device_of, move_to
@@ -46,35 +47,54 @@ _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 def words(text: str) -> list[str]:
     """Lower-cased words of ``text``: runs of letters and digits, with an apostrophe inside
     (``"Don't buy it!"`` -> ``["don't", "buy", "it"]``)."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_instance("text", text, str)
     return _WORD.findall(text.lower())
 
 
 def build_vocabulary(texts: Sequence[str], min_count: int = 1) -> dict[str, int]:
     """``{word: column}`` for every word of ``texts`` seen at least ``min_count`` times,
     most frequent first (ties alphabetically)."""
+    check_texts("texts", texts, allow_blank=True)
     check_positive_int("min_count", min_count)
     counts: dict[str, int] = {}
     for t in texts:
         for w in words(t):
             counts[w] = counts.get(w, 0) + 1
     kept = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+    if not kept:
+        raise ValueError(f"no word of texts occurs min_count={min_count} times: the vocabulary would be empty")
     return {w: i for i, w in enumerate(kept)}
 
 
 def bag_of_words(texts: Sequence[str], vocab: dict[str, int]) -> torch.Tensor:
     """``(len(texts), len(vocab))`` float tensor: 1 where the text contains the word, else 0
     (word order and counts are thrown away; unknown words are ignored)."""
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of str; wrap a single text in a list")
-    if not isinstance(vocab, dict):
-        raise TypeError(f"vocab must be a dict {{word: column}} (see build_vocabulary), got {type(vocab).__name__}")
+    check_texts("texts", texts, allow_blank=True)         # an empty text: a row of zeros
+    _check_vocab(vocab)
     X = torch.zeros(len(texts), len(vocab))
     for r, t in enumerate(texts):
         cols = [vocab[w] for w in set(words(t)) if w in vocab]
         X[r, cols] = 1.0
     return X
+
+
+def _check_vocab(vocab) -> None:
+    """``vocab`` must be a non-empty dict ``{word: column}`` with columns in ``0..len(vocab)-1``."""
+    check_instance("vocab", vocab, dict, "{word: column}, see build_vocabulary")
+    if not vocab:
+        raise ValueError("vocab must hold at least one word {word: column}, got an empty dict")
+    check_int_list("vocab", list(vocab.values()), low=0, high=len(vocab) - 1)
+
+
+def _check_features(X, y, num_classes: int, num_features: int | None = None, names=("X", "y")) -> None:
+    """Features ``X`` ``(n, num_features)``, finite and not empty, and their labels ``y`` ``(n,)``,
+    ints in ``0..num_classes-1``; ``names`` are the arguments' names in the messages."""
+    expected = "(n, num_features)" if num_features is None else f"(n, num_features={num_features})"
+    check_tensor(names[0], X, ndim=2, expected=expected, floating=True, finite=True)
+    check_nonempty(names[0], X, expected)
+    if num_features is not None:
+        check_dim(names[0], X, 1, num_features, expected)
+    check_labels(names[1], y, num_classes, n=X.shape[0])
 
 
 class LogisticRegression(nn.Module):
@@ -83,20 +103,21 @@ class LogisticRegression(nn.Module):
     def __init__(self, num_features: int, num_classes: int = 2):
         super().__init__()
         check_positive_int("num_features", num_features)
-        check_positive_int("num_classes", num_classes)
+        check_int("num_classes", num_classes, low=2)
         self.linear = nn.Linear(num_features, num_classes)
         nn.init.zeros_(self.linear.weight)
         nn.init.zeros_(self.linear.bias)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        check_tensor("X", X, ndim=2, expected=f"(n, num_features={self.linear.in_features})", floating=True)
-        if X.shape[1] != self.linear.in_features:
-            raise ValueError(f"X must have shape (n, num_features={self.linear.in_features}), got shape {shape_str(X)}")
+        expected = f"(n, num_features={self.linear.in_features})"
+        check_tensor("X", X, ndim=2, expected=expected, floating=True, finite=True)
+        check_dim("X", X, 1, self.linear.in_features, expected)
         return self.linear(X)
 
     @torch.no_grad()
     def accuracy(self, X: torch.Tensor, y: torch.Tensor) -> float:
         """Share of the rows of ``X`` whose most likely class is ``y``."""
+        _check_features(X, y, self.linear.out_features, self.linear.in_features)
         return float((self(X).argmax(-1) == y).float().mean())
 
 
@@ -105,10 +126,8 @@ def fit_logistic_regression(X: torch.Tensor, y: torch.Tensor, weight_decay: floa
     """Fit :class:`LogisticRegression` to features ``X`` ``(n, d)`` and labels ``y`` ``(n,)``:
     minimise the mean cross-entropy ``+ weight_decay / 2 * ||W||²`` with full-batch L-BFGS
     (a convex problem: deterministic, no learning rate to tune, at most ``steps`` iterations)."""
-    check_tensor("X", X, ndim=2, expected="(n, num_features)", floating=True)
-    check_tensor("y", y, ndim=1, expected=f"(n={X.shape[0]},)", floating=False)
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have shape (n={X.shape[0]},) like X's rows, got shape {shape_str(y)}")
+    check_int("num_classes", num_classes, low=2)
+    _check_features(X, y, num_classes)
     check_finite_number("weight_decay", weight_decay, low=0)
     check_positive_int("steps", steps)
     X, y = X.detach().float(), y.long()
@@ -130,6 +149,13 @@ def fit_logistic_regression(X: torch.Tensor, y: torch.Tensor, weight_decay: floa
 def select_weight_decay(X_train, y_train, X_val, y_val, grid=(1e-3, 1e-2, 1e-1, 1.0), **kwargs):
     """Fit one :func:`fit_logistic_regression` per weight decay in ``grid`` and keep the one
     with the best validation accuracy (the first on ties): ``(model, weight_decay, {wd: acc})``."""
+    check_list_of("grid", grid, (int, float), "weight decays, e.g. WEIGHT_DECAYS")
+    for i, wd in enumerate(grid):
+        check_finite_number(f"grid[{i}]", wd, low=0)
+    num_classes = kwargs.get("num_classes", 2)
+    check_int("num_classes", num_classes, low=2)
+    _check_features(X_train, y_train, num_classes, names=("X_train", "y_train"))
+    _check_features(X_val, y_val, num_classes, X_train.shape[1], names=("X_val", "y_val"))
     results, best = {}, None
     for wd in grid:
         m = fit_logistic_regression(X_train, y_train, wd, **kwargs)
@@ -149,6 +175,7 @@ def sentence_features(model, tokenizer, texts: Sequence[str], pooling: str = "me
     pooler; ``"both"``, the pair ``(mean, cls)`` from one pass. ``model`` is a
     :class:`~bertcourse.bert.BERTModel` (or a :class:`BERTClassifier`); it is run in eval
     mode and nothing is trained. Sentences of similar length are batched together."""
+    check_texts("texts", texts)
     check_positive_int("batch_size", batch_size)
     check_bool("amp", amp)
     check_choice("pooling", pooling, POOLINGS + ("both",))
@@ -191,6 +218,11 @@ class FrozenFeatures:
     cls: dict
     labels: dict
     seconds: float
+
+    def __post_init__(self):
+        for name in ("mean", "cls", "labels"):
+            check_instance(name, getattr(self, name), dict, "{split: tensor}")
+        check_finite_number("seconds", self.seconds, low=0)
 
 
 @functools.lru_cache(maxsize=2)

@@ -22,7 +22,8 @@ from typing import Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from ._checks import check_bool, check_choice, check_positive_int
+from ._checks import (check_bool, check_choice, check_instance, check_int, check_list_of, check_nonempty,
+                      check_positive_int, check_tensor, check_texts)
 from .batching import LengthBucketSampler
 from .wordpiece import hf_tokenizer
 
@@ -50,6 +51,11 @@ class Review:
     text: str
     label: int
     site: str
+
+    def __post_init__(self):
+        check_instance("text", self.text, str)
+        check_int("label", self.label, low=0, high=len(LABELS) - 1)
+        check_instance("site", self.site, str)
 
 
 def _data_folder():
@@ -96,6 +102,11 @@ class SentimentSplits:
     test: list
     seed: int = 0
 
+    def __post_init__(self):
+        for name in ("train", "validation", "test"):
+            check_list_of(name, getattr(self, name), Review, "Review (see split_reviews())", allow_empty=True)
+        check_positive_int("seed", self.seed, allow_zero=True)
+
     def __getitem__(self, name: str) -> list:
         check_choice("split", name, ("train", "validation", "test"))
         return getattr(self, name)
@@ -135,8 +146,7 @@ def split_reviews(reviews: Sequence[Review], seed: int = 0, held_out: int = 50) 
     """
     check_positive_int("held_out", held_out)
     check_positive_int("seed", seed, allow_zero=True)
-    if isinstance(reviews, (str, bytes)) or not all(isinstance(r, Review) for r in reviews):
-        raise TypeError("reviews must be a list of Review (see read_reviews())")
+    check_list_of("reviews", reviews, Review, "Review (see read_reviews())")
     counts: dict[str, int] = {}
     for r in reviews:
         counts[text_key(r.text)] = counts.get(text_key(r.text), 0) + 1
@@ -179,6 +189,7 @@ def stratified_indices(reviews: Sequence[Review], n: int, seed: int = 0) -> list
     are part of the first 300. Sorted."""
     check_positive_int("seed", seed, allow_zero=True)
     check_positive_int("n", n)
+    check_list_of("reviews", reviews, Review, "Review (see load_sentiment())")
     if n > len(reviews):
         raise ValueError(f"n must be at most len(reviews)={len(reviews)}, got {n}")
     groups: dict[tuple, list[int]] = {}
@@ -230,9 +241,7 @@ def encode_texts(tokenizer, texts: Sequence[str], max_len: int = MAX_LEN) -> tup
     The special tokens are looked up by name (:func:`special_ids`) and added here, so the
     result is the same whether or not the tokenizer adds them itself. A text longer than
     ``max_len`` pieces (specials included) is truncated at the end."""
-    if isinstance(texts, str) or not isinstance(texts, (list, tuple)) or not all(isinstance(t, str) for t in texts):
-        raise TypeError(f"texts must be a list of str, got {type(texts).__name__}"
-                        + (" (wrap a single text in a list)" if isinstance(texts, str) else ""))
+    check_texts("texts", texts, allow_blank=True)       # an empty text is [CLS] [SEP]
     check_positive_int("max_len", max_len)
     if max_len < 3:
         raise ValueError(f"max_len must be >= 3 ([CLS], one piece, [SEP]), got {max_len}")
@@ -252,10 +261,7 @@ class SentimentDataset(Dataset):
     ``labels`` and ``pad_id`` are attributes."""
 
     def __init__(self, reviews: Sequence[Review], tokenizer, max_len: int = MAX_LEN):
-        if isinstance(reviews, (str, bytes)) or not all(isinstance(r, Review) for r in reviews):
-            raise TypeError("reviews must be a list of Review (see load_sentiment())")
-        if len(reviews) == 0:
-            raise ValueError("reviews must not be empty")
+        check_list_of("reviews", reviews, Review, "Review (see load_sentiment())")
         self.reviews = list(reviews)
         ids, _ = encode_texts(tokenizer, [r.text for r in self.reviews], max_len)
         self.ids = [torch.tensor(x, dtype=torch.long) for x in ids]
@@ -281,9 +287,8 @@ def collate_reviews(examples, pad_id: int = 0, pad_to_multiple: int = 1) -> dict
     token still costs its share of every product, and dropout draws its masks over the padded
     shape, so in training the multiple changes which units drop."""
     check_positive_int("pad_id", pad_id, allow_zero=True)
-    if not examples:
-        raise ValueError("examples must not be empty")
     check_positive_int("pad_to_multiple", pad_to_multiple)
+    _check_examples(examples)
     n = max(len(ids) for ids, _ in examples)
     n = -(-n // pad_to_multiple) * pad_to_multiple
     tokens = torch.full((len(examples), n), pad_id, dtype=torch.long)
@@ -293,6 +298,22 @@ def collate_reviews(examples, pad_id: int = 0, pad_to_multiple: int = 1) -> dict
         mask[r, :len(ids)] = True
     labels = torch.stack([torch.as_tensor(y, dtype=torch.long) for _, y in examples])
     return {"tokens": tokens, "mask": mask, "labels": labels}
+
+
+def _check_examples(examples) -> None:
+    """``examples`` must be a non-empty list of ``(ids, label)``: ``ids`` a non-empty 1-D integer
+    tensor, ``label`` an int >= 0 or a 0-d integer tensor (a float would be truncated silently)."""
+    check_list_of("examples", examples, (tuple, list), "(ids, label) pairs (see SentimentDataset)")
+    for i, example in enumerate(examples):
+        if len(example) != 2:
+            raise ValueError(f"examples[{i}] must be a pair (ids, label), got {len(example)} items")
+        ids, label = example
+        check_tensor(f"examples[{i}] ids", ids, ndim=1, expected="(seq,) of token ids", floating=False)
+        check_nonempty(f"examples[{i}] ids", ids, "(seq,)")
+        if isinstance(label, torch.Tensor):
+            check_tensor(f"examples[{i}] label", label, ndim=0, expected="() (one class label)", floating=False)
+        else:
+            check_int(f"examples[{i}] label", label, low=0)
 
 
 def review_loader(reviews, tokenizer, batch_size: int = 32, shuffle: bool = False, seed: int = 0,

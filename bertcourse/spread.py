@@ -92,6 +92,7 @@ def gap_holds(values: dict, better: str, worse: str) -> bool:
         raise ValueError(f"(better, worse) must be one of {sorted(GAPS)}, got {(better, worse)!r}")
     for name in (better, worse):
         if name not in values:
-            raise ValueError(f"values must have an entry {name!r}, got keys {sorted(values)}")
+            raise ValueError(f"values must have an entry {name!r}, got keys {sorted(values, key=str)}")
+        check_finite_number(f"values[{name!r}]", values[name])
     # accuracies are multiples of 1/300 in float: allow the rounding of their difference
     return values[better] - values[worse] >= GAPS[(better, worse)] - 1e-9

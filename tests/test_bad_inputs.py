@@ -149,6 +149,40 @@ class Env:
     def pretrained(self):
         return H.load_pretrained(self.ckpt)
 
+    @functools.cached_property
+    def cfg_tok(self):
+        """A tiny BERT whose vocabulary fits the toy tokenizer ``tok``."""
+        return B.BERTConfig(vocab_size=len(self.tok), num_hiddens=16, ffn_num_hiddens=32, num_heads=2, num_blks=1,
+                            max_len=64, dropout=0.0)
+
+    @functools.cached_property
+    def bert_tok(self):
+        torch.manual_seed(0)
+        return B.BERTModel(self.cfg_tok).eval()
+
+    @functools.cached_property
+    def clf(self):
+        from bertcourse.finetune import BERTClassifier, ClassifierConfig
+        torch.manual_seed(0)
+        model = BERTClassifier(ClassifierConfig(self.cfg_tok, dropout=0.0)).eval()
+        model.trained_steps.fill_(1)    # predict_proba refuses an untrained head unless told
+        return model
+
+    @functools.cached_property
+    def reviews(self):
+        from bertcourse.reviews import load_sentiment
+        return load_sentiment().train[:8]
+
+    def review_batch(self, labels, n: int | None = None) -> dict:
+        """A collate_reviews batch of ``n`` (default ``len(labels)``) short sentences for ``clf``,
+        whose labels are then replaced by ``labels`` (a list, or a tensor taken as it is)."""
+        from bertcourse.reviews import collate_reviews, encode_texts
+        n = len(labels) if n is None else n
+        ids, _ = encode_texts(self.tok, ["the cat sat", "a dog"] * n)
+        batch = collate_reviews([(torch.tensor(i), 0) for i in ids[:n]])
+        batch["labels"] = labels if isinstance(labels, torch.Tensor) else torch.tensor(labels)
+        return batch
+
     def copy_ckpt(self, **files) -> Path:
         """A copy of the tiny checkpoint in a fresh folder; ``files`` replace (bytes/str) or,
         with None, delete files of it."""
@@ -853,6 +887,159 @@ ISSUE_23 = [
 ]
 
 
+# Chapters 9 and 10: lists of texts and of reviews, labels, features, candidate grids, devices
+def _r():
+    from bertcourse import reviews
+    return reviews
+
+
+def _spread():
+    from bertcourse import spread
+    return spread
+
+
+def _distributed():
+    from bertcourse import distributed
+    return distributed
+
+
+IDS = lambda *ids: torch.tensor(ids, dtype=L)                                   # noqa: E731
+XY = lambda n=6: (torch.randn(n, 4, generator=torch.Generator().manual_seed(0)), torch.tensor([0, 1] * (n // 2)))
+WITH_NAN = lambda: torch.tensor([[0.0, 1.0, NAN, 2.0]] * 6)                     # noqa: E731
+GAP = ("c. frozen MiniLM + probe", "a. bag of words")
+QUIET = dict(progress=False, plot=False)
+
+CHAPTERS_9_10 = [
+    # reviews: records
+    row("Review-label-out-of-range", VE, ("label", "1"), lambda e: _r().Review("great", 2, "amazon")),
+    row("Review-label-float", TE, "label", lambda e: _r().Review("great", 1.0, "amazon")),
+    row("Review-label-bool", TE, "label", lambda e: _r().Review("great", True, "amazon")),
+    row("Review-text-int", TE, "text", lambda e: _r().Review(3, 1, "amazon")),
+    row("Review-site-None", TE, "site", lambda e: _r().Review("great", 1, None)),
+    row("SentimentSplits-train-str", TE, "train", lambda e: _r().SentimentSplits("abc", [], [])),
+    row("SentimentSplits-test-texts", TE, "test", lambda e: _r().SentimentSplits([], [], ["great"])),
+    row("SentimentSplits-seed-negative", VE, "seed", lambda e: _r().SentimentSplits([], [], [], -1)),
+    # reviews: lists of reviews
+    row("split_reviews-empty", VE, "reviews", lambda e: _r().split_reviews([])),
+    row("split_reviews-generator", TE, "reviews", lambda e: _r().split_reviews(r for r in e.reviews)),
+    row("split_reviews-None-element", TE, "reviews", lambda e: _r().split_reviews([*e.reviews, None])),
+    row("stratified_indices-str", TE, "reviews", lambda e: _r().stratified_indices("abcdef", 2)),
+    row("stratified_indices-empty", VE, "reviews", lambda e: _r().stratified_indices([], 1)),
+    row("stratified_subset-dicts", TE, "reviews", lambda e: _r().stratified_subset([{"text": "a"}], 1)),
+    row("SentimentDataset-empty", VE, "reviews", lambda e: _r().SentimentDataset([], e.tok)),
+    row("SentimentDataset-texts", TE, "reviews", lambda e: _r().SentimentDataset(["the cat"], e.tok)),
+    row("review_loader-empty", VE, "reviews", lambda e: _r().review_loader([], e.tok)),
+    # reviews: texts
+    row("encode_texts-empty", VE, "texts", lambda e: _r().encode_texts(e.tok, [])),
+    row("encode_texts-str", TE, ("texts", "wrap a single text in a list"), lambda e: _r().encode_texts(e.tok, "the cat")),
+    row("encode_texts-None-element", TE, ("texts", "index 1"), lambda e: _r().encode_texts(e.tok, ["the cat", None])),
+    row("encode_texts-int-element", TE, "texts", lambda e: _r().encode_texts(e.tok, ["the cat", 3])),
+    row("encode_texts-dict", TE, "texts", lambda e: _r().encode_texts(e.tok, {"the cat": 1})),
+    # reviews: batches of (ids, label)
+    row("collate_reviews-empty", VE, "examples", lambda e: _r().collate_reviews([])),
+    row("collate_reviews-dicts", TE, "examples", lambda e: _r().collate_reviews([{"ids": IDS(2, 5, 3), "label": 0}])),
+    row("collate_reviews-float-label", TE, "examples[0] label", lambda e: _r().collate_reviews([(IDS(2, 5, 3), 0.7)])),
+    row("collate_reviews-negative-label", VE, "examples[0] label", lambda e: _r().collate_reviews([(IDS(2, 3), -1)])),
+    row("collate_reviews-float-tensor-label", TE, "examples[1] label",
+        lambda e: _r().collate_reviews([(IDS(2, 3), 0), (IDS(2, 3), torch.tensor(0.5))])),
+    row("collate_reviews-float-ids", TE, "examples[0] ids", lambda e: _r().collate_reviews([(torch.tensor([2.0, 3.0]), 0)])),
+    row("collate_reviews-list-ids", TE, "examples[0] ids", lambda e: _r().collate_reviews([([2, 5, 3], 0)])),
+    row("collate_reviews-empty-ids", VE, "examples[0] ids", lambda e: _r().collate_reviews([(IDS(), 0)])),
+    row("collate_reviews-2d-ids", VE, "examples[0] ids", lambda e: _r().collate_reviews([(torch.zeros(1, 3, dtype=L), 0)])),
+    row("collate_reviews-triple", VE, "examples[0]", lambda e: _r().collate_reviews([(IDS(2, 3), 0, "x")])),
+    # probing: texts and vocabularies
+    row("build_vocabulary-str", TE, ("texts", "wrap a single text in a list"),
+        lambda e: _probing().build_vocabulary("the cat sat")),
+    row("build_vocabulary-empty", VE, "texts", lambda e: _probing().build_vocabulary([])),
+    row("build_vocabulary-int-element", TE, "texts", lambda e: _probing().build_vocabulary(["the cat", 3])),
+    row("build_vocabulary-nothing-kept", VE, ("texts", "min_count=5"),
+        lambda e: _probing().build_vocabulary(["the cat"], min_count=5)),
+    row("bag_of_words-int", TE, "texts", lambda e: _probing().bag_of_words(3, {"cat": 0})),
+    row("bag_of_words-empty", VE, "texts", lambda e: _probing().bag_of_words([], {"cat": 0})),
+    row("bag_of_words-int-element", TE, "texts", lambda e: _probing().bag_of_words(["the cat", 3], {"cat": 0})),
+    row("bag_of_words-vocab-list", TE, "vocab", lambda e: _probing().bag_of_words(["the cat"], ["cat"])),
+    row("bag_of_words-vocab-empty", VE, "vocab", lambda e: _probing().bag_of_words(["the cat"], {})),
+    row("bag_of_words-vocab-column", VE, "vocab", lambda e: _probing().bag_of_words(["the cat"], {"cat": 5})),
+    row("bag_of_words-vocab-inverted", TE, "vocab", lambda e: _probing().bag_of_words(["the cat"], {0: "cat"})),
+    row("bag_of_words-vocab-None-column", TE, "vocab", lambda e: _probing().bag_of_words(["the cat"], {"cat": None})),
+    # probing: features and labels
+    row("LogisticRegression-one-class", VE, "num_classes", lambda e: _probing().LogisticRegression(4, 1)),
+    row("LogisticRegression-X-nan", VE, "X", lambda e: _probing().LogisticRegression(4)(WITH_NAN())),
+    row("accuracy-y-2d", VE, "y", lambda e: _probing().LogisticRegression(4).accuracy(XY()[0], XY()[1][:, None])),
+    row("accuracy-y-rows", VE, "y", lambda e: _probing().LogisticRegression(4).accuracy(XY()[0], XY()[1][:5])),
+    row("accuracy-y-range", VE, ("y", "num_classes=2"),
+        lambda e: _probing().LogisticRegression(4).accuracy(XY()[0], XY()[1] + 1)),
+    row("accuracy-y-float", TE, "y", lambda e: _probing().LogisticRegression(4).accuracy(XY()[0], XY()[1].float())),
+    row("fit-y-range", VE, ("y", "0..1", "from 0 to 2"),
+        lambda e: _probing().fit_logistic_regression(XY()[0], XY()[1] * 2)),
+    row("fit-y-negative", VE, "y", lambda e: _probing().fit_logistic_regression(XY()[0], XY()[1] - 1)),
+    row("fit-y-range-three-classes", VE, ("y", "num_classes=3"),
+        lambda e: _probing().fit_logistic_regression(XY()[0], XY()[1] * 3, num_classes=3)),
+    row("fit-X-nan", VE, "X", lambda e: _probing().fit_logistic_regression(WITH_NAN(), XY()[1])),
+    row("fit-X-inf", VE, "X", lambda e: _probing().fit_logistic_regression(WITH_NAN().nan_to_num(nan=INF), XY()[1])),
+    row("fit-X-empty", VE, "X", lambda e: _probing().fit_logistic_regression(torch.zeros(0, 4), torch.zeros(0, dtype=L))),
+    row("fit-num_classes-one", VE, "num_classes", lambda e: _probing().fit_logistic_regression(*XY(), num_classes=1)),
+    row("select-grid-empty", VE, "grid", lambda e: _probing().select_weight_decay(*XY(), *XY(), grid=())),
+    row("select-grid-number", TE, "grid", lambda e: _probing().select_weight_decay(*XY(), *XY(), grid=0.1)),
+    row("select-grid-str", TE, "grid", lambda e: _probing().select_weight_decay(*XY(), *XY(), grid="0.1")),
+    row("select-grid-nan", VE, "grid[1]", lambda e: _probing().select_weight_decay(*XY(), *XY(), grid=(1e-3, NAN))),
+    row("select-grid-negative", VE, "grid[0]", lambda e: _probing().select_weight_decay(*XY(), *XY(), grid=(-1.0,))),
+    row("select-X_train-nan", VE, "X_train", lambda e: _probing().select_weight_decay(WITH_NAN(), XY()[1], *XY())),
+    row("select-y_train-rows", VE, "y_train", lambda e: _probing().select_weight_decay(XY()[0], XY()[1][:4], *XY())),
+    row("select-X_val-width", VE, "X_val",
+        lambda e: _probing().select_weight_decay(*XY(), torch.zeros(6, 5), XY()[1])),
+    row("select-y_val-range", VE, "y_val", lambda e: _probing().select_weight_decay(*XY(), XY()[0], XY()[1] + 5)),
+    row("select-num_classes-str", TE, "num_classes",
+        lambda e: _probing().select_weight_decay(*XY(), *XY(), num_classes="2")),
+    row("sentence_features-texts-empty", VE, "texts", lambda e: _probing().sentence_features(e.clf, e.tok, [])),
+    row("sentence_features-blank-text", VE, ("texts", "index 1"),
+        lambda e: _probing().sentence_features(e.clf, e.tok, ["the cat", "  "])),
+    row("sentence_features-str", TE, "texts", lambda e: _probing().sentence_features(e.clf, e.tok, "the cat")),
+    row("FrozenFeatures-seconds-nan", VE, "seconds", lambda e: _probing().FrozenFeatures({}, {}, {}, NAN)),
+    row("FrozenFeatures-mean-list", TE, "mean", lambda e: _probing().FrozenFeatures([], {}, {}, 1.0)),
+    # finetune
+    row("ClassifierConfig-dropout-str", TE, "dropout", lambda e: _finetune().ClassifierConfig(e.cfg, dropout="0.1")),
+    row("ClassifierConfig-dropout-inf", VE, "dropout", lambda e: _finetune().ClassifierConfig(e.cfg, dropout=INF)),
+    row("BERTClassifier-pooler-str", TE, "pooler",
+        lambda e: _finetune().BERTClassifier(_finetune().ClassifierConfig(e.cfg, pooling="cls"), pooler="pooler")),
+    row("classification_step-labels-range", VE, ("labels", "num_classes=2"),
+        lambda e: _finetune().classification_step(e.clf, e.review_batch([0, 5]))),
+    row("classification_step-labels-negative", VE, "labels",
+        lambda e: _finetune().classification_step(e.clf, e.review_batch([-1, 0]))),
+    row("classification_step-labels-float", TE, "labels",
+        lambda e: _finetune().classification_step(e.clf, e.review_batch(torch.tensor([0.0, 1.0])))),
+    row("classification_step-labels-length", VE, "labels",
+        lambda e: _finetune().classification_step(e.clf, e.review_batch([0, 1, 1], n=2))),
+    row("evaluate_classifier-labels-range", VE, ("labels", "num_classes=2"),
+        lambda e: _finetune().evaluate_classifier(e.clf, [e.review_batch([0, 2])])),
+    row("evaluate_classifier-loader-int", TE, "loader", lambda e: _finetune().evaluate_classifier(e.clf, 3)),
+    row("finetune-train-empty", VE, "train", lambda e: _finetune().finetune(e.clf, e.tok, [], **QUIET)),
+    row("finetune-train-texts", TE, "train", lambda e: _finetune().finetune(e.clf, e.tok, ["the cat"], **QUIET)),
+    row("finetune-validation-str", TE, "validation",
+        lambda e: _finetune().finetune(e.clf, e.tok, e.reviews, "the cat", **QUIET)),
+    row("finetune-validation-empty", VE, "validation",
+        lambda e: _finetune().finetune(e.clf, e.tok, e.reviews, [], **QUIET)),
+    row("predict_proba-empty", VE, "texts", lambda e: _finetune().predict_proba(e.clf, e.tok, [])),
+    row("predict_proba-blank", VE, "texts", lambda e: _finetune().predict_proba(e.clf, e.tok, ["the cat", ""])),
+    row("predict_proba-int-element", TE, "texts", lambda e: _finetune().predict_proba(e.clf, e.tok, [3])),
+    row("predict_proba-model-bert", TE, ("model", "BERTClassifier"),
+        lambda e: _finetune().predict_proba(e.bert_tok, e.tok, ["the cat"])),
+    row("token_contributions-model-bert", TE, ("model", "BERTClassifier"),
+        lambda e: _finetune().token_contributions(e.bert_tok, e.tok, "the cat")),
+    row("misclassified-empty", VE, "reviews", lambda e: _finetune().misclassified(e.clf, e.tok, [])),
+    row("misclassified-texts", TE, "reviews", lambda e: _finetune().misclassified(e.clf, e.tok, ["the cat"])),
+    # spread and distributed
+    row("gap_holds-nan", VE, "values", lambda e: _spread().gap_holds({GAP[0]: NAN, GAP[1]: 0.8}, *GAP)),
+    row("gap_holds-inf", VE, "values", lambda e: _spread().gap_holds({GAP[0]: 0.9, GAP[1]: -INF}, *GAP)),
+    row("gap_holds-str-value", TE, "values", lambda e: _spread().gap_holds({GAP[0]: "0.9", GAP[1]: 0.8}, *GAP)),
+    row("gap_holds-mixed-keys", VE, "values", lambda e: _spread().gap_holds({1: 0.5, GAP[1]: 0.8}, *GAP)),
+    row("launch-blank-program", VE, "command[0]", lambda e: _distributed().launch(["", "-c", "pass"], e.tmp)),
+    row("launch-missing-program", FE, ("command[0]", "no-such-program-here"),
+        lambda e: _distributed().launch(["no-such-program-here", "--help"], e.tmp)),
+    row("launch-folder-as-program", FE, "command[0]", lambda e: _distributed().launch([str(e.tmp)], e.tmp)),
+]
+
+
 def _finetune():
     from bertcourse import finetune
     return finetune
@@ -878,7 +1065,7 @@ def _ckpt():
 
 
 CASES = (ATTENTION + POSITIONAL + TRANSFORMER + BERT + CORPUS + DATA + UTILS + SEQ2SEQ + HF + WIDGETS
-         + ANALYSIS_ROWS + PRETRAIN + ISSUE_23)
+         + ANALYSIS_ROWS + PRETRAIN + ISSUE_23 + CHAPTERS_9_10)
 
 
 @pytest.mark.parametrize("call, exc, names", CASES)

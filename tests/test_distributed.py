@@ -9,6 +9,7 @@ from collections import namedtuple
 import pytest
 import torch
 import torch.multiprocessing as mp
+from hypothesis import given, settings, strategies as st
 from tiny_bert import interrupt_cli, small_model
 
 from bertcourse.data import PretrainDataset
@@ -16,6 +17,7 @@ from bertcourse.distributed import (
     StepModule,
     agree,
     data_parallel,
+    launch,
     device_of,
     global_mean_loss,
     init_distributed,
@@ -471,3 +473,16 @@ def test_launch_names_wrong_input(tmp_path):
         launch([sys.executable, "-c", "pass"], cwd=tmp_path, env={"OMP_NUM_THREADS": 1})
     with pytest.raises(ValueError, match="timeout_s must be > 0"):
         launch([sys.executable, "-c", "pass"], cwd=tmp_path, timeout_s=0)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(program=st.one_of(st.text(alphabet=" \t\n", max_size=3), st.text(alphabet="abcxyz-", min_size=1, max_size=8)
+                         .map(lambda name: f"no-such-program-{name}")),
+       arguments=st.lists(st.text(max_size=4).filter(lambda a: "\x00" not in a), max_size=3))
+def test_launch_names_a_program_that_cannot_be_run_property(tmp_path_factory, program, arguments):
+    """An empty program name, or one that is not there: an error naming command[0], not
+    subprocess's bare OSError."""
+    cwd = tmp_path_factory.getbasetemp()
+    error = ValueError if not program.strip() else FileNotFoundError
+    with pytest.raises(error, match=r"^command\[0\] "):
+        launch([program, *arguments], cwd=cwd)

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 from tiny_bert import command_in_this_process
 
 import bertcourse.cli
@@ -109,8 +110,10 @@ def test_classifier_named_errors(tiny_tokenizer):
         ClassifierConfig(cfg, pooling="max")
     with pytest.raises(ValueError, match="num_classes must be >= 2, got 1"):
         ClassifierConfig(cfg, num_classes=1)
-    with pytest.raises(ValueError, match="dropout must be a number in"):
+    with pytest.raises(ValueError, match="dropout must be < 1, got 1.5"):
         ClassifierConfig(cfg, dropout=1.5)
+    with pytest.raises(TypeError, match="dropout must be a number, got str"):
+        ClassifierConfig(cfg, dropout="0.1")
     with pytest.raises(TypeError, match="bert must be a BERTConfig"):
         ClassifierConfig("tiny")
     with pytest.raises(TypeError, match="config must be a ClassifierConfig"):
@@ -258,6 +261,78 @@ def test_predictions_and_contributions(splits, tiny_tokenizer):
         token_contributions(clf, tiny_tokenizer, "x", target=2)
     with pytest.raises(TypeError, match="wrap a single text in a list"):
         predict_proba(clf, tiny_tokenizer, "Great phone!")
+
+
+# ---------------------------------------------------------------------------------------
+# Wrong input: texts, reviews, labels (the rows of tests/test_bad_inputs.py, plus what holds
+# for every input)
+# ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained_classifiers(tiny_tokenizer):
+    """``{num_classes: classifier}`` in eval mode, marked as trained (the labels' checks only)."""
+    out = {}
+    for k in (2, 3):
+        clf = tiny_classifier(tiny_tokenizer, num_classes=k, dropout=0.0).eval()
+        clf.trained_steps += 1
+        out[k] = clf
+    return out
+
+
+def test_texts_reviews_and_labels_are_named(splits, tiny_tokenizer, trained_classifiers):
+    clf = trained_classifiers[2]
+    with pytest.raises(ValueError, match="texts must be a list of non-empty strings, got '' at index 1"):
+        predict_proba(clf, tiny_tokenizer, ["Great phone!", ""])
+    with pytest.raises(ValueError, match="texts must hold at least one"):
+        predict_proba(clf, tiny_tokenizer, [])
+    with pytest.raises(TypeError, match="model must be a BERTClassifier"):
+        token_contributions(clf.encoder, tiny_tokenizer, "Great phone!")
+    assert token_contributions(clf, tiny_tokenizer, "")["pieces"] == []       # the widget's empty box
+    with pytest.raises(ValueError, match="train must hold at least one Review"):
+        finetune(clf, tiny_tokenizer, [], progress=False, plot=False)
+    with pytest.raises(TypeError, match="validation must be a list of Review.*got str"):
+        finetune(clf, tiny_tokenizer, splits.train[:16], "Great phone!", progress=False, plot=False)
+    with pytest.raises(TypeError, match="reviews must be a list of Review.*got an element of type str"):
+        misclassified(clf, tiny_tokenizer, ["Great phone!"])
+    batch = next(iter(review_loader(splits.train[:4], tiny_tokenizer, batch_size=4)))
+    batch["labels"] = torch.tensor([0, 1, 2, 1])
+    with pytest.raises(ValueError, match=r"batch\['labels'\] must hold class labels in 0..1 \(num_classes=2\), "
+                                         r"got values from 0 to 2"):
+        classification_step(clf, batch)                   # cross_entropy's IndexError, before
+    with pytest.raises(ValueError, match=r"batch\['labels'\] must hold class labels in 0..1"):
+        evaluate_classifier(clf, [batch])
+    assert classification_step(trained_classifiers[3], batch)["loss"].isfinite()    # three classes: valid
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(labels=st.lists(st.integers(-2, 4), min_size=1, max_size=4), num_classes=st.sampled_from([2, 3]))
+def test_classification_step_takes_the_labels_of_its_classes_only_property(splits, tiny_tokenizer,
+                                                                           trained_classifiers, labels, num_classes):
+    batch = next(iter(review_loader(splits.train[:len(labels)], tiny_tokenizer, batch_size=len(labels))))
+    batch["labels"] = torch.tensor(labels)
+    clf = trained_classifiers[num_classes]
+    with torch.no_grad():
+        if all(0 <= y < num_classes for y in labels):
+            out = classification_step(clf, batch)
+            assert out["loss"].isfinite() and 0.0 <= float(out["acc"]) <= 1.0
+            assert evaluate_classifier(clf, [batch])["n"] == len(labels)
+        else:
+            for call in (lambda: classification_step(clf, batch), lambda: evaluate_classifier(clf, [batch])):
+                with pytest.raises(ValueError, match=rf"^batch\['labels'\] must hold class labels in 0..{num_classes - 1}"):
+                    call()
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(texts=st.lists(st.text(alphabet="ab !\t", min_size=0, max_size=5), min_size=1, max_size=4))
+def test_predict_proba_takes_non_empty_texts_only_property(tiny_tokenizer, trained_classifiers, texts):
+    blank = next((i for i, t in enumerate(texts) if not t.strip()), None)
+    if blank is None:
+        probs = predict_proba(trained_classifiers[2], tiny_tokenizer, texts)
+        assert probs.shape == (len(texts), 2)
+        torch.testing.assert_close(probs.sum(1), torch.ones(len(texts)))
+    else:
+        with pytest.raises(ValueError, match=rf"^texts must be a list of non-empty strings, got .* at index {blank}$"):
+            predict_proba(trained_classifiers[2], tiny_tokenizer, texts)
 
 
 # ---------------------------------------------------------------------------------------

@@ -2,8 +2,11 @@
 plain torch, and frozen sentence features of the real MiniLM."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 from bertcourse.finetune import build_classifier, init_head_from_probe
 from bertcourse.hf_weights import load_pretrained, mean_pool
@@ -56,3 +59,94 @@ def test_sentence_features_match_mean_pooling_and_the_pooler(minilm):
     assert torch.equal(clf.head.weight, probe.linear.weight)
     with pytest.raises(ValueError, match="probe has weight shape"):
         init_head_from_probe(clf, LogisticRegression(10))
+
+
+# ---------------------------------------------------------------------------------------
+# Wrong input: texts, vocabularies, features, labels, grids
+# ---------------------------------------------------------------------------------------
+
+NAN, INF = float("nan"), float("inf")
+
+
+def test_texts_and_vocabularies_are_checked():
+    with pytest.raises(TypeError, match=r"texts must be a non-empty list of strings, got str \('good phone'\): wrap"):
+        build_vocabulary("good phone")                   # would have counted letters
+    with pytest.raises(ValueError, match="no word of texts occurs min_count=3 times"):
+        build_vocabulary(["good phone", "bad"], min_count=3)
+    with pytest.raises(ValueError, match="texts must hold at least one"):
+        bag_of_words([], {"good": 0})
+    with pytest.raises(ValueError, match=r"vocab must hold ints in \[0, 1\], got values from 0 to 7"):
+        bag_of_words(["good phone"], {"good": 0, "phone": 7})
+    with pytest.raises(ValueError, match="vocab must hold at least one word"):
+        bag_of_words(["good phone"], {})
+
+
+def test_features_labels_and_grids_are_checked():
+    X, y = torch.randn(6, 3), torch.tensor([0, 1, 0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"y must hold class labels in 0..1 \(num_classes=2\), got values from 0 to 2"):
+        fit_logistic_regression(X, y * 2)                # cross_entropy's IndexError, before
+    with pytest.raises(ValueError, match=r"X must hold finite numbers \(no NaN or infinity\), got 1 of 18"):
+        fit_logistic_regression(X.index_put((torch.tensor(2), torch.tensor(1)), torch.tensor(NAN)), y)
+    with pytest.raises(ValueError, match="grid must hold at least one weight decay"):
+        select_weight_decay(X, y, X, y, grid=())         # a TypeError on None, before
+    with pytest.raises(ValueError, match=r"X_val must have shape \(n, num_features=3\), got shape \(6, 4\)"):
+        select_weight_decay(X, y, torch.zeros(6, 4), y)
+    with pytest.raises(ValueError, match=r"y must have shape \(n=6,\) of integer class labels \(1-D\), got shape \(6, 1\)"):
+        LogisticRegression(3).accuracy(X, y[:, None])    # broadcast to (6, 6), before
+
+
+WORDS = ["good", "bad", "phone", "not", "the", "don't"]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.lists(st.sampled_from(WORDS + ["other", "!", "GOOD", "Don't", "10/10", " "]), max_size=6)
+                .map(" ".join), min_size=1, max_size=5))
+def test_bag_of_words_marks_exactly_the_known_words_property(texts):
+    vocab = {w: i for i, w in enumerate(WORDS)}
+    X = bag_of_words(texts, vocab)
+    assert X.shape == (len(texts), len(WORDS)) and set(X.unique().tolist()) <= {0.0, 1.0}
+    for r, text in enumerate(texts):
+        assert {WORDS[c] for c in X[r].nonzero().flatten().tolist()} == set(words(text)) & set(WORDS)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(n=st.integers(1, 8), d=st.integers(1, 5), num_classes=st.integers(2, 4), data=st.data())
+def test_features_and_labels_are_checked_before_any_fit_property(n, d, num_classes, data):
+    X = torch.randn(n, d, generator=torch.Generator().manual_seed(10 * n + d))
+    y = torch.tensor(data.draw(st.lists(st.integers(0, num_classes - 1), min_size=n, max_size=n)))
+    model = fit_logistic_regression(X, y, num_classes=num_classes, steps=5)       # valid: no complaint
+    assert 0.0 <= model.accuracy(X, y) <= 1.0
+    bad_X = X.clone()
+    bad_X[data.draw(st.integers(0, n - 1)), data.draw(st.integers(0, d - 1))] = data.draw(st.sampled_from([NAN, INF, -INF]))
+    for call, name in ((lambda: fit_logistic_regression(bad_X, y, num_classes=num_classes), "X"),
+                       (lambda: model.accuracy(bad_X, y), "X"), (lambda: model(bad_X), "X"),
+                       (lambda: select_weight_decay(bad_X, y, X, y, num_classes=num_classes), "X_train"),
+                       (lambda: select_weight_decay(X, y, bad_X, y, num_classes=num_classes), "X_val")):
+        with pytest.raises(ValueError, match=rf"^{name} must hold finite numbers"):
+            call()
+    bad_y = y.clone()
+    bad_y[data.draw(st.integers(0, n - 1))] = data.draw(st.one_of(st.integers(-5, -1),
+                                                                  st.integers(num_classes, num_classes + 5)))
+    for call, name in ((lambda: fit_logistic_regression(X, bad_y, num_classes=num_classes), "y"),
+                       (lambda: model.accuracy(X, bad_y), "y"),
+                       (lambda: select_weight_decay(X, y, X, bad_y, num_classes=num_classes), "y_val")):
+        with pytest.raises(ValueError, match=rf"^{name} must hold class labels in 0..{num_classes - 1}"):
+            call()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(st.floats(0, 10), st.integers(0, 3), st.sampled_from([-1.0, -1e-9, -2, NAN, INF, -INF])),
+                max_size=4))
+def test_select_weight_decay_takes_a_non_empty_grid_of_weight_decays_property(grid):
+    X = torch.randn(8, 3, generator=torch.Generator().manual_seed(0))
+    y = (X[:, 0] > 0).long()
+    wrong = next((i for i, wd in enumerate(grid) if not (math.isfinite(wd) and wd >= 0)), None)
+    if not grid:
+        with pytest.raises(ValueError, match="^grid must hold at least one weight decay"):
+            select_weight_decay(X, y, X, y, grid=grid)
+    elif wrong is not None:
+        with pytest.raises(ValueError, match=rf"^grid\[{wrong}\] must be"):
+            select_weight_decay(X, y, X, y, grid=grid)
+    else:
+        model, wd, accs = select_weight_decay(X, y, X, y, grid=grid, steps=5)
+        assert wd in grid and set(accs) == set(grid) and accs[wd] == max(accs.values())

@@ -140,38 +140,13 @@ OBJECTS = Exempt("takes only objects (models, loaders, tensors, callables): thei
 
 
 class PublicEnv(Env):
-    """The objects of tests/test_bad_inputs.py, plus a classifier that fits the toy tokenizer."""
-
-    @functools.cached_property
-    def cfg_tok(self):
-        from bertcourse.bert import BERTConfig
-        return BERTConfig(vocab_size=len(self.tok), num_hiddens=16, ffn_num_hiddens=32, num_heads=2, num_blks=1,
-                          max_len=64, dropout=0.0)
-
-    @functools.cached_property
-    def bert_tok(self):
-        from bertcourse.bert import BERTModel
-        torch.manual_seed(0)
-        return BERTModel(self.cfg_tok).eval()
-
-    @functools.cached_property
-    def clf(self):
-        from bertcourse.finetune import BERTClassifier, ClassifierConfig
-        torch.manual_seed(0)
-        model = BERTClassifier(ClassifierConfig(self.cfg_tok, dropout=0.0)).eval()
-        model.trained_steps.fill_(1)    # predict_proba refuses an untrained head unless told
-        return model
+    """The objects of tests/test_bad_inputs.py, plus a [CLS]-pooled classifier and a loader."""
 
     @functools.cached_property
     def clf_cls(self):
         from bertcourse.finetune import BERTClassifier, ClassifierConfig
         torch.manual_seed(0)
         return BERTClassifier(ClassifierConfig(self.cfg_tok, pooling="cls", dropout=0.0)).eval()
-
-    @functools.cached_property
-    def reviews(self):
-        from bertcourse.reviews import load_sentiment
-        return load_sentiment().train[:8]
 
     @functools.cached_property
     def loader(self):
@@ -384,13 +359,15 @@ TABLE: dict[str, Fuzz | Exempt] = {
                                                    "y": lambda e: torch.tensor([0, 1] * 3)}),
     "probing.select_weight_decay": OBJECTS,
     "probing.sentence_features": Fuzz(given={"model": lambda e: e.clf}),
-    "probing.FrozenFeatures": RECORD,
+    "probing.FrozenFeatures": Fuzz(given={"mean": lambda e: {}, "cls": lambda e: {}, "labels": lambda e: {},
+                                          "seconds": lambda e: 1.0}),
     "probing.frozen_features": Fuzz(),
     "probing.few_shot_accuracies": Fuzz(),
-    "reviews.Review": RECORD,
+    "reviews.Review": Fuzz(given={"site": lambda e: "amazon"}),
     "reviews.read_reviews": NO_ARGS,
     "reviews.text_key": Fuzz(skip=TEXT_FREE),
-    "reviews.SentimentSplits": RECORD,
+    "reviews.SentimentSplits": Fuzz(given={"train": lambda e: e.reviews, "validation": lambda e: e.reviews[:2],
+                                           "test": lambda e: e.reviews[2:4]}),
     "reviews.split_reviews": Fuzz(),
     "reviews.load_sentiment": Fuzz(),
     "reviews.stratified_indices": Fuzz(),
@@ -398,7 +375,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "reviews.special_ids": OBJECTS,
     "reviews.encode_texts": Fuzz(),
     "reviews.SentimentDataset": Fuzz(),
-    "reviews.collate_reviews": Fuzz(given={"examples": lambda e: [{"ids": [2, 5, 3], "label": 0}]}),
+    "reviews.collate_reviews": Fuzz(given={"examples": lambda e: [(torch.tensor([2, 5, 3]), 0)]}),
     "reviews.review_loader": Fuzz(),
     # hf_weights
     "hf_weights.CheckpointError": ERROR,

@@ -8,10 +8,12 @@ from collections import Counter
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 from bertcourse.data import train_wordpiece
-from bertcourse.reviews import (SITES, collate_reviews, encode_texts, load_sentiment, read_reviews, review_loader,
-                                special_ids, split_reviews, stratified_indices, stratified_subset, text_key)
+from bertcourse.reviews import (SITES, Review, SentimentDataset, collate_reviews, encode_texts, load_sentiment,
+                                read_reviews, review_loader, special_ids, split_reviews, stratified_indices,
+                                stratified_subset, text_key)
 
 
 @pytest.fixture(scope="module")
@@ -162,3 +164,63 @@ def test_collate_pads_to_a_multiple_and_masks_the_padding(tiny_tokenizer):
     assert torch.equal(rounded["tokens"][:, :n], plain["tokens"]) and not rounded["mask"][:, n:].any()
     with pytest.raises(ValueError, match="pad_to_multiple must be > 0"):
         collate_reviews(examples, 0, pad_to_multiple=0)
+
+
+# ---------------------------------------------------------------------------------------
+# Wrong input: lists of reviews and of texts, labels (the rows of tests/test_bad_inputs.py,
+# plus what holds for every input)
+# ---------------------------------------------------------------------------------------
+
+def test_reviews_and_texts_are_checked_where_they_come_in(splits, tiny_tokenizer):
+    with pytest.raises(ValueError, match=r"label must be an int with 0 <= label <= 1, got 2"):
+        Review("Great phone!", 2, "amazon")
+    with pytest.raises(ValueError, match=r"reviews must hold at least one Review \(see read_reviews\(\)\)"):
+        split_reviews([])
+    with pytest.raises(TypeError, match="reviews must be a list of Review.*got generator"):
+        split_reviews(r for r in read_reviews())
+    with pytest.raises(ValueError, match="reviews must hold at least one Review"):
+        SentimentDataset([], tiny_tokenizer)
+    with pytest.raises(TypeError, match="reviews must be a list of Review.*got an element of type str at index 0"):
+        stratified_subset(["Great phone!"], 1)
+    with pytest.raises(ValueError, match="texts must hold at least one of the strings, got an empty list"):
+        encode_texts(tiny_tokenizer, [])
+    with pytest.raises(TypeError, match=r"texts must be a list of strings, got an element of type NoneType \(None\) "
+                                        r"at index 1"):
+        encode_texts(tiny_tokenizer, ["Great phone!", None])
+    ids, pieces = encode_texts(tiny_tokenizer, ["Great phone!", ""])       # an empty text is [CLS] [SEP]
+    assert pieces[1] == ["[CLS]", "[SEP]"] and len(ids[1]) == 2
+
+
+def test_collate_names_a_wrong_example():
+    ids = torch.tensor([2, 5, 3])
+    with pytest.raises(ValueError, match="examples must hold at least one"):
+        collate_reviews([])
+    with pytest.raises(TypeError, match=r"examples\[0\] label must be an int, got float \(0.7\)"):
+        collate_reviews([(ids, 0.7)])                        # would have been truncated to 0
+    with pytest.raises(TypeError, match=r"examples\[1\] ids must be an integer tensor"):
+        collate_reviews([(ids, 0), (ids.float(), 1)])
+    with pytest.raises(TypeError, match=r"examples must be a list of \(ids, label\) pairs.*got an element of type dict"):
+        collate_reviews([{"ids": ids, "label": 0}])
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(lengths=st.lists(st.integers(1, 12), min_size=1, max_size=6), multiple=st.integers(1, 8), data=st.data())
+def test_collate_keeps_every_example_and_its_label_property(lengths, multiple, data):
+    labels = data.draw(st.lists(st.integers(0, 1), min_size=len(lengths), max_size=len(lengths)))
+    as_tensors = data.draw(st.booleans())                  # DataLoader gives 0-d tensors, callers ints
+    examples = [(torch.arange(2, 2 + n), torch.tensor(y) if as_tensors else y) for n, y in zip(lengths, labels)]
+    batch = collate_reviews(examples, pad_id=0, pad_to_multiple=multiple)
+    seq = batch["tokens"].shape[1]
+    assert seq % multiple == 0 and max(lengths) <= seq < max(lengths) + multiple
+    assert batch["mask"].sum(1).tolist() == lengths and batch["labels"].tolist() == labels
+    for row, m, (ids, _) in zip(batch["tokens"], batch["mask"], examples):
+        assert torch.equal(row[m], ids) and not row[~m].any()
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(texts=st.lists(st.text(max_size=8), max_size=4), where=st.integers(0, 4),
+       bad=st.one_of(st.integers(), st.floats(), st.none(), st.binary(max_size=3), st.lists(st.text(max_size=2), max_size=2)))
+def test_encode_texts_names_an_element_that_is_not_a_text_property(tiny_tokenizer, texts, where, bad):
+    i = min(where, len(texts))
+    with pytest.raises(TypeError, match=rf"texts must be a list of strings, got an element of type .* at index {i}"):
+        encode_texts(tiny_tokenizer, texts[:i] + [bad] + texts[i:])

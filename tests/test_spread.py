@@ -7,8 +7,10 @@ import importlib.util
 import json
 import math
 import pathlib
+import re
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from bertcourse.spread import (GAPS, MOVED_RATIO, ONE_SENTENCE, RANGES, TEST_SENTENCES, gap_holds, in_range,
                                standard_error)
@@ -185,3 +187,23 @@ def test_bad_inputs_are_named():
         gap_holds({"c. frozen MiniLM + probe": 0.9}, "c. frozen MiniLM + probe", "a. bag of words")
     with pytest.raises(ValueError, match=r"\(better, worse\) must be one of"):
         gap_holds({"a": 1, "b": 0}, "a", "b")
+    with pytest.raises(ValueError, match=r"values\['a. bag of words'\] must be a finite number, got nan"):
+        gap_holds({"c. frozen MiniLM + probe": 0.9, "a. bag of words": float("nan")},
+                  "c. frozen MiniLM + probe", "a. bag of words")      # False, silently, before
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(pair=st.sampled_from(sorted(GAPS)), better=st.floats(0, 1), worse=st.floats(0, 1))
+def test_gap_holds_is_the_difference_against_the_least_gap_property(pair, better, worse):
+    assert gap_holds({pair[0]: better, pair[1]: worse}, *pair) == (better - worse >= GAPS[pair] - 1e-9)
+
+
+@settings(max_examples=50, deadline=None, derandomize=True)
+@given(pair=st.sampled_from(sorted(GAPS)), which=st.integers(0, 1),
+       bad=st.one_of(st.sampled_from([float("nan"), float("inf"), -float("inf")]), st.text(max_size=3), st.none(),
+                     st.booleans()))
+def test_gap_holds_names_a_value_that_is_not_a_finite_number_property(pair, which, bad):
+    values = {pair[0]: 0.9, pair[1]: 0.8}
+    values[pair[which]] = bad
+    with pytest.raises((TypeError, ValueError), match="^" + re.escape(f"values[{pair[which]!r}] must be a")):
+        gap_holds(values, *pair)

@@ -28,16 +28,17 @@ import copy
 import dataclasses
 import functools
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import torch
 from tokenizers import Tokenizer
 from torch import nn
 from torch.utils.data import DataLoader
 
-from .._checks import (check_bool, check_choice, check_finite_number, check_instance, check_positive_int,
-                       check_tensor, check_tokenizer_fits, shape_str)
+from .._checks import (check_bool, check_choice, check_finite_number, check_instance, check_labels, check_list_of,
+                       check_positive_int, check_tensor, check_texts, check_tokenizer_fits, shape_str)
 from ..analysis import hf_tokenizer
 from ..bert import BERTConfig, BERTEncoder, Pooler
 from ..checkpoints import TOKENIZER_FILE, load_weights, read_config, save_checkpoint
@@ -92,8 +93,7 @@ def _check_head(num_classes, pooling, dropout) -> None:
     if num_classes < 2:
         raise ValueError(f"num_classes must be >= 2, got {num_classes}")
     check_choice("pooling", pooling, POOLINGS)
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
+    check_finite_number("dropout", dropout, low=0, high=1, high_open=True)
 
 
 class UntrainedClassifierError(ValueError):
@@ -167,6 +167,7 @@ class BERTClassifier(nn.Module):
             if pooler is None:
                 pooler = Pooler(c.num_hiddens)
                 _init_normal(pooler)
+            check_instance("pooler", pooler, Pooler, "e.g. a pretrained model's pooler, or None for a new one")
             self.pooler = pooler
         else:
             self.pooler = None
@@ -297,6 +298,7 @@ def classification_step(model: BERTClassifier, batch: dict) -> dict:
     ``model.trained_steps`` when gradients are on."""
     _check_batch(batch)
     logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
+    check_labels("batch['labels']", batch["labels"], logits.shape[-1], n=logits.shape[0])
     loss = nn.functional.cross_entropy(logits, batch["labels"])
     if torch.is_grad_enabled() and model.training:
         model.trained_steps += 1
@@ -311,12 +313,13 @@ def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = N
     afterwards. ``amp``: ``True``/``False`` to switch bf16 autocast on or off here; ``None``
     keeps whatever the caller set (the Trainer sets it)."""
     check_bool("amp", amp, allow_none=True)
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    check_instance("model", model, nn.Module, "e.g. a BERTClassifier")
+    check_instance("loader", loader, Iterable, "batches of collate_reviews, e.g. review_loader(...)")
     correct, total, loss_sum = 0, 0, 0.0
     try:
         for batch in evaluation_batches(model, map(_checked, loader), amp=amp):
             logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
+            check_labels("batch['labels']", batch["labels"], logits.shape[-1], n=logits.shape[0])
             loss_sum += float(nn.functional.cross_entropy(logits, batch["labels"], reduction="sum"))
             correct += int((logits.argmax(-1) == batch["labels"]).sum())
             total += len(batch["labels"])
@@ -372,6 +375,10 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     check_bool("progress", progress)
     check_bool("plot", plot)
     check_instance("desc", desc, str, "the progress bar's label")
+    if not isinstance(train, SentimentDataset):
+        check_list_of("train", train, Review, "Review (see load_sentiment()) or a SentimentDataset")
+    if validation is not None and not isinstance(validation, SentimentDataset):
+        check_list_of("validation", validation, Review, "Review (see load_sentiment()) or a SentimentDataset")
     train_loader = review_loader(train, tokenizer, batch_size, shuffle=True, seed=seed)
     steps = epochs * len(train_loader)
     # evaluation in batches of the training size, shortest sentences first: little padding,
@@ -404,6 +411,8 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
 # ----------------------------------------------------------------------------------------
 
 def _check_trained(model, allow_untrained: bool) -> None:
+    """``model`` must be a :class:`BERTClassifier`, trained unless ``allow_untrained``."""
+    check_instance("model", model, BERTClassifier, "see build_classifier or load_classifier")
     steps = getattr(model, "trained_steps", None)
     if not allow_untrained and steps is not None and int(steps) == 0:
         raise UntrainedClassifierError(
@@ -419,8 +428,7 @@ def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str], batch_
     check_positive_int("batch_size", batch_size)
     check_bool("allow_untrained", allow_untrained)
     check_bool("amp", amp)
-    if isinstance(texts, str):
-        raise TypeError("texts must be a list of str; wrap a single text in a list: [text]")
+    check_texts("texts", texts)
     _check_trained(model, allow_untrained)
     check_tokenizer_fits(tokenizer, model)
     dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
@@ -469,6 +477,7 @@ def token_contributions(model: BERTClassifier, tokenizer, text: str, target: int
 def misclassified(model: BERTClassifier, tokenizer, reviews: Sequence[Review]) -> list:
     """The reviews the classifier gets wrong, most confident mistakes first:
     a list of ``(review, p_positive)``."""
+    check_list_of("reviews", reviews, Review, "Review (see load_sentiment())")
     probs = predict_proba(model, tokenizer, [r.text for r in reviews])[:, 1]
     wrong = [(r, float(p)) for r, p in zip(reviews, probs) if int(p > 0.5) != r.label]
     return sorted(wrong, key=lambda rp: -abs(rp[1] - 0.5))
