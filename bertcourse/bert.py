@@ -440,7 +440,7 @@ class Pooler(nn.Module):
     """BERT's pooler: the ``[CLS]`` hidden state through dense + tanh.
 
     ``(batch, seq, num_hiddens) -> (batch, num_hiddens)``. Only position 0 is read:
-    flattening the whole sequence into the classifier is pitfall 3 of the course.
+    flattening the whole sequence into the classifier is a pitfall (chapter 6).
     """
 
     def __init__(self, num_hiddens: int):

@@ -126,7 +126,7 @@ class LearnedPositionalEmbedding(nn.Module):
     """BERT's learned positions: a trainable ``(max_len, num_hiddens)`` table added to ``X``.
 
     Indexing the parameter itself (never ``.data``) keeps it in the autograd graph, so
-    the table is trained (pitfall 1 of the course).
+    the table is trained (``.data`` would detach it and the table would never learn).
     """
 
     def __init__(self, max_len: int, num_hiddens: int):
