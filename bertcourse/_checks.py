@@ -134,12 +134,7 @@ def check_str_list(name: str, value, *, what: str = "strings", allow_empty: bool
     ValueError if it is empty and ``allow_empty`` is False."""
     if isinstance(value, str):
         raise TypeError(f"{name} must be a list of {what}, got a str ({value[:40]!r}): split it first")
-    if not isinstance(value, (list, tuple)):
-        raise TypeError(f"{name} must be a list of {what}, got {type(value).__name__}")
-    i = next((i for i, v in enumerate(value) if not isinstance(v, str)), None)
-    if i is not None:
-        raise TypeError(f"{name} must be a list of {what}, got an element of type "
-                        f"{type(value[i]).__name__} ({value[i]!r}) at index {i}")
+    check_list_of(name, value, str, what, allow_empty=True)
     if not allow_empty and len(value) == 0:
         raise ValueError(f"{name} must hold at least one of the {what}, got an empty list")
 
@@ -166,7 +161,7 @@ def check_list_of(name: str, value, cls: type | tuple, what: str, *, allow_empty
     i = next((i for i, v in enumerate(value) if not isinstance(v, cls)), None)
     if i is not None:
         raise TypeError(f"{name} must be a list of {what}, got an element of type {type(value[i]).__name__} "
-                        f"at index {i}")
+                        f"({repr(value[i])[:40]}) at index {i}")
     if not allow_empty and len(value) == 0:
         raise ValueError(f"{name} must hold at least one {what}, got an empty list")
 

@@ -309,6 +309,10 @@ class NbvalRun:
                     if re.match(r"\s*(mismatch|[-+] |\w*(Error|Exception)\b)", l)][:lines_per_cell]
             if not keep:
                 keep = [l.rstrip() for l in lines if l.strip()][-lines_per_cell:]
+            raised = next((i for i, l in enumerate(lines) if re.match(r"\s*\w*(Error|Exception): ", l)), None)
+            if raised is not None and not any("mismatch" in l for l in keep):
+                # the message the cell raised, which may go on over lines (a subprocess's error output)
+                keep += [l.rstrip() for l in lines[raised + 1:] if l.strip()][:2 * lines_per_cell]
             parts.append(f"--- {cell.cell} ({cell.outcome}):\n" + "\n".join(l[:200] for l in keep))
         return "\n".join(parts)
 
