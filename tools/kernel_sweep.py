@@ -5,6 +5,7 @@
     python tools/kernel_sweep.py --edition en         # one edition (en, zh or both)
     python tools/kernel_sweep.py --settings default   # some kernel settings only
     python tools/kernel_sweep.py --json sweep.json    # also write the findings as JSON
+    python tools/kernel_sweep.py 05 --margins         # every printed number's spread and margin
 
 nbval compares every committed output with a fresh run, so an output must be the same on
 every learner's CPU. PyTorch, oneDNN and MKL choose their kernels by the instructions a CPU
@@ -42,7 +43,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
-import colab_check
 from colab_check import CAPABILITY_PROBE, KERNEL_LIMITS, NbvalRun, read_probe, run_nbval
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
