@@ -43,7 +43,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
-from colab_check import CAPABILITY_PROBE, KERNEL_LIMITS, NbvalRun, read_probe, run_nbval
+from colab_check import CAPABILITY_PROBE, KERNEL_LIMITS, NbvalRun, read_probe, run_nbval, trains
+from rerun_check import printed_text
+from run_notebooks import COLAB_HEADER
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EDITIONS = {"en": ROOT / "notebooks", "zh": ROOT / "notebooks" / "zh"}
@@ -141,10 +143,9 @@ def sweep_one(path: pathlib.Path, setting: str, *, python: str = sys.executable,
 
 
 def sweep(paths: list[pathlib.Path], settings: list[str], jobs: int = 2, report=print) -> list[Finding]:
-    """Every notebook under every setting, ``jobs`` at a time (the longest chapters first);
-    ``report`` gets a line per finding as it comes."""
-    order = sorted(((p, s) for p in paths for s in settings),
-                   key=lambda ps: (-pathlib.Path(ps[0]).stat().st_size, ps[1]))
+    """Every notebook under every setting, ``jobs`` at a time (the chapters that train, the long
+    ones, first); ``report`` gets a line per finding as it comes."""
+    order = sorted(((p, s) for p in paths for s in settings), key=lambda ps: (not trains(ps[0]), str(ps[0]), ps[1]))
     findings = []
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for future in as_completed([pool.submit(sweep_one, p, s) for p, s in order]):
@@ -169,12 +170,160 @@ def summary(findings: list[Finding]) -> str:
     return "\n".join(lines) or "no compared output differs"
 
 
+# --------------------------------------------------------------------------- the printed digits' margins
+
+# A committed output passes on every CPU when every number it prints lies farther from a rounding
+# boundary (at the digits it is printed with) than the spread of that number across kernels.
+# `margins` measures both: it runs a copy of the notebook whose print formats are widened to 12
+# digits under each setting, and compares every printed number with the committed one.
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
+WIDE = 12       # the digits the widened copy prints
 MARGIN = 10.0   # a printed number closer than this many spreads to a rounding boundary is listed
+RELATIVE_FLOOR = 2.0 ** -21     # 4 float32 rounding steps (ulps): the least spread assumed of a non-zero number
+
+
+def _matching_paren(text: str, start: int) -> int:
+    """Index of the ``)`` closing the ``(`` at ``start`` (-1 if none), skipping strings naively."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def widen(source: str) -> str:
+    """A code cell's source with every print precision widened to :data:`WIDE` digits: format
+    specs (``{x:.4f}``, ``:7.3g``, ``:.1%``), ``round(x, 4)``, ``.round(3)`` and the precision
+    of torch's, numpy's and pandas' printing."""
+    source = re.sub(r"(:[<>^=]?[-+ ]?#?0?\d*,?)\.\d+([fFeEgG%])", rf"\1.{WIDE}\2", source)
+    source = re.sub(r"\.round\(\d*\)", f".round({WIDE})", source)
+    source = re.sub(r"set_printoptions\(precision=\d+", f"set_printoptions(precision={WIDE}", source)
+    out, i = [], 0
+    for match in re.finditer(r"(?<![\w.])round\(", source):
+        if match.start() < i:
+            continue
+        close = _matching_paren(source, match.end() - 1)
+        if close < 0:
+            continue
+        inner = source[match.end():close]
+        widened = re.sub(r",\s*\d+\s*$", f", {WIDE}", inner)
+        out.append(source[i:match.end()] + widened)
+        i = close
+    return "".join(out) + source[i:]
+
+
+WIDE_SETUP = (f"import pandas as _pd, numpy as _np, torch as _torch\n_pd.set_option('display.precision', {WIDE})\n"
+              "_pd.set_option('display.width', 10_000)\n_pd.set_option('display.max_columns', None)\n"
+              f"_np.set_printoptions(precision={WIDE})\n_torch.set_printoptions(precision={WIDE})\n")
+
+
+def _compared(cell) -> bool:
+    """Whether nbval compares a cell's outputs (the Colab cell prints nothing off Colab)."""
+    return cell.cell_type == "code" and not cell.source.lstrip().startswith(
+        ("# NBVAL_IGNORE_OUTPUT", "# NBVAL_SKIP", COLAB_HEADER))
+
+
+def split_numbers(text: str) -> tuple[str, list[str]]:
+    """``(skeleton, numbers)``: the text with every number replaced by ``#`` and whitespace
+    collapsed (so that wider columns and wrapped lines still match), and the numbers in order."""
+    numbers = _NUMBER.findall(text)
+    return " ".join(_NUMBER.sub("#", text).split()), numbers
+
+
+def _value(number: str) -> float:
+    return float(number.replace(",", ""))
+
+
+def _unit(number: str) -> float | None:
+    """The unit of the last printed digit of ``number`` (None for an integer: exact)."""
+    mantissa, _, exponent = number.replace(",", "").lower().partition("e")
+    if "." not in mantissa:
+        return None
+    return 10.0 ** (-len(mantissa.split(".")[1]) + (int(exponent) if exponent else 0))
+
+
+@dataclass
+class Margin:
+    """One printed number of one compared cell: as committed, its spread over the settings, and
+    how far (in spreads) its value lies from the nearest rounding boundary of the printed digits."""
+    notebook: str
+    cell: str
+    committed: str
+    values: dict[str, float]
+    spread: float
+    boundary: float                 # distance from the nearest rounding boundary
+    margin: float                   # boundary / spread (inf when the spread is 0)
+    # Equal under every setting here, but within MARGIN x 4 float32 ulps of a boundary: a float32
+    # result may still differ on a CPU not measured (ARM); an exact float64 one is fine.
+    review: bool = False
+
+
+def execute_widened(path: pathlib.Path, setting: str, timeout: int = 1200):
+    """The notebook at ``path``, widened (:func:`widen`), executed under ``setting`` in a fresh
+    kernel; cells that raise do not stop it (a widened print may break an assert on a string)."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code" and not c.source.startswith(COLAB_HEADER)]
+    for cell in code:
+        cell.source = widen(cell.source)
+    code[0].source = WIDE_SETUP + code[0].source
+    env, _ = SETTINGS[setting]
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute(env=dict(os.environ, **env, PYDEVD_DISABLE_FILE_VALIDATION="1"))
+    return nb
+
+
+def margins(path: pathlib.Path, settings: list[str], jobs: int = 2) -> tuple[list[Margin], list[str]]:
+    """Every number that a compared cell of ``path`` prints with decimals: its spread over
+    ``settings`` and its margin. Also returns the cells whose widened outputs could not be lined
+    up with the committed ones (their text differs beyond the numbers)."""
+    import nbformat
+    committed = nbformat.read(path, as_version=4)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        runs = dict(zip(settings, pool.map(lambda s: execute_widened(path, s), settings)))
+    found, unaligned = [], []
+    index = -1
+    code_cells = {s: [c for c in nb.cells if c.cell_type == "code"] for s, nb in runs.items()}
+    for cell in committed.cells:
+        if cell.cell_type != "code":
+            continue
+        index += 1
+        if not _compared(cell):
+            continue
+        skeleton, numbers = split_numbers(printed_text(cell.outputs))
+        fresh = {s: split_numbers(printed_text(code_cells[s][index].outputs)) for s in settings}
+        if any(sk != skeleton or len(ns) != len(numbers) for sk, ns in fresh.values()):
+            unaligned.append(f"Cell {index}")
+            continue
+        for k, number in enumerate(numbers):
+            unit = _unit(number)
+            if unit is None:
+                continue
+            if all(fresh[s][1][k] == number for s in settings):
+                continue        # printed alike when widened: text (source code) or an exact value
+            values = {s: _value(fresh[s][1][k]) for s in settings}
+            spread = max(values.values()) - min(values.values())
+            ref = values[settings[0]]
+            boundary = abs(abs(ref / unit - math.floor(ref / unit)) - 0.5) * unit
+            found.append(Margin(_label(path), f"Cell {index}", number, values, spread, boundary,
+                                boundary / spread if spread else math.inf,
+                                review=not spread and boundary < MARGIN * abs(ref) * RELATIVE_FLOOR))
+    return found, unaligned
+
 
 
 def report_margins(paths, settings, jobs, below, json_path) -> int:
-    """``--margins``: per notebook, the printed numbers whose margin is below ``below``, the
-    smallest margin of each notebook, and the cells that could not be lined up."""
+    """``--margins``: per notebook, the printed numbers whose margin is below ``below``, those to
+    review, and the cells that could not be lined up; exit status 1 if any margin is below."""
     everything, status = {}, 0
     for path in paths:
         start = time.perf_counter()
@@ -236,167 +385,6 @@ def main(argv: list[str]) -> int:
                                          "findings": [asdict(f) for f in findings]}, indent=1,
                                         ensure_ascii=False) + "\n")
     return 1 if any(f.problem or f.differences for f in findings) else 0
-
-
-
-# --------------------------------------------------------------------------- the printed digits' margins
-
-# A committed output passes on every CPU when every number it prints lies farther from a rounding
-# boundary (at the digits it is printed with) than the spread of that number across kernels.
-# `margins` measures both: it runs a copy of the notebook whose print formats are widened to 12
-# digits under each setting, and compares every printed number with the committed one.
-
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
-WIDE = 12       # the digits the widened copy prints
-RELATIVE_FLOOR = 2.0 ** -21     # 4 float32 rounding steps (ulps): the least spread assumed of a non-zero number
-
-
-def _matching_paren(text: str, start: int) -> int:
-    """Index of the ``)`` closing the ``(`` at ``start`` (-1 if none), skipping strings naively."""
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def widen(source: str) -> str:
-    """A code cell's source with every print precision widened to :data:`WIDE` digits: format
-    specs (``{x:.4f}``, ``:7.3g``, ``:.1%``), ``round(x, 4)``, ``.round(3)`` and the precision
-    of torch's, numpy's and pandas' printing."""
-    source = re.sub(r"(:[<>^=]?[-+ ]?#?0?\d*,?)\.\d+([fFeEgG%])", rf"\1.{WIDE}\2", source)
-    source = re.sub(r"\.round\(\d*\)", f".round({WIDE})", source)
-    source = re.sub(r"set_printoptions\(precision=\d+", f"set_printoptions(precision={WIDE}", source)
-    out, i = [], 0
-    for match in re.finditer(r"(?<![\w.])round\(", source):
-        if match.start() < i:
-            continue
-        close = _matching_paren(source, match.end() - 1)
-        if close < 0:
-            continue
-        inner = source[match.end():close]
-        widened = re.sub(r",\s*\d+\s*$", f", {WIDE}", inner)
-        out.append(source[i:match.end()] + widened)
-        i = close
-    return "".join(out) + source[i:]
-
-
-WIDE_SETUP = (f"import pandas as _pd, numpy as _np, torch as _torch\n_pd.set_option('display.precision', {WIDE})\n"
-              "_pd.set_option('display.width', 10_000)\n_pd.set_option('display.max_columns', None)\n"
-              f"_np.set_printoptions(precision={WIDE})\n_torch.set_printoptions(precision={WIDE})\n")
-
-
-def _printed(cell) -> str:
-    """What a code cell printed that nbval compares: streams and plain-text results."""
-    parts = []
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "stream":
-            parts.append(out.get("text", ""))
-        elif out.get("output_type") in ("execute_result", "display_data"):
-            parts.append(out.get("data", {}).get("text/plain", ""))
-    return "".join(parts)
-
-
-def _compared(cell) -> bool:
-    return cell.cell_type == "code" and not cell.source.lstrip().startswith(
-        ("# NBVAL_IGNORE_OUTPUT", "# NBVAL_SKIP", "# On Colab only"))
-
-
-def split_numbers(text: str) -> tuple[str, list[str]]:
-    """``(skeleton, numbers)``: the text with every number replaced by ``#`` and whitespace
-    collapsed (so that wider columns and wrapped lines still match), and the numbers in order."""
-    numbers = _NUMBER.findall(text)
-    return " ".join(_NUMBER.sub("#", text).split()), numbers
-
-
-def _value(number: str) -> float:
-    return float(number.replace(",", ""))
-
-
-def _unit(number: str) -> float | None:
-    """The unit of the last printed digit of ``number`` (None for an integer: exact)."""
-    mantissa, _, exponent = number.replace(",", "").lower().partition("e")
-    if "." not in mantissa:
-        return None
-    return 10.0 ** (-len(mantissa.split(".")[1]) + (int(exponent) if exponent else 0))
-
-
-@dataclass
-class Margin:
-    """One printed number of one compared cell: as committed, its spread over the settings, and
-    how far (in spreads) its value lies from the nearest rounding boundary of the printed digits."""
-    notebook: str
-    cell: str
-    committed: str
-    values: dict[str, float]
-    spread: float
-    boundary: float                 # distance from the nearest rounding boundary
-    margin: float                   # boundary / spread (inf when the spread is 0)
-    # Equal under every setting here, but within MARGIN x 4 float32 ulps of a boundary: a float32
-    # result may still differ on a CPU not measured (ARM); an exact float64 one is fine.
-    review: bool = False
-
-
-def execute_widened(path: pathlib.Path, setting: str, timeout: int = 1200):
-    """The notebook at ``path``, widened (:func:`widen`), executed under ``setting`` in a fresh
-    kernel; cells that raise do not stop it (a widened print may break an assert on a string)."""
-    import os
-
-    import nbformat
-    from nbclient import NotebookClient
-    nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code" and not cell.source.startswith("# On Colab only"):
-            cell.source = widen(cell.source)
-    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and not c.source.startswith("# On Colab"))
-    nb.cells[first].source = WIDE_SETUP + nb.cells[first].source
-    env, _ = SETTINGS[setting]
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute(env=dict(os.environ, **env, PYDEVD_DISABLE_FILE_VALIDATION="1"))
-    return nb
-
-
-def margins(path: pathlib.Path, settings: list[str], jobs: int = 2) -> tuple[list[Margin], list[str]]:
-    """Every number that a compared cell of ``path`` prints with decimals: its spread over
-    ``settings`` and its margin. Also returns the cells whose widened outputs could not be lined
-    up with the committed ones (their text differs beyond the numbers)."""
-    import nbformat
-    committed = nbformat.read(path, as_version=4)
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        runs = dict(zip(settings, pool.map(lambda s: execute_widened(path, s), settings)))
-    found, unaligned = [], []
-    index = -1
-    code_cells = {s: [c for c in nb.cells if c.cell_type == "code"] for s, nb in runs.items()}
-    for cell in committed.cells:
-        if cell.cell_type != "code":
-            continue
-        index += 1
-        if not _compared(cell):
-            continue
-        skeleton, numbers = split_numbers(_printed(cell))
-        fresh = {s: split_numbers(_printed(code_cells[s][index])) for s in settings}
-        if any(sk != skeleton or len(ns) != len(numbers) for sk, ns in fresh.values()):
-            unaligned.append(f"Cell {index}")
-            continue
-        for k, number in enumerate(numbers):
-            unit = _unit(number)
-            if unit is None:
-                continue
-            if all(fresh[s][1][k] == number for s in settings):
-                continue        # printed alike when widened: text (source code) or an exact value
-            values = {s: _value(fresh[s][1][k]) for s in settings}
-            spread = max(values.values()) - min(values.values())
-            ref = values[settings[0]]
-            boundary = abs(abs(ref / unit - math.floor(ref / unit)) - 0.5) * unit
-            found.append(Margin(_label(path), f"Cell {index}", number, values, spread, boundary,
-                                boundary / spread if spread else math.inf,
-                                review=not spread and boundary < MARGIN * abs(ref) * RELATIVE_FLOOR))
-    return found, unaligned
 
 
 if __name__ == "__main__":

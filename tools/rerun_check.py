@@ -26,7 +26,9 @@ RANDOM = re.compile(r"torch\.(randn|rand|randint|randperm|normal|multinomial|ber
                     r"|Classifier\(|build_classifier|dropout|sample|draw|click\(")
 
 
-def _text(outputs) -> str:
+def printed_text(outputs) -> str:
+    """What a code cell's ``outputs`` show as text, as nbval compares them: streams, plain-text
+    results (``<image>`` for a picture) and errors."""
     parts = []
     for o in outputs:
         if o.get("output_type") == "stream":
@@ -49,7 +51,7 @@ def check(path: pathlib.Path) -> list[str]:
                 continue
             client.execute_cell(cell, i)
             if (cell.source.startswith("# NBVAL_IGNORE_OUTPUT") or "del " in cell.source
-                    or not RANDOM.search(cell.source) or not _text(cell.outputs).strip()):
+                    or not RANDOM.search(cell.source) or not printed_text(cell.outputs).strip()):
                 continue
             again = nbformat.from_dict(dict(cell))
             again.outputs = []
@@ -58,7 +60,7 @@ def check(path: pathlib.Path) -> list[str]:
             except Exception as error:           # report every cell, not just the first
                 problems.append(f"{path.name} cell {i}: the second run raised {type(error).__name__}")
                 continue
-            if _text(again.outputs) != _text(cell.outputs):
+            if printed_text(again.outputs) != printed_text(cell.outputs):
                 problems.append(f"{path.name} cell {i}: prints something else when run again: "
                                 f"{cell.source.splitlines()[0][:70]!r}")
     return problems
