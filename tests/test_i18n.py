@@ -1,385 +1,192 @@
-"""The Chinese edition's machinery (tools/i18n.py): segmentation, update, build, check.
-
-The last test runs `check` on the repository itself: it is the gate that fails until every
-chapter is translated, built and in step with its English notebook.
-"""
+"""The package speaks Chinese on request (bertcourse.i18n, the learner's run-time side): the
+switch, reading the catalog, exercise feedback and widget labels in both languages. The
+catalog's upkeep (extraction, update, completeness) is tools/i18n.py's: tests/test_i18n_tool.py."""
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import pathlib
-import re
-import shutil
-import subprocess
-import sys
-import types
 
-import nbformat
+import matplotlib
 import polib
 import pytest
 
-import i18n  # tools/i18n.py (conftest.py puts tools/ on the path)
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-CHAPTER_1 = ROOT / "notebooks" / "01_self_attention.ipynb"
-
-FENCED = "Before the code:\n\n```python\nx = 1\n\ny = 2\n```\n\nAfter."
-MATH = "The formula\n\n$$\na = b\n\nc = d\n$$\n\nends here.\n"
-
-
-def tiny_notebook(path: pathlib.Path) -> pathlib.Path:
-    """A three-cell chapter: markdown (two paragraphs), code with an output, markdown."""
-    nb = nbformat.v4.new_notebook()
-    intro = nbformat.v4.new_markdown_cell("# Title\n\nFirst paragraph,\nover two lines.")
-    code = nbformat.v4.new_code_cell("print(1 + 1)")
-    code.outputs = [nbformat.v4.new_output("stream", text="2\n")]
-    code.execution_count = 1
-    outro = nbformat.v4.new_markdown_cell(MATH + "\nLast words.")
-    for cell, cid in zip((intro, code, outro), ("aaaa0001", "aaaa0002", "aaaa0003")):
-        cell.id = cid
-    nb.cells = [intro, code, outro]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, str(path))
-    return path
-
-
-def translate_all(po_path: pathlib.Path, translate=lambda text: "中文：" + text) -> polib.POFile:
-    po = polib.pofile(str(po_path), wrapwidth=0)
-    for entry in po:
-        entry.msgstr = translate(entry.msgid)
-    po.save(str(po_path))
-    return po
-
-
-def translated_tiny_chapter(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
-    """The tiny chapter under ``tmp_path`` and its catalog, every paragraph translated
-    (:func:`translate_all`'s "中文：" + the English)."""
-    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
-    po_path = i18n.catalog_path(notebook, tmp_path)
-    i18n.update_catalog(notebook, po_path)
-    translate_all(po_path)
-    return notebook, po_path
-
-
-@pytest.fixture
-def no_package_problems(monkeypatch):
-    """A stand-in for bertcourse.i18n whose catalog has no problems."""
-    stub = types.ModuleType("bertcourse.i18n")
-    stub.catalog_problems = lambda: []
-    monkeypatch.setitem(sys.modules, "bertcourse.i18n", stub)
-    return stub
-
-
-# --- segmentation -------------------------------------------------------------------------
-
-def test_segments_join_back_to_the_source_in_every_chapter():
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        for cell in nbformat.read(str(path), as_version=4).cells:
-            if cell.cell_type == "markdown":
-                assert "".join(text for text, _ in i18n.segments(cell.source)) == cell.source, path
-
-
-def test_blank_lines_inside_fences_and_display_math_do_not_split():
-    assert [t for t, p in i18n.segments(FENCED) if p] == [
-        "Before the code:", "```python\nx = 1\n\ny = 2\n```", "After."]
-    assert [t for t, p in i18n.segments(MATH) if p] == [
-        "The formula", "$$\na = b\n\nc = d\n$$", "ends here."]
-
-
-def test_display_math_alone_needs_no_translation():
-    assert not i18n.needs_translation("$$\na = b\n$$")
-    assert i18n.needs_translation("The formula $a = b$ says so.")
-
-
-# --- update ------------------------------------------------------------------------------
-
-def test_update_marks_changed_paragraphs_fuzzy_and_new_ones_untranslated(tmp_path):
-    notebook = tmp_path / "notebooks" / CHAPTER_1.name
-    notebook.parent.mkdir()
-    shutil.copy(CHAPTER_1, notebook)
-    po_path = i18n.catalog_path(notebook, tmp_path)
-    i18n.update_catalog(notebook, po_path)
-    translate_all(po_path)
-
-    nb = nbformat.read(str(notebook), as_version=4)
-    markdown = [c for c in nb.cells if c.cell_type == "markdown"]
-    first = i18n.paragraphs(nb)[1][2]                 # the first paragraph after the title
-    markdown[0].source = markdown[0].source.replace(first, first + " (edited)") + "\n\nA new paragraph."
-    vanished = markdown[-1].source
-    markdown[-1].source = "Nothing left of the old text."
-    nbformat.write(nb, str(notebook))
-    po = i18n.update_catalog(notebook, po_path)
-
-    edited = po.find(first + " (edited)", msgctxt=markdown[0].id)
-    assert "fuzzy" in edited.flags and edited.previous_msgid == first
-    assert edited.msgstr == "中文：" + first            # the old translation, to review
-    new = po.find("A new paragraph.", msgctxt=markdown[0].id)
-    assert new.msgstr == "" and "fuzzy" not in new.flags
-    # the last cell's paragraphs: the first one is paired with the new text, the others obsolete
-    obsolete = [e for e in po if e.obsolete]
-    assert obsolete and all(e.msgctxt == markdown[-1].id for e in obsolete)
-    assert all(e.msgid in vanished for e in obsolete)
-    assert po.find(first, msgctxt=markdown[0].id) is None
-    # update is idempotent
-    before = po_path.read_text()
-    i18n.update_catalog(notebook, po_path)
-    assert po_path.read_text() == before
-
-
-def replace_last_paragraph(notebook, new: str) -> None:
-    """Edit the tiny notebook's English: cell 2's last paragraph becomes ``new``."""
-    nb = nbformat.read(str(notebook), as_version=4)
-    nb.cells[2].source = nb.cells[2].source.rsplit("\n\n", 1)[0] + "\n\n" + new
-    nbformat.write(nb, str(notebook))
-
-
-def test_update_keeps_a_translation_through_two_edits_with_the_first_english(tmp_path):
-    notebook, po_path = translated_tiny_chapter(tmp_path)
-    for new in ("Last words!", "Last words!!"):
-        replace_last_paragraph(notebook, new)
-        po = i18n.update_catalog(notebook, po_path)
-    entry = po.find("Last words!!", msgctxt="aaaa0003")
-    assert "fuzzy" in entry.flags and entry.previous_msgid == "Last words."
-    assert entry.msgstr == "中文：Last words."
-
-
-def test_a_paragraph_moved_to_a_new_cell_keeps_its_translation_fuzzy(tmp_path):
-    notebook, po_path = translated_tiny_chapter(tmp_path)
-    nb = nbformat.read(str(notebook), as_version=4)
-    nb.cells[0].id = "bbbb0001"                       # the cell was recreated
-    nbformat.write(nb, str(notebook))
-    po = i18n.update_catalog(notebook, po_path)
-    entry = po.find("# Title", msgctxt="bbbb0001")
-    assert entry.msgstr == "中文：# Title" and "fuzzy" in entry.flags
-    assert entry.previous_msgctxt == "aaaa0001"
-
-
-# --- build -------------------------------------------------------------------------------
-
-def test_build_replaces_each_paragraph_and_keeps_the_rest(tmp_path):
-    notebook, po_path = translated_tiny_chapter(tmp_path)
-    zh = i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, tmp_path))
-    assert zh.cells[0].source == "中文：# Title\n\n中文：First paragraph,\nover two lines."
-    assert zh.cells[2].source == ("中文：The formula\n\n$$\na = b\n\nc = d\n$$\n\n中文：ends here.\n"
-                                  "\n中文：Last words.")
-    # a fresh build has no outputs yet: they come from executing the Chinese notebook
-    assert zh.cells[1].outputs == [] and zh.cells[1].execution_count is None
-
-
-def test_build_with_the_english_as_translation_gives_the_english_back(tmp_path):
-    notebook = tmp_path / "notebooks" / CHAPTER_1.name
-    notebook.parent.mkdir()
-    shutil.copy(CHAPTER_1, notebook)
-    po_path = i18n.catalog_path(notebook, tmp_path)
-    i18n.update_catalog(notebook, po_path)
-    translate_all(po_path, translate=lambda text: text)
-    english = nbformat.read(str(notebook), as_version=4)
-    zh = i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, tmp_path))
-    assert [c.source for c in zh.cells if c.cell_type == "markdown"] == \
-           [c.source for c in english.cells if c.cell_type == "markdown"]
-
-
-def test_untranslated_and_fuzzy_paragraphs_are_built_in_english(tmp_path):
-    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
-    po_path = i18n.catalog_path(notebook, tmp_path)
-    po = i18n.update_catalog(notebook, po_path)
-    po.find("# Title", msgctxt="aaaa0001").msgstr = "# 标题"
-    fuzzy = po.find("Last words.", msgctxt="aaaa0003")
-    fuzzy.msgstr, fuzzy.flags = "最后", ["fuzzy"]
-    po.save(str(po_path))
-    zh = i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, tmp_path))
-    assert zh.cells[0].source == "# 标题\n\nFirst paragraph,\nover two lines."
-    assert zh.cells[2].source.endswith("\n\nLast words.")
-
-
-def test_code_cells_equal_the_english_but_for_the_switch_line_and_keep_outputs(tmp_path):
-    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
-    po_path = i18n.catalog_path(notebook, tmp_path)
-    i18n.update_catalog(notebook, po_path)
-    out = i18n.zh_path(notebook, tmp_path)
-    zh = i18n.build_notebook(notebook, po_path, out)
-    assert zh.cells[1].source == "print(1 + 1)\n" + i18n.SWITCH_LINE
-    # outputs of the executed Chinese notebook survive a rebuild while the code is unchanged
-    zh.cells[1].outputs = [nbformat.v4.new_output("stream", text="2\n")]
-    zh.cells[1].execution_count = 1
-    nbformat.write(zh, str(out))
-    again = i18n.build_notebook(notebook, po_path, out)
-    assert again.cells[1].outputs[0]["text"] == "2\n" and again.cells[1].execution_count == 1
-    # ... and are dropped when the English code changes
-    english = nbformat.read(str(notebook), as_version=4)
-    english.cells[1].source = "print(2 + 2)"
-    nbformat.write(english, str(notebook))
-    changed = i18n.build_notebook(notebook, po_path, out)
-    assert changed.cells[1].outputs == [] and changed.cells[1].execution_count is None
-
-
-# --- check -------------------------------------------------------------------------------
-
-def complete_fixture(root: pathlib.Path) -> pathlib.Path:
-    notebook = tiny_notebook(root / "notebooks" / "01_tiny.ipynb")
-    po_path = i18n.catalog_path(notebook, root)
-    i18n.update_catalog(notebook, po_path)
-    translate_all(po_path, translate=lambda text: "这是一段完整的中文翻译。")
-    i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, root))
-    return notebook
-
-
-def test_check_passes_on_a_complete_fixture(tmp_path, no_package_problems):
-    complete_fixture(tmp_path)
-    assert i18n.check(tmp_path) == []
-
-
-def test_check_names_a_stale_entry_after_an_english_edit(tmp_path, no_package_problems):
-    notebook = complete_fixture(tmp_path)
-    nb = nbformat.read(str(notebook), as_version=4)
-    nb.cells[0].source = nb.cells[0].source.replace("First paragraph", "The first paragraph")
-    nbformat.write(nb, str(notebook))
-    problems = i18n.check(tmp_path)
-    assert any("locale/zh/01_tiny.po: msgctxt aaaa0001: 'The first paragraph, over two lines.': "
-               "no entry" in p for p in problems), problems
-    assert any("'First paragraph, over two lines.': stale" in p for p in problems), problems
-    assert any(p.startswith("notebooks/zh/01_tiny.ipynb: cell 0 ") for p in problems), problems
-    i18n.update_catalog(notebook, i18n.catalog_path(notebook, tmp_path))
-    assert any("'The first paragraph, over two lines.': fuzzy" in p for p in i18n.check(tmp_path))
-
-
-def test_check_names_untranslated_entries_and_too_little_chinese(tmp_path, no_package_problems):
-    notebook = complete_fixture(tmp_path)
-    po_path = i18n.catalog_path(notebook, tmp_path)
-    po = translate_all(po_path, translate=lambda text: text)      # "translated" as the English
-    po.find("# Title", msgctxt="aaaa0001").msgstr = ""
-    po.save(str(po_path))
-    i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, tmp_path))
-    problems = i18n.check(tmp_path)
-    assert "locale/zh/01_tiny.po: msgctxt aaaa0001: '# Title': untranslated" in problems
-    assert any(p.startswith("notebooks/zh/01_tiny.ipynb: 0% of the prose letters are Chinese")
-               for p in problems), problems
-
-
-def test_check_reports_the_package_catalog(tmp_path, no_package_problems):
-    complete_fixture(tmp_path)
-    no_package_problems.catalog_problems = lambda: ["msgid 'Correct!': untranslated"]
-    assert i18n.check(tmp_path) == ["package catalog: msgid 'Correct!': untranslated"]
-
-
-def test_check_fails_when_the_package_catalog_cannot_be_read(tmp_path, monkeypatch):
-    complete_fixture(tmp_path)
-    monkeypatch.setitem(sys.modules, "bertcourse.i18n", None)     # import raises ImportError
-    (problem,) = i18n.check(tmp_path)
-    assert problem.startswith("bertcourse.i18n cannot be imported")
-
-
-def test_the_command_line_exits_1_naming_the_problems(tmp_path, monkeypatch, capsys, no_package_problems):
-    complete_fixture(tmp_path)
-    monkeypatch.setattr(i18n, "ROOT", tmp_path)
-    assert i18n.main(["check"]) == 0
-    (tmp_path / "notebooks" / "zh" / "01_tiny.ipynb").unlink()
-    assert i18n.main(["check"]) == 1
-    assert "notebooks/zh/01_tiny.ipynb: missing" in capsys.readouterr().out
-
-
-def test_the_command_line_without_its_requirements_says_so_in_one_line():
-    # a Python without nbformat (not the course's environment): exit code 2 and what to do, no traceback
-    run = ("import runpy, sys; sys.modules['nbformat'] = None; sys.argv = ['tools/i18n.py', 'check']; "
-           f"runpy.run_path({str(i18n.ROOT / 'tools' / 'i18n.py')!r}, run_name='__main__')")
-    result = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and result.stdout == "", result
-    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert "nbformat is not installed" in result.stderr and "pip install -r requirements.txt" in result.stderr
-
-
-# --- the measure of Chinese ----------------------------------------------------------------
-
-def test_chinese_share_counts_letters_of_prose_only():
-    assert i18n.chinese_share("注意力 attention") == pytest.approx(3 / 12)
-    # code, math, link targets and URLs are not prose
-    assert i18n.chinese_share("注意力 `masked_softmax` $QK^\\top$ [图](https://x.org/a) "
-                              "```\ncode\n```") == 1.0
-    assert i18n.chinese_share("1 + 2 = 3") == 0.0
-
-
-def test_a_translated_chapter_is_mostly_chinese_with_code_cells_as_in_english():
-    english = nbformat.read(str(CHAPTER_1), as_version=4)
-    zh = nbformat.read(str(ROOT / "notebooks" / "zh" / CHAPTER_1.name), as_version=4)
-    assert i18n.chinese_share(i18n.markdown_of(zh)) >= i18n.MIN_CHINESE_SHARE
-    assert [c.id for c in zh.cells] == [c.id for c in english.cells]
-    codes = [(e.source, z.source) for e, z in zip(english.cells, zh.cells) if e.cell_type == "code"]
-    assert codes[0][1] == codes[0][0] + "\n" + i18n.SWITCH_LINE
-    assert all(e == z for e, z in codes[1:])
-
-
-# --- the gate ------------------------------------------------------------------------------
-
-def test_the_chinese_edition_is_complete_and_in_step():
-    problems = i18n.check(ROOT)
-    assert not problems, f"{len(problems)} problem(s), e.g.:\n" + "\n".join(problems[:40])
-
-
-# --- the Chinese README --------------------------------------------------------------------
-
-BADGE_LINK = re.compile(r"https://(?:colab\.research\.google\.com|mybinder\.org)/[^\s)]+")
-
-
-def test_the_chinese_readme_has_the_english_badges_opening_the_chinese_notebooks():
-    """Same repository, reference and chapters as README.md's badges, under notebooks/zh/."""
-    english = BADGE_LINK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
-    chinese = BADGE_LINK.findall((ROOT / "README.zh-CN.md").read_text(encoding="utf-8"))
-    notebook_links = [u for u in english if "notebooks/" in u]
-    assert len(notebook_links) == 2 * len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
-    assert sorted(u.replace("notebooks/", "notebooks/zh/") for u in notebook_links) == \
-           sorted(u for u in chinese if "notebooks/" in u)
-
-
-def test_the_readmes_link_each_other():
-    assert "(README.zh-CN.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "(README.md)" in (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
-
-
-def test_a_reviewed_entry_forgets_the_old_english(tmp_path):
-    """Once the translator removes `#, fuzzy`, the next edit compares with the reviewed English."""
-    notebook, po_path = translated_tiny_chapter(tmp_path)
-    for new in ("Last words!", "Last words!!"):
-        replace_last_paragraph(notebook, new)
-        po = i18n.update_catalog(notebook, po_path)
-        entry = po.find(new, msgctxt="aaaa0003")
-        entry.flags.remove("fuzzy")                       # reviewed, #| msgid left in place
-        po.save(str(po_path))
-    po = i18n.update_catalog(notebook, po_path)
-    assert po.find("Last words!!", msgctxt="aaaa0003").previous_msgid is None
-    replace_last_paragraph(notebook, "Final words.")             # it was "Last words!!"
-    entry = i18n.update_catalog(notebook, po_path).find("Final words.", msgctxt="aaaa0003")
-    assert entry.previous_msgid == "Last words!!" and "fuzzy" in entry.flags
-
-
-# --- the Chinese notebooks' outputs --------------------------------------------------------
-
-CJK = re.compile(r"[\u4e00-\u9fff]")
-ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
-
-
-def printed_text(cell) -> str:
-    """What a code cell shows as text: streams, text/plain results and errors."""
-    parts = []
-    for output in cell.outputs:
-        if output.output_type == "stream":
-            parts.append(output.text)
-        elif output.output_type == "error":
-            parts.append(f"{output.ename}: {output.evalue}")
-        else:
-            parts.append(output.get("data", {}).get("text/plain", ""))
-    return "".join(parts)
-
-
-@pytest.mark.parametrize("zh_notebook", ZH_NOTEBOOKS, ids=[p.name for p in ZH_NOTEBOOKS])
-def test_a_chinese_notebook_is_executed_and_prints_what_the_english_one_prints(zh_notebook):
-    """Committed executed (nbval needs outputs to compare), and a cell that prints no Chinese
-    prints exactly what the English notebook's cell prints: the code is the same."""
-    english = {c.id: c for c in nbformat.read(str(ROOT / "notebooks" / zh_notebook.name),
-                                              as_version=4).cells}
-    zh = nbformat.read(str(zh_notebook), as_version=4)
-    code = [c for c in zh.cells if c.cell_type == "code"]
-    unexecuted = [c.id for c in code if c.execution_count is None]
-    assert not unexecuted, (f"{zh_notebook.name}: cells {unexecuted} were never run: "
-                            f"python tools/run_notebooks.py --lang zh {zh_notebook.name[:2]}")
-    differ = [c.id for c in code
-              if c.id in english and "NBVAL_IGNORE_OUTPUT" not in c.source
-              and not CJK.search(printed_text(c)) and printed_text(c) != printed_text(english[c.id])]
-    assert not differ, f"{zh_notebook.name}: cells {differ} print what the English cells do not"
+matplotlib.use("Agg")
+
+from bertcourse import i18n  # noqa: E402
+from bertcourse.exercises.core import message_of  # noqa: E402
+
+CHAPTERS = [f"ch{n:02d}" for n in range(1, 11)]
+
+
+@pytest.fixture(autouse=True)
+def english_afterwards():
+    """Every test starts and ends in English, whatever it switches to."""
+    i18n.set_language("en")
+    yield
+    i18n.set_language("en")
+
+
+def cjk_share(text: str) -> float:
+    """The share of Chinese characters among the letters of ``text``."""
+    letters = [c for c in text if c.isalpha()]
+    return sum("\u4e00" <= c <= "\u9fff" for c in letters) / max(1, len(letters))
+
+
+# --- the switch --------------------------------------------------------------------------------
+
+def test_english_is_the_default_and_set_language_switches():
+    assert i18n.get_language() == "en"
+    i18n.set_language("zh")
+    assert i18n.get_language() == "zh"
+    assert i18n.gettext("sentence A") == "句子A"
+    i18n.set_language("en")
+    assert i18n.gettext("sentence A") == "sentence A"
+
+
+@pytest.mark.parametrize("bad, error", [("fr", ValueError), ("ZH", ValueError), ("", ValueError),
+                                        (None, TypeError), (1, TypeError), (["zh"], TypeError)])
+def test_set_language_refuses_other_values(bad, error):
+    with pytest.raises(error) as e:
+        i18n.set_language(bad)
+    message = str(e.value)
+    assert "lang" in message and "'en'" in message and "'zh'" in message and repr(bad)[:10] in message
+    assert i18n.get_language() == "en"          # a refused value changes nothing
+
+
+def test_gettext_refuses_a_non_string():
+    with pytest.raises(TypeError, match="msgid"):
+        i18n.gettext(3)
+
+
+def test_placeholders_are_kept_and_filled_after_translating():
+    i18n.set_language("zh")
+    text = i18n.gettext("correct on all {n} cases ({cases})")
+    assert "{n}" in text and "{cases}" in text
+    assert text.format(n=3, cases="a") == "3个测试用例全部正确（a）"
+
+
+def test_the_runtime_module_imports_only_the_standard_library_and_polib():
+    """Every layer imports bertcourse.i18n: it needs no torch and nothing of the package."""
+    tree = ast.parse(pathlib.Path(i18n.__file__).read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"bertcourse.i18n imports from the package: {ast.dump(node)}"
+            imported.add(node.module)
+    assert imported <= {"__future__", "functools", "importlib.resources", "polib"}, imported
+
+
+# --- reading the catalog ------------------------------------------------------------------------
+
+def test_a_fuzzy_translation_is_not_used(monkeypatch):
+    catalog = polib.POFile()
+    catalog.append(polib.POEntry(msgid="head", msgstr="头"))
+    catalog.append(polib.POEntry(msgid="layer", msgstr="层", flags=["fuzzy"]))
+    monkeypatch.setattr(i18n, "_read_catalog", lambda path=None: catalog)
+    i18n._translations.cache_clear()
+    try:
+        i18n.set_language("zh")
+        assert (i18n.gettext("head"), i18n.gettext("layer"), i18n.gettext("unknown")) == ("头", "layer", "unknown")
+    finally:
+        i18n._translations.cache_clear()
+
+
+# --- exercise feedback --------------------------------------------------------------------------
+
+def _mistake_answer(chapter: str):
+    """A chapter's exercise, a wrong answer for it and the English messages of its list of
+    mistakes. The wrong answer is the first diagnosis of a ``Q<k>_DIAGNOSES`` list that is a
+    plain function (a docstring diagnosis, or the ``wrong`` of a ``(wrong, message)`` pair):
+    it makes exactly that mistake."""
+    module = importlib.import_module(f"bertcourse.exercises.{chapter}")
+    for k in range(1, 6):
+        mistakes = []
+        for d in getattr(module, f"Q{k}_DIAGNOSES", []):
+            if inspect.isfunction(d) and d.__doc__:
+                mistakes.append((d, message_of(d)))
+            elif isinstance(d, tuple) and inspect.isfunction(d[0]) and isinstance(d[1], str):
+                mistakes.append(d)
+        if mistakes:
+            return getattr(module, f"q{k}"), mistakes[0][0], [message for _, message in mistakes]
+    raise AssertionError(f"{chapter} has no diagnosis that a wrong answer can reproduce")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_diagnosed_mistake_is_explained_in_the_language_asked_for(chapter, capsys):
+    exercise, wrong, messages = _mistake_answer(chapter)
+    english = exercise.check(wrong)
+    assert english.status == "fail"
+    named = [m for m in messages if m in english.message]
+    assert named, english.message                    # the English feedback names the mistake
+    assert cjk_share(str(english)) == 0
+    assert str(english).startswith(f"[FAIL] {exercise.name}: ")
+
+    i18n.set_language("zh")
+    chinese = exercise.check(wrong)
+    assert chinese.status == "fail"
+    why = i18n.gettext(named[0])                     # the catalog's translation of the diagnosis
+    assert why != named[0] and cjk_share(why) > 0.3    # code and identifiers stay as they are
+    assert why in chinese.message and named[0] not in chinese.message
+    assert cjk_share(str(chinese)) >= 0.5, str(chinese)
+    assert str(chinese).startswith(f"[未通过] {i18n.gettext(exercise.name)}：")
+    hint = exercise.hint()                           # hints name code, so no share is asked of them
+    assert hint == f"提示1/{len(exercise.hints)}：" + i18n.gettext(exercise.hints[0]).format(**exercise.fields or {})
+    assert i18n.gettext(exercise.hints[0]) != exercise.hints[0]
+
+    i18n.set_language("en")                          # back in English: exactly the English again
+    assert exercise.check(wrong).message == english.message
+    capsys.readouterr()
+
+
+def test_a_prediction_is_answered_in_chinese(capsys):
+    from bertcourse.exercises.ch02 import q5
+    i18n.set_language("zh")
+    result = q5.check({"first": 6, "mean": 6})        # too many for both readouts
+    assert result.status == "fail" and cjk_share(result.message) >= 0.5, result.message
+    assert "太多了" in result.message
+    printed = capsys.readouterr().out
+    assert printed.strip() == str(result)
+
+
+def test_not_attempted_and_solution_speak_chinese(capsys):
+    from bertcourse.exercises.ch01 import q1
+    i18n.set_language("zh")
+    result = q1.check(None)
+    assert result.status == "not attempted" and "尚未作答" in str(result) and "占位符" in result.message
+    solution = q1.solution()
+    assert "每一行之和为1" in solution                    # the comment is Chinese
+    assert "return torch.softmax(scores, dim=-1)" in solution   # the code is not translated
+    capsys.readouterr()
+
+
+# --- widgets ------------------------------------------------------------------------------------
+
+def test_a_widget_built_after_the_switch_has_chinese_labels():
+    from bertcourse.widgets.positional import PositionalEncodingExplorer
+    english = PositionalEncodingExplorer()
+    assert [c.description for c in english.controls] == ["model width d", "position", "dimensions"]
+    i18n.set_language("zh")
+    chinese = PositionalEncodingExplorer()
+    assert [c.description for c in chinese.controls] == ["模型宽度d", "位置", "维度"]
+    assert [c.description for c in english.controls] == ["model width d", "position", "dimensions"]
+
+
+def test_widget_messages_are_chinese_and_figure_text_stays_english():
+    from bertcourse.widgets.attention import AttentionExplorer
+    i18n.set_language("zh")
+    explorer = AttentionExplorer()
+    assert [explorer.sentence.description, explorer.query.description] == ["句子", "查询"]
+    assert cjk_share(explorer.state["message"]) >= 0.5, explorer.state["message"]
+    texts = [t.get_text() for t in explorer.figure.texts]
+    for ax in explorer.figure.axes:
+        texts += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        texts += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels() + ax.texts]
+    assert any(texts) and all(cjk_share(t) == 0 for t in texts)     # no CJK font on Colab/Binder
+    explorer.text.value = ""                                        # the message drawn in the figure
+    assert "请" in explorer.state["message"]
+    drawn = [t.get_text() for ax in explorer.figure.axes for t in ax.texts]
+    assert drawn == ["Type at least one word in the text box (it is empty now)."]

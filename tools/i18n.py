@@ -1,8 +1,14 @@
-"""The Chinese edition, generated from the English notebooks and one gettext catalog per chapter.
+"""The Chinese edition's one upkeep tool: the chapters' catalogs and the package's catalog.
 
     python tools/i18n.py update [NN ...]   # refresh locale/zh/NN_topic.po after an English edit
     python tools/i18n.py build  [NN ...]   # write notebooks/zh/NN_topic.ipynb from notebook + catalog
+    python tools/i18n.py update package    # refresh bertcourse/locale/zh/LC_MESSAGES/bertcourse.po
+                                           # after editing the package's learner-facing strings
     python tools/i18n.py check             # exit 1, naming every problem, unless all is in step
+
+(`update` without arguments updates every chapter's catalog, not the package's.) There are two
+kinds of catalog, both kept here; the package only reads its own at run time (`bertcourse.i18n`,
+the learner's language switch).
 
 The English notebook is the one source of truth; `locale/zh/NN_topic.po` holds only the
 Chinese text, and `notebooks/zh/NN_topic.ipynb` is generated. Translators edit the msgstrs of
@@ -40,17 +46,27 @@ notebooks are executed (`python tools/run_notebooks.py --lang zh`).
 `check` exits non-zero naming (file, msgctxt, first words) every paragraph without an entry,
 untranslated or fuzzy entry, every entry whose paragraph is gone but that is not obsolete,
 every Chinese notebook whose cell sources are not what `build` would write, and the problems
-of the package's own catalog (`bertcourse.i18n.catalog_problems()`).
+of the package's own catalog (`package_catalog_problems()`).
+
+The package's catalog, `bertcourse/locale/zh/LC_MESSAGES/bertcourse.po` (package data, read by
+`bertcourse.i18n`), holds the learner-facing strings of the package's code: exercise feedback,
+hints, solutions' comments, widget labels. `extract_messages` finds them with `ast`, without
+importing the package: the literal first argument of every `_(...)` / `N_(...)` call and the
+docstrings of the functions listed in a module-level `*_DIAGNOSES` list (exercises/core.py).
+One entry per string (no msgctxt); `update package` adds new strings untranslated, records
+where each is used and marks the entries no code uses any more obsolete (kept at the end, so an
+edited string's old translation is still there to copy).
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import difflib
-import importlib
 import pathlib
 import re
 import sys
+import textwrap
 
 try:
     import nbformat
@@ -354,16 +370,138 @@ def notebook_problems(notebook: pathlib.Path, po_path: pathlib.Path, out: pathli
     return [f"{out.as_posix()}: {len(have)} cells, build writes {len(want)} (run build)"]
 
 
+# --- the package's catalog -------------------------------------------------------------------
+
+PACKAGE = ROOT / "bertcourse"
+PACKAGE_DOMAIN = "bertcourse"
+# the call names whose first argument is a message (the names modules import the functions as)
+MARKERS = ("_", "N_")
+# module-level lists whose functions' docstrings are diagnosis messages (see exercises/core.py)
+DIAGNOSES_SUFFIX = "_DIAGNOSES"
+
+
+def package_catalog_path(root: pathlib.Path = ROOT) -> pathlib.Path:
+    """The package's Chinese catalog in the source tree under `root` (what `update package` rewrites)."""
+    return root / "bertcourse" / "locale" / LANG / "LC_MESSAGES" / f"{PACKAGE_DOMAIN}.po"
+
+
+def _read_package_catalog(path: pathlib.Path) -> polib.POFile:
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"catalog: no .po file at {path}")
+    return polib.pofile(str(path))
+
+
+def _docstring_message(function: ast.AST) -> str | None:
+    doc = ast.get_docstring(function, clean=False)
+    return " ".join(doc.split()) if doc else None     # as exercises.core.message_of reads it
+
+
+def _messages_in(tree: ast.Module) -> list[tuple[str, int]]:
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in MARKERS
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append((node.args[0].value, node.lineno))
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id.endswith(DIAGNOSES_SUFFIX)
+                                                for t in node.targets):
+            for name in ast.walk(node.value):
+                if isinstance(name, ast.Name) and name.id in functions:
+                    message = _docstring_message(functions[name.id])
+                    if message:
+                        found.append((message, functions[name.id].lineno))
+    return found
+
+
+def extract_messages(package: pathlib.Path | None = None) -> dict[str, list[str]]:
+    """Every learner-facing string of the package in the folder `package` (default: this
+    checkout's `bertcourse/`): `{msgid: ["path:line", ...]}`, paths from the package's parent.
+    Marked strings are the first argument of `_(...)` / `N_(...)` calls when it is a literal,
+    and the docstrings of the functions listed in a module-level `*_DIAGNOSES` list."""
+    package = PACKAGE if package is None else pathlib.Path(package)
+    if not package.is_dir():
+        raise FileNotFoundError(f"extract_messages: package must be a folder, got {package}")
+    messages: dict[str, list[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        where = path.relative_to(package.parent).as_posix()
+        for msgid, line in _messages_in(tree):
+            if msgid:
+                messages.setdefault(msgid, []).append(f"{where}:{line}")
+    return messages
+
+
+def package_catalog_problems(path: pathlib.Path | None = None, package: pathlib.Path | None = None) -> list[str]:
+    """What keeps the package's Chinese catalog (`path`; default: this checkout's) from covering
+    the package (in the folder `package`; default: this checkout's): one line per string that is
+    missing, untranslated or fuzzy, and per catalog entry that no code uses any more. An empty
+    list means complete."""
+    catalog = _read_package_catalog(package_catalog_path() if path is None else path)
+    messages = extract_messages(package)
+    entries = {e.msgid: e for e in catalog if not e.obsolete}
+    problems = []
+    for msgid, places in messages.items():
+        entry, short = entries.get(msgid), f"{msgid[:70]!r} ({places[0]})"
+        if entry is None:
+            problems.append(f"missing from the catalog: {short}")
+        elif "fuzzy" in entry.flags:
+            problems.append(f"fuzzy (the English changed; check the translation): {short}")
+        elif not entry.msgstr:
+            problems.append(f"untranslated: {short}")
+    for msgid in entries:
+        if msgid not in messages:
+            problems.append(f"stale (no code uses it; run `python tools/i18n.py update package`): {msgid[:70]!r}")
+    return problems
+
+
+def update_package_catalog(path: pathlib.Path | None = None,
+                           package: pathlib.Path | None = None) -> tuple[int, int]:
+    """Bring the package's catalog at `path` (default: this checkout's) in step with the code of
+    `package` (default: this checkout's): add new strings untranslated, record where each is
+    used, mark entries that no code uses obsolete (kept at the end of the file, so an edited
+    string's old translation is still there to copy). Returns `(added, made_obsolete)`."""
+    path = package_catalog_path() if path is None else pathlib.Path(path)
+    catalog = _read_package_catalog(path) if path.is_file() else polib.POFile()
+    if not path.is_file():
+        catalog.metadata = {"Project-Id-Version": PACKAGE_DOMAIN, "Language": "zh_CN", "MIME-Version": "1.0",
+                            "Content-Type": "text/plain; charset=UTF-8", "Content-Transfer-Encoding": "8bit"}
+    messages = extract_messages(package)
+    entries = {e.msgid: e for e in catalog}
+    added = obsoleted = 0
+    for msgid, places in messages.items():
+        entry = entries.get(msgid)
+        if entry is None:
+            entry = polib.POEntry(msgid=msgid, msgstr="")
+            catalog.append(entry)
+            added += 1
+        entry.obsolete = False
+        entry.occurrences = [tuple(p.rsplit(":", 1)) for p in places]
+        if "{" in msgid and "python-brace-format" not in entry.flags:
+            entry.flags.append("python-brace-format")
+    for entry in catalog:
+        if entry.msgid not in messages and not entry.obsolete:
+            entry.obsolete, entry.occurrences = True, []
+            obsoleted += 1
+    # in the order of the code (by file, then line), obsolete entries last: what a translator reads
+    order = {msgid: (places[0].rsplit(":", 1)[0], int(places[0].rsplit(":", 1)[1]))
+             for msgid, places in messages.items()}
+    catalog[:] = sorted(catalog, key=lambda e: (e.obsolete, order.get(e.msgid, ("", 0))))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    catalog.wrapwidth = 100
+    catalog.save(str(path))
+    return added, obsoleted
+
+
 def package_problems() -> list[str]:
-    """The package catalog's problems, from `bertcourse.i18n` (imported only when checking) of
-    this checkout, whether or not the package is installed in the running Python."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
+    """The problems of this checkout's package catalog (:func:`package_catalog_problems`), each
+    prefixed "package catalog: "; one line if the catalog or the code cannot be read."""
     try:
-        module = importlib.import_module("bertcourse.i18n")
-    except ImportError as error:
-        return [f"bertcourse.i18n cannot be imported, the package catalog is unchecked: {error}"]
-    return [f"package catalog: {p}" for p in module.catalog_problems()]
+        problems = package_catalog_problems()
+    except (OSError, SyntaxError) as error:
+        return [f"package catalog cannot be read, it is unchecked: {error}"]
+    return [f"package catalog: {p}" for p in problems]
 
 
 def english_notebooks(root: pathlib.Path, prefixes: list[str] | None = None) -> list[pathlib.Path]:
@@ -384,9 +522,12 @@ def check(root: pathlib.Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog=textwrap.dedent(__doc__.split("\n\n")[1]),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["update", "build", "check"])
-    parser.add_argument("chapters", nargs="*", help="notebook name prefixes, e.g. 01 07 (default: all)")
+    parser.add_argument("chapters", nargs="*", help="notebook name prefixes, e.g. 01 07 (default: all), "
+                                                    "or `package` alone after update: the package's catalog")
     args = parser.parse_args(argv)
     if args.command == "check":
         problems = check(ROOT)
@@ -394,6 +535,14 @@ def main(argv: list[str] | None = None) -> int:
             print(p)
         print(f"{len(problems)} problem(s)" if problems else "the Chinese edition is in step")
         return 1 if problems else 0
+    if args.command == "update" and "package" in args.chapters:
+        if args.chapters != ["package"]:
+            parser.error("chapters: `update package` updates the package's catalog alone; "
+                         "update the chapters in another call")
+        path = package_catalog_path(ROOT)
+        added, obsoleted = update_package_catalog(path, ROOT / "bertcourse")
+        print(f"{path.relative_to(ROOT)}: {added} new (untranslated), {obsoleted} made obsolete")
+        return 0
     notebooks = english_notebooks(ROOT, args.chapters)
     if not notebooks:
         parser.error(f"chapters: no notebook starts with {args.chapters}")

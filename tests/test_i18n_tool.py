@@ -1,0 +1,460 @@
+"""The Chinese edition's one upkeep tool (tools/i18n.py): the chapters' catalogs (segmentation,
+update, build, check) and the package's catalog (extraction, update, completeness).
+
+The last test runs `check` on the repository itself: it is the gate that fails until every
+chapter is translated, built and in step with its English notebook.
+"""
+from __future__ import annotations
+
+import inspect
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import types
+
+import nbformat
+import polib
+import pytest
+
+import i18n  # tools/i18n.py (conftest.py puts tools/ on the path)
+from bertcourse import i18n as runtime  # the package's run-time side, which reads the package catalog
+from bertcourse.exercises.core import message_of
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CHAPTER_1 = ROOT / "notebooks" / "01_self_attention.ipynb"
+
+FENCED = "Before the code:\n\n```python\nx = 1\n\ny = 2\n```\n\nAfter."
+MATH = "The formula\n\n$$\na = b\n\nc = d\n$$\n\nends here.\n"
+
+
+def tiny_notebook(path: pathlib.Path) -> pathlib.Path:
+    """A three-cell chapter: markdown (two paragraphs), code with an output, markdown."""
+    nb = nbformat.v4.new_notebook()
+    intro = nbformat.v4.new_markdown_cell("# Title\n\nFirst paragraph,\nover two lines.")
+    code = nbformat.v4.new_code_cell("print(1 + 1)")
+    code.outputs = [nbformat.v4.new_output("stream", text="2\n")]
+    code.execution_count = 1
+    outro = nbformat.v4.new_markdown_cell(MATH + "\nLast words.")
+    for cell, cid in zip((intro, code, outro), ("aaaa0001", "aaaa0002", "aaaa0003")):
+        cell.id = cid
+    nb.cells = [intro, code, outro]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+def translate_all(po_path: pathlib.Path, translate=lambda text: "中文：" + text) -> polib.POFile:
+    po = polib.pofile(str(po_path), wrapwidth=0)
+    for entry in po:
+        entry.msgstr = translate(entry.msgid)
+    po.save(str(po_path))
+    return po
+
+
+def translated_tiny_chapter(tmp_path: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """The tiny chapter under ``tmp_path`` and its catalog, every paragraph translated
+    (:func:`translate_all`'s "中文：" + the English)."""
+    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
+    po_path = i18n.catalog_path(notebook, tmp_path)
+    i18n.update_catalog(notebook, po_path)
+    translate_all(po_path)
+    return notebook, po_path
+
+
+@pytest.fixture
+def no_package_problems(monkeypatch):
+    """The package catalog's problems stood in for: none, unless a test sets ``.problems``."""
+    stub = types.SimpleNamespace(problems=[])
+    monkeypatch.setattr(i18n, "package_catalog_problems", lambda *args, **kwargs: list(stub.problems))
+    return stub
+
+
+# --- segmentation -------------------------------------------------------------------------
+
+def test_segments_join_back_to_the_source_in_every_chapter():
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            if cell.cell_type == "markdown":
+                assert "".join(text for text, _ in i18n.segments(cell.source)) == cell.source, path
+
+
+def test_blank_lines_inside_fences_and_display_math_do_not_split():
+    assert [t for t, p in i18n.segments(FENCED) if p] == [
+        "Before the code:", "```python\nx = 1\n\ny = 2\n```", "After."]
+    assert [t for t, p in i18n.segments(MATH) if p] == [
+        "The formula", "$$\na = b\n\nc = d\n$$", "ends here."]
+
+
+def test_display_math_alone_needs_no_translation():
+    assert not i18n.needs_translation("$$\na = b\n$$")
+    assert i18n.needs_translation("The formula $a = b$ says so.")
+
+
+# --- update ------------------------------------------------------------------------------
+
+def test_update_marks_changed_paragraphs_fuzzy_and_new_ones_untranslated(tmp_path):
+    notebook = tmp_path / "notebooks" / CHAPTER_1.name
+    notebook.parent.mkdir()
+    shutil.copy(CHAPTER_1, notebook)
+    po_path = i18n.catalog_path(notebook, tmp_path)
+    i18n.update_catalog(notebook, po_path)
+    translate_all(po_path)
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    markdown = [c for c in nb.cells if c.cell_type == "markdown"]
+    first = i18n.paragraphs(nb)[1][2]                 # the first paragraph after the title
+    markdown[0].source = markdown[0].source.replace(first, first + " (edited)") + "\n\nA new paragraph."
+    vanished = markdown[-1].source
+    markdown[-1].source = "Nothing left of the old text."
+    nbformat.write(nb, str(notebook))
+    po = i18n.update_catalog(notebook, po_path)
+
+    edited = po.find(first + " (edited)", msgctxt=markdown[0].id)
+    assert "fuzzy" in edited.flags and edited.previous_msgid == first
+    assert edited.msgstr == "中文：" + first            # the old translation, to review
+    new = po.find("A new paragraph.", msgctxt=markdown[0].id)
+    assert new.msgstr == "" and "fuzzy" not in new.flags
+    # the last cell's paragraphs: the first one is paired with the new text, the others obsolete
+    obsolete = [e for e in po if e.obsolete]
+    assert obsolete and all(e.msgctxt == markdown[-1].id for e in obsolete)
+    assert all(e.msgid in vanished for e in obsolete)
+    assert po.find(first, msgctxt=markdown[0].id) is None
+    # update is idempotent
+    before = po_path.read_text()
+    i18n.update_catalog(notebook, po_path)
+    assert po_path.read_text() == before
+
+
+def replace_last_paragraph(notebook, new: str) -> None:
+    """Edit the tiny notebook's English: cell 2's last paragraph becomes ``new``."""
+    nb = nbformat.read(str(notebook), as_version=4)
+    nb.cells[2].source = nb.cells[2].source.rsplit("\n\n", 1)[0] + "\n\n" + new
+    nbformat.write(nb, str(notebook))
+
+
+def test_update_keeps_a_translation_through_two_edits_with_the_first_english(tmp_path):
+    notebook, po_path = translated_tiny_chapter(tmp_path)
+    for new in ("Last words!", "Last words!!"):
+        replace_last_paragraph(notebook, new)
+        po = i18n.update_catalog(notebook, po_path)
+    entry = po.find("Last words!!", msgctxt="aaaa0003")
+    assert "fuzzy" in entry.flags and entry.previous_msgid == "Last words."
+    assert entry.msgstr == "中文：Last words."
+
+
+def test_a_paragraph_moved_to_a_new_cell_keeps_its_translation_fuzzy(tmp_path):
+    notebook, po_path = translated_tiny_chapter(tmp_path)
+    nb = nbformat.read(str(notebook), as_version=4)
+    nb.cells[0].id = "bbbb0001"                       # the cell was recreated
+    nbformat.write(nb, str(notebook))
+    po = i18n.update_catalog(notebook, po_path)
+    entry = po.find("# Title", msgctxt="bbbb0001")
+    assert entry.msgstr == "中文：# Title" and "fuzzy" in entry.flags
+    assert entry.previous_msgctxt == "aaaa0001"
+
+
+# --- build -------------------------------------------------------------------------------
+
+def test_build_replaces_each_paragraph_and_keeps_the_rest(tmp_path):
+    notebook, po_path = translated_tiny_chapter(tmp_path)
+    zh = i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, tmp_path))
+    assert zh.cells[0].source == "中文：# Title\n\n中文：First paragraph,\nover two lines."
+    assert zh.cells[2].source == ("中文：The formula\n\n$$\na = b\n\nc = d\n$$\n\n中文：ends here.\n"
+                                  "\n中文：Last words.")
+    # a fresh build has no outputs yet: they come from executing the Chinese notebook
+    assert zh.cells[1].outputs == [] and zh.cells[1].execution_count is None
+
+
+def test_build_with_the_english_as_translation_gives_the_english_back(tmp_path):
+    notebook = tmp_path / "notebooks" / CHAPTER_1.name
+    notebook.parent.mkdir()
+    shutil.copy(CHAPTER_1, notebook)
+    po_path = i18n.catalog_path(notebook, tmp_path)
+    i18n.update_catalog(notebook, po_path)
+    translate_all(po_path, translate=lambda text: text)
+    english = nbformat.read(str(notebook), as_version=4)
+    zh = i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, tmp_path))
+    assert [c.source for c in zh.cells if c.cell_type == "markdown"] == \
+           [c.source for c in english.cells if c.cell_type == "markdown"]
+
+
+def test_untranslated_and_fuzzy_paragraphs_are_built_in_english(tmp_path):
+    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
+    po_path = i18n.catalog_path(notebook, tmp_path)
+    po = i18n.update_catalog(notebook, po_path)
+    po.find("# Title", msgctxt="aaaa0001").msgstr = "# 标题"
+    fuzzy = po.find("Last words.", msgctxt="aaaa0003")
+    fuzzy.msgstr, fuzzy.flags = "最后", ["fuzzy"]
+    po.save(str(po_path))
+    zh = i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, tmp_path))
+    assert zh.cells[0].source == "# 标题\n\nFirst paragraph,\nover two lines."
+    assert zh.cells[2].source.endswith("\n\nLast words.")
+
+
+def test_code_cells_equal_the_english_but_for_the_switch_line_and_keep_outputs(tmp_path):
+    notebook = tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
+    po_path = i18n.catalog_path(notebook, tmp_path)
+    i18n.update_catalog(notebook, po_path)
+    out = i18n.zh_path(notebook, tmp_path)
+    zh = i18n.build_notebook(notebook, po_path, out)
+    assert zh.cells[1].source == "print(1 + 1)\n" + i18n.SWITCH_LINE
+    # outputs of the executed Chinese notebook survive a rebuild while the code is unchanged
+    zh.cells[1].outputs = [nbformat.v4.new_output("stream", text="2\n")]
+    zh.cells[1].execution_count = 1
+    nbformat.write(zh, str(out))
+    again = i18n.build_notebook(notebook, po_path, out)
+    assert again.cells[1].outputs[0]["text"] == "2\n" and again.cells[1].execution_count == 1
+    # ... and are dropped when the English code changes
+    english = nbformat.read(str(notebook), as_version=4)
+    english.cells[1].source = "print(2 + 2)"
+    nbformat.write(english, str(notebook))
+    changed = i18n.build_notebook(notebook, po_path, out)
+    assert changed.cells[1].outputs == [] and changed.cells[1].execution_count is None
+
+
+# --- check -------------------------------------------------------------------------------
+
+def complete_fixture(root: pathlib.Path) -> pathlib.Path:
+    notebook = tiny_notebook(root / "notebooks" / "01_tiny.ipynb")
+    po_path = i18n.catalog_path(notebook, root)
+    i18n.update_catalog(notebook, po_path)
+    translate_all(po_path, translate=lambda text: "这是一段完整的中文翻译。")
+    i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, root))
+    return notebook
+
+
+def test_check_passes_on_a_complete_fixture(tmp_path, no_package_problems):
+    complete_fixture(tmp_path)
+    assert i18n.check(tmp_path) == []
+
+
+def test_check_names_a_stale_entry_after_an_english_edit(tmp_path, no_package_problems):
+    notebook = complete_fixture(tmp_path)
+    nb = nbformat.read(str(notebook), as_version=4)
+    nb.cells[0].source = nb.cells[0].source.replace("First paragraph", "The first paragraph")
+    nbformat.write(nb, str(notebook))
+    problems = i18n.check(tmp_path)
+    assert any("locale/zh/01_tiny.po: msgctxt aaaa0001: 'The first paragraph, over two lines.': "
+               "no entry" in p for p in problems), problems
+    assert any("'First paragraph, over two lines.': stale" in p for p in problems), problems
+    assert any(p.startswith("notebooks/zh/01_tiny.ipynb: cell 0 ") for p in problems), problems
+    i18n.update_catalog(notebook, i18n.catalog_path(notebook, tmp_path))
+    assert any("'The first paragraph, over two lines.': fuzzy" in p for p in i18n.check(tmp_path))
+
+
+def test_check_names_untranslated_entries_and_too_little_chinese(tmp_path, no_package_problems):
+    notebook = complete_fixture(tmp_path)
+    po_path = i18n.catalog_path(notebook, tmp_path)
+    po = translate_all(po_path, translate=lambda text: text)      # "translated" as the English
+    po.find("# Title", msgctxt="aaaa0001").msgstr = ""
+    po.save(str(po_path))
+    i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, tmp_path))
+    problems = i18n.check(tmp_path)
+    assert "locale/zh/01_tiny.po: msgctxt aaaa0001: '# Title': untranslated" in problems
+    assert any(p.startswith("notebooks/zh/01_tiny.ipynb: 0% of the prose letters are Chinese")
+               for p in problems), problems
+
+
+def test_check_reports_the_package_catalog(tmp_path, no_package_problems):
+    complete_fixture(tmp_path)
+    no_package_problems.problems = ["msgid 'Correct!': untranslated"]
+    assert i18n.check(tmp_path) == ["package catalog: msgid 'Correct!': untranslated"]
+
+
+def test_check_fails_when_the_package_catalog_cannot_be_read(tmp_path, monkeypatch):
+    complete_fixture(tmp_path)
+    monkeypatch.setattr(i18n, "package_catalog_path", lambda root=i18n.ROOT: tmp_path / "gone.po")
+    (problem,) = i18n.check(tmp_path)
+    assert problem.startswith("package catalog cannot be read")
+
+
+def test_the_command_line_exits_1_naming_the_problems(tmp_path, monkeypatch, capsys, no_package_problems):
+    complete_fixture(tmp_path)
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    assert i18n.main(["check"]) == 0
+    (tmp_path / "notebooks" / "zh" / "01_tiny.ipynb").unlink()
+    assert i18n.main(["check"]) == 1
+    assert "notebooks/zh/01_tiny.ipynb: missing" in capsys.readouterr().out
+
+
+def test_the_command_line_without_its_requirements_says_so_in_one_line():
+    # a Python without nbformat (not the course's environment): exit code 2 and what to do, no traceback
+    run = ("import runpy, sys; sys.modules['nbformat'] = None; sys.argv = ['tools/i18n.py', 'check']; "
+           f"runpy.run_path({str(i18n.ROOT / 'tools' / 'i18n.py')!r}, run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == "", result
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "nbformat is not installed" in result.stderr and "pip install -r requirements.txt" in result.stderr
+
+
+# --- the package's catalog --------------------------------------------------------------
+
+def test_every_wrapped_string_has_a_finished_translation():
+    assert i18n.package_catalog_problems() == []
+
+
+def test_extraction_finds_marked_strings_and_diagnosis_docstrings():
+    messages = i18n.extract_messages()
+    from bertcourse.exercises import ch01
+    assert message_of(ch01._weights_no_scale) in messages            # a diagnosis's docstring
+    assert "Q1 (scaled dot-product attention weights)" in messages   # an N_() mark
+    assert "sentence A" in messages                                  # a widget's _() call
+    assert any(p.startswith("bertcourse/widgets/bert_input.py:") for p in messages["sentence A"])
+    # helpers' docstrings are not learner-facing: only functions listed in *_DIAGNOSES are taken
+    assert inspect.getdoc(ch01._visible) not in messages
+
+
+def test_catalog_problems_names_missing_fuzzy_untranslated_and_stale_entries(tmp_path):
+    path = tmp_path / "bertcourse.po"
+    shutil.copy(i18n.package_catalog_path(), path)
+    catalog = polib.pofile(str(path))
+    missing, fuzzy, empty = catalog[0], catalog[1], catalog[2]
+    catalog.remove(missing)
+    fuzzy.flags.append("fuzzy")
+    empty.msgstr = ""
+    catalog.append(polib.POEntry(msgid="a string no code uses any more", msgstr="没人用的字符串"))
+    catalog.save()
+    problems = "\n".join(i18n.package_catalog_problems(path))
+    assert f"missing from the catalog: {missing.msgid[:70]!r}" in problems
+    assert f"fuzzy (the English changed; check the translation): {fuzzy.msgid[:70]!r}" in problems
+    assert f"untranslated: {empty.msgid[:70]!r}" in problems
+    assert "stale" in problems and "a string no code uses any more" in problems
+    assert "run `python tools/i18n.py update package`" in problems    # the command that retires it
+    assert len(i18n.package_catalog_problems(path)) == 4
+
+
+def test_update_adds_new_strings_untranslated_and_retires_old_ones(tmp_path):
+    path = tmp_path / "bertcourse.po"
+    shutil.copy(i18n.package_catalog_path(), path)
+    catalog = polib.pofile(str(path))
+    gone = catalog[5]
+    catalog.remove(gone)
+    catalog.append(polib.POEntry(msgid="an old string", msgstr="旧字符串"))
+    catalog.save()
+    assert i18n.update_package_catalog(path) == (1, 1)
+    catalog = polib.pofile(str(path))
+    assert catalog.find(gone.msgid).msgstr == ""                    # back, to be translated
+    assert catalog.find("an old string", include_obsolete_entries=True).obsolete
+    problems = i18n.package_catalog_problems(path)
+    assert problems == [f"untranslated: {gone.msgid[:70]!r} ({gone.occurrences[0][0]}:{gone.occurrences[0][1]})"]
+
+
+def test_the_tool_keeps_the_catalog_that_the_package_reads():
+    kept = polib.pofile(str(i18n.package_catalog_path()))
+    read = runtime._read_catalog()
+    assert [(e.msgid, e.msgstr, e.obsolete) for e in kept] == [(e.msgid, e.msgstr, e.obsolete) for e in read]
+
+
+def test_the_command_line_updates_the_package_catalog(tmp_path, monkeypatch, capsys):
+    shutil.copytree(ROOT / "bertcourse", tmp_path / "bertcourse", ignore=shutil.ignore_patterns("__pycache__"))
+    path = i18n.package_catalog_path(tmp_path)
+    catalog = polib.pofile(str(path))
+    catalog.remove(catalog[3])
+    catalog.save()
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)
+    assert i18n.main(["update", "package"]) == 0
+    assert capsys.readouterr().out == "bertcourse/locale/zh/LC_MESSAGES/bertcourse.po: 1 new (untranslated), 0 made obsolete\n"
+    assert len(i18n.package_catalog_problems(path, tmp_path / "bertcourse")) == 1
+    with pytest.raises(SystemExit):                  # the package's catalog is updated alone
+        i18n.main(["update", "01", "package"])
+
+
+# --- the measure of Chinese ----------------------------------------------------------------
+
+def test_chinese_share_counts_letters_of_prose_only():
+    assert i18n.chinese_share("注意力 attention") == pytest.approx(3 / 12)
+    # code, math, link targets and URLs are not prose
+    assert i18n.chinese_share("注意力 `masked_softmax` $QK^\\top$ [图](https://x.org/a) "
+                              "```\ncode\n```") == 1.0
+    assert i18n.chinese_share("1 + 2 = 3") == 0.0
+
+
+def test_a_translated_chapter_is_mostly_chinese_with_code_cells_as_in_english():
+    english = nbformat.read(str(CHAPTER_1), as_version=4)
+    zh = nbformat.read(str(ROOT / "notebooks" / "zh" / CHAPTER_1.name), as_version=4)
+    assert i18n.chinese_share(i18n.markdown_of(zh)) >= i18n.MIN_CHINESE_SHARE
+    assert [c.id for c in zh.cells] == [c.id for c in english.cells]
+    codes = [(e.source, z.source) for e, z in zip(english.cells, zh.cells) if e.cell_type == "code"]
+    assert codes[0][1] == codes[0][0] + "\n" + i18n.SWITCH_LINE
+    assert all(e == z for e, z in codes[1:])
+
+
+# --- the gate ------------------------------------------------------------------------------
+
+def test_the_chinese_edition_is_complete_and_in_step():
+    problems = i18n.check(ROOT)
+    assert not problems, f"{len(problems)} problem(s), e.g.:\n" + "\n".join(problems[:40])
+
+
+# --- the Chinese README --------------------------------------------------------------------
+
+BADGE_LINK = re.compile(r"https://(?:colab\.research\.google\.com|mybinder\.org)/[^\s)]+")
+
+
+def test_the_chinese_readme_has_the_english_badges_opening_the_chinese_notebooks():
+    """Same repository, reference and chapters as README.md's badges, under notebooks/zh/."""
+    english = BADGE_LINK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    chinese = BADGE_LINK.findall((ROOT / "README.zh-CN.md").read_text(encoding="utf-8"))
+    notebook_links = [u for u in english if "notebooks/" in u]
+    assert len(notebook_links) == 2 * len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    assert sorted(u.replace("notebooks/", "notebooks/zh/") for u in notebook_links) == \
+           sorted(u for u in chinese if "notebooks/" in u)
+
+
+def test_the_readmes_link_each_other():
+    assert "(README.zh-CN.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(README.md)" in (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+
+
+def test_a_reviewed_entry_forgets_the_old_english(tmp_path):
+    """Once the translator removes `#, fuzzy`, the next edit compares with the reviewed English."""
+    notebook, po_path = translated_tiny_chapter(tmp_path)
+    for new in ("Last words!", "Last words!!"):
+        replace_last_paragraph(notebook, new)
+        po = i18n.update_catalog(notebook, po_path)
+        entry = po.find(new, msgctxt="aaaa0003")
+        entry.flags.remove("fuzzy")                       # reviewed, #| msgid left in place
+        po.save(str(po_path))
+    po = i18n.update_catalog(notebook, po_path)
+    assert po.find("Last words!!", msgctxt="aaaa0003").previous_msgid is None
+    replace_last_paragraph(notebook, "Final words.")             # it was "Last words!!"
+    entry = i18n.update_catalog(notebook, po_path).find("Final words.", msgctxt="aaaa0003")
+    assert entry.previous_msgid == "Last words!!" and "fuzzy" in entry.flags
+
+
+# --- the Chinese notebooks' outputs --------------------------------------------------------
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
+
+
+def printed_text(cell) -> str:
+    """What a code cell shows as text: streams, text/plain results and errors."""
+    parts = []
+    for output in cell.outputs:
+        if output.output_type == "stream":
+            parts.append(output.text)
+        elif output.output_type == "error":
+            parts.append(f"{output.ename}: {output.evalue}")
+        else:
+            parts.append(output.get("data", {}).get("text/plain", ""))
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("zh_notebook", ZH_NOTEBOOKS, ids=[p.name for p in ZH_NOTEBOOKS])
+def test_a_chinese_notebook_is_executed_and_prints_what_the_english_one_prints(zh_notebook):
+    """Committed executed (nbval needs outputs to compare), and a cell that prints no Chinese
+    prints exactly what the English notebook's cell prints: the code is the same."""
+    english = {c.id: c for c in nbformat.read(str(ROOT / "notebooks" / zh_notebook.name),
+                                              as_version=4).cells}
+    zh = nbformat.read(str(zh_notebook), as_version=4)
+    code = [c for c in zh.cells if c.cell_type == "code"]
+    unexecuted = [c.id for c in code if c.execution_count is None]
+    assert not unexecuted, (f"{zh_notebook.name}: cells {unexecuted} were never run: "
+                            f"python tools/run_notebooks.py --lang zh {zh_notebook.name[:2]}")
+    differ = [c.id for c in code
+              if c.id in english and "NBVAL_IGNORE_OUTPUT" not in c.source
+              and not CJK.search(printed_text(c)) and printed_text(c) != printed_text(english[c.id])]
+    assert not differ, f"{zh_notebook.name}: cells {differ} print what the English cells do not"
