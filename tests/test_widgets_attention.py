@@ -14,6 +14,8 @@ from bertcourse.widgets import attention as wa  # noqa: E402
 from bertcourse.widgets.attention import (HEAD_NAMES, MAX_TOKENS, SENTENCES, AttentionExplorer,  # noqa: E402
                                           attention_for_sentence, category, draw_attention, entropy,  # entropy: from bertcourse.attention
                                           explorer_model, tokenize, word_vectors)
+from bertcourse.widgets.drawing import draw_heatmap  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 
 def heatmap(fig):
@@ -141,6 +143,47 @@ def test_draw_attention_errors():
         draw_attention(["a", "b"], torch.zeros(3, 3), 0)
     with pytest.raises(ValueError, match=r"query_index must be in \[0, 1\], got 2"):
         draw_attention(["a", "b"], torch.zeros(2, 2), 2)
+
+
+def test_draw_heatmap_data_labels_and_limits():
+    w = torch.tensor([[0.25, 0.75, 0.0], [1.0, 0.0, 0.0]])         # 2 queries, 3 keys
+    fig = Figure()
+    ax = fig.add_subplot()
+    im = draw_heatmap(ax, w, ["q0", "q1"], ["a", "b", "c"], title="t")
+    assert list(ax.images) == [im]
+    np.testing.assert_array_equal(np.asarray(im.get_array()), w.numpy())
+    assert not np.ma.getmaskarray(im.get_array()).any()
+    assert im.get_clim() == (0.0, 1.0) and im.get_cmap().name.startswith("Blues")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["q0", "q1"]
+    assert all(t.get_rotation() == 60 and t.get_ha() == "right" for t in ax.get_xticklabels())
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("keys", "queries", "t")
+    assert len(fig.axes) == 2                                         # the map and its colour bar
+
+
+def test_draw_heatmap_options():
+    s = torch.tensor([[0.5, 2.0], [1.5, 0.0]])                       # not weights: e.g. entropies
+    fig = Figure()
+    ax = fig.add_subplot()
+    im = draw_heatmap(ax, s, ["1", "2"], ["1", "2"], hidden=s == 0, cmap="viridis", vmax=None,
+                      rotation=0, xlabel="", ylabel="", colorbar=None)
+    fig.canvas.draw()
+    assert im.get_clim() == (0.0, 2.0) and im.get_cmap().name.startswith("viridis")
+    np.testing.assert_array_equal(np.ma.getmaskarray(im.get_array()), [[False, False], [False, True]])
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == ("", "", "")
+    assert all(t.get_ha() == "center" for t in ax.get_xticklabels())
+    assert len(fig.axes) == 1
+
+
+@pytest.mark.parametrize("weights, rows, cols, extra, pattern", [
+    (torch.zeros(2, 3, 1), ["a", "b"], ["x", "y", "z"], {}, r"weights must have shape \(queries, keys\) \(2-D\), got shape \(2, 3, 1\)"),
+    (torch.zeros(2, 3), ["a"], ["x", "y", "z"], {}, r"need 2 row labels and 3 column labels \(row_labels, col_labels\)"),
+    (torch.zeros(2, 3), ["a", "b"], ["x", "y", "z"], {"hidden": torch.zeros(3, 2, dtype=torch.bool)},
+     r"hidden must be a bool tensor of shape \(2, 3\) .*got torch.bool of shape \(3, 2\)"),
+])
+def test_draw_heatmap_errors(weights, rows, cols, extra, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        draw_heatmap(Figure().add_subplot(), weights, rows, cols, **extra)
 
 
 # --- the widget -------------------------------------------------------------------------

@@ -55,7 +55,7 @@ from .._checks import check_finite_number, check_int, check_tensor
 from ..attention import MultiHeadAttention, dot_product_attention, entropy
 from ..i18n import gettext as _, gettext_noop as N_
 from . import FigureWidget
-from .drawing import draw_message
+from .drawing import draw_heatmap, draw_message
 
 __all__ = ["SENTENCES", "HEAD_NAMES", "MAX_TOKENS", "tokenize", "word_vectors", "explorer_model",
            "attention_for_sentence", "entropy", "draw_attention",
@@ -257,15 +257,9 @@ def draw_attention(tokens: list[str], weights: torch.Tensor, query_index: int,
     fig = Figure(figsize=(11, 4.4))
     ax_map, ax_bar = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.25]})
 
-    im = ax_map.imshow(w, cmap="Blues", vmin=0.0, vmax=1.0)
-    ax_map.set_xticks(range(n), labels, rotation=60, ha="right", fontsize=8)
-    ax_map.set_yticks(range(n), labels, fontsize=8)
-    ax_map.set_xlabel("keys")
-    ax_map.set_ylabel("queries")
+    draw_heatmap(ax_map, weights, labels, labels, title="weights: rows = queries")
     ax_map.add_patch(Rectangle((-0.5, query_index - 0.5), n, 1, fill=False,
                                edgecolor="crimson", linewidth=2))
-    fig.colorbar(im, ax=ax_map, fraction=0.046, pad=0.04)
-    ax_map.set_title("weights: rows = queries")
 
     row = w[query_index]
     colors = ["crimson" if j == row.argmax() else "steelblue" for j in range(n)]

@@ -21,12 +21,12 @@ import torch
 from matplotlib.figure import Figure
 
 from .._checks import check_int, check_tensor
-from ..analysis import MASK, attention_maps, check_mlm_model, encode_words, fill_mask, fill_mask_tokens, mask_word
+from ..inspection import MASK, attention_maps, check_mlm_model, encode_words, fill_mask, fill_mask_tokens, mask_word
 from ..bert import BERTModel
 from ..i18n import gettext as _
 from ..wordpiece import hf_tokenizer
 from . import FigureWidget
-from .drawing import draw_message
+from .drawing import draw_heatmap, draw_message
 
 NO_MASK = "Type [MASK] somewhere in the sentence, or choose a word to mask."
 
@@ -84,11 +84,9 @@ def draw_attention_grid(pieces: list, weights: torch.Tensor, title: str = "") ->
     axes = fig.subplots(layers, heads, squeeze=False)
     for l in range(layers):
         for h in range(heads):
-            ax = axes[l][h]
-            ax.imshow(weights[l, h].numpy(), cmap="Blues", vmin=0.0, vmax=1.0)
-            ax.set_xticks(range(n), pieces, rotation=90, fontsize=7)
-            ax.set_yticks(range(n), pieces, fontsize=7)
-            ax.set_title(f"layer {l + 1}, head {h + 1}", fontsize=9)
+            # small panels: no axis names and no colour bars, the scale is 0..1 in every one
+            draw_heatmap(axes[l][h], weights[l, h], pieces, pieces, fontsize=7, rotation=90, xlabel="",
+                         ylabel="", title=f"layer {l + 1}, head {h + 1}", title_size=9, colorbar=None)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

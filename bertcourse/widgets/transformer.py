@@ -28,6 +28,7 @@ from ..seq2seq import BOS, EOS, DateVocab, translate
 from ..transformer import EncoderDecoder
 from ..i18n import gettext as _
 from . import FigureWidget
+from .drawing import draw_heatmap
 
 __all__ = ["KINDS", "example_attention", "draw_attention_map", "TransformerAttentionExplorer"]
 
@@ -72,19 +73,12 @@ def draw_attention_map(weights: torch.Tensor, row_labels: list[str], col_labels:
     """Heatmap of ``(queries, keys)`` weights with token labels (``fig.axes[0].images[0]``)."""
     check_tensor("weights", weights, ndim=2, expected="(queries, keys)", floating=True)
     q, k = weights.shape
-    if len(row_labels) != q or len(col_labels) != k:
-        raise ValueError(f"need {q} row labels and {k} column labels for weights of shape "
-                         f"{tuple(weights.shape)}, got {len(row_labels)} and {len(col_labels)}")
     fig = Figure(figsize=(1.2 + 0.45 * max(k, 6), 1.2 + 0.36 * max(q, 6)))
-    ax = fig.add_subplot()
-    im = ax.imshow(weights.numpy(), cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
-    ax.set_xticks(range(k), col_labels, rotation=60, ha="right", fontsize=9)
-    ax.set_yticks(range(q), row_labels, fontsize=9)
-    ax.set_xlabel("keys")
-    ax.set_ylabel("queries")
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    if title:
-        ax.set_title(title, fontsize=10)
+    im = draw_heatmap(fig.add_subplot(), weights, row_labels, col_labels, fontsize=9, title=title,
+                      title_size=10)
+    # one flat colour per cell even where a long example draws the cells small (matplotlib
+    # would otherwise smooth a map drawn at under 3 pixels per cell)
+    im.set_interpolation("nearest")
     fig.tight_layout()
     return fig
 
