@@ -33,8 +33,8 @@ SHARED = {  # the test files with one expensive session fixture each
 # The edit-test loop's quick tier, `pytest tests -m "not slow"` (CONTRIBUTING.md): everything but
 # the notebooks and these files, which run notebooks, browsers, subprocesses or trainings.
 SLOW_FILES = {"test_browser.py", "test_book.py", "test_colab.py", "test_portability.py", "test_distributed.py",
-              "test_finetune.py", "test_training.py", "test_checkpoints.py", "test_cli.py", "test_hf_weights.py",
-              "test_probing.py", "test_public_inputs.py", "test_spread.py", "test_seq2seq.py",
+              "test_finetune.py", "test_training.py", "test_checkpoints.py", "test_cli.py", "test_pretrained_bert.py",
+              "test_finetuning_baselines.py", "test_public_inputs.py", "test_measured_bounds.py", "test_seq2seq.py",
               "test_ddp_example.py"}
 
 

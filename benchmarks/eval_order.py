@@ -18,7 +18,7 @@ import time
 import torch
 
 from bertcourse.finetune import build_classifier, evaluate_classifier, init_head_from_probe
-from bertcourse.probing import WEIGHT_DECAYS, frozen_features, select_weight_decay
+from bertcourse.finetuning_baselines import WEIGHT_DECAYS, frozen_features, select_weight_decay
 from bertcourse.reviews import load_sentiment, review_loader
 from bertcourse.training import cpu_has_fast_bf16
 

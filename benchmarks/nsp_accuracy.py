@@ -16,7 +16,7 @@ import time
 import torch
 
 from bertcourse.bert import BERTModel, get_config
-from bertcourse.baselines import NSP_CUES, nsp_cues
+from bertcourse.pretraining_baselines import NSP_CUES, nsp_cues
 from bertcourse.corpus import generate_corpus
 from bertcourse.data import load_pretrain_data
 from bertcourse.pretrain import TrainConfig, init_bert_weights, nsp_predictions, pretrain

@@ -54,7 +54,7 @@ import torch
 from bertcourse.attention import store_attention_weights
 from bertcourse.bert import BERTModel, get_config
 from bertcourse.pretrain import init_bert_weights, make_optimizer, mlm_loss, nsp_loss, training_step
-from bertcourse.kernels import use_onednn
+from bertcourse.fast_paths import use_onednn
 from bertcourse.precision import autocast, bf16_speedup, cpu_has_fast_bf16
 from bertcourse.training import optimizer_step
 

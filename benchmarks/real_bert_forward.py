@@ -27,7 +27,7 @@ import time
 import torch
 
 from bertcourse.attention import store_attention_weights
-from bertcourse.hf_weights import load_pretrained
+from bertcourse.pretrained_bert import load_pretrained
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog near the river bank.",

@@ -102,9 +102,10 @@ def worker(seed: int, methods: list[str]) -> None:
     import torch
 
     from bertcourse.finetune import (build_classifier, evaluate_classifier, finetune, init_head_from_probe,
-                                     sentence_vectors, weights_moved)
-    from bertcourse.hf_weights import load_pretrained
-    from bertcourse.probing import (WEIGHT_DECAYS, bag_of_words, build_vocabulary, frozen_features,
+                                     probe_then_finetune, weights_moved)
+    from bertcourse.inspection import sentence_vectors
+    from bertcourse.pretrained_bert import load_pretrained
+    from bertcourse.finetuning_baselines import (WEIGHT_DECAYS, bag_of_words, build_vocabulary, frozen_features,
                                     select_weight_decay)
     from bertcourse.reviews import load_sentiment, review_loader, stratified_indices
     from bertcourse.precision import cpu_has_fast_bf16, cpu_supports_bf16
@@ -156,10 +157,10 @@ def worker(seed: int, methods: list[str]) -> None:
         clf, tokenizer = build_classifier("minilm", pooling="mean", seed=seed)
         untrained = evaluate_classifier(clf, review_loader(splits.validation, tokenizer, batch_size=64, by_length=True),
                                         amp=amp)
-        init_head_from_probe(clf, probe)
-        trainer = finetune(clf, tokenizer, splits.train, splits.validation, epochs=1, lr=5e-5, batch_size=16,
-                           warmup_ratio=0.1, evals_per_epoch=3, seed=seed, amp=amp, checkpointing=True,
-                           train_word_embeddings=False, progress=False, plot=False)
+        trainer = probe_then_finetune(clf, tokenizer, splits.train, splits.validation, probe=probe, epochs=1,
+                                      lr=5e-5, batch_size=16, warmup_ratio=0.1, evals_per_epoch=3, seed=seed,
+                                      amp=amp, checkpointing=True, train_word_embeddings=False, progress=False,
+                                      plot=False)
         evals, seconds = [e["acc"] for e in trainer.history.evals], trainer.elapsed
         del trainer
         test = evaluate_classifier(clf, review_loader(splits.test, tokenizer, batch_size=16, by_length=True), amp=amp)
@@ -167,10 +168,10 @@ def worker(seed: int, methods: list[str]) -> None:
                   "untrained_validation": untrained["acc"], "seconds": seconds}
 
         pretrained = load_pretrained("minilm")
-        probe_batch = next(iter(review_loader(splits.validation[:64], tokenizer, batch_size=64)))
-        start_vectors = sentence_vectors(pretrained.model.encoder, probe_batch)
+        probe_texts = [r.text for r in splits.validation[:64]]
+        start_vectors = sentence_vectors(pretrained.model.encoder, tokenizer, probe_texts, normalize=True)
         result["weights_moved"] = weights_moved(clf.encoder, pretrained.model.encoder)
-        result["similarity_to_pretrained"] = float((sentence_vectors(clf.encoder, probe_batch) * start_vectors)
+        result["similarity_to_pretrained"] = float((sentence_vectors(clf.encoder, tokenizer, probe_texts, normalize=True) * start_vectors)
                                                    .sum(-1).mean())
         del clf
         wreck, _ = build_classifier(pretrained, seed=seed)
@@ -180,7 +181,7 @@ def worker(seed: int, methods: list[str]) -> None:
         result["lr_1e-3"] = {"validation": t.history.evals[-1]["acc"],
                              "weights_moved": weights_moved(wreck.encoder, pretrained.model.encoder),
                              "similarity_to_pretrained":
-                                 float((sentence_vectors(wreck.encoder, probe_batch) * start_vectors)
+                                 float((sentence_vectors(wreck.encoder, tokenizer, probe_texts, normalize=True) * start_vectors)
                                        .sum(-1).mean())}
         del t, wreck, pretrained
         emit("finetune", result)
@@ -275,7 +276,7 @@ def run_one(config: str, seed: int, methods: list[str], path: pathlib.Path) -> b
     return ok
 
 
-# what the table shows, with the names of bertcourse.spread.RANGES: (name, path into a run's "methods")
+# what the table shows, with the names of bertcourse.measured_bounds.RANGES: (name, path into a run's "methods")
 ROWS = [("a. bag of words", ("bow", "test")),
         ("b. MiniLM from scratch", ("scratch", "test")),
         ("c. frozen MiniLM + probe", ("probe", "test")),

@@ -194,8 +194,8 @@ def chapter7(seed: int) -> None:
     import torch
     from torch.utils.data import DataLoader, Subset
 
-    from bertcourse.analysis import attention_maps
-    from bertcourse.baselines import NSP_CUES, baselines, nsp_cues
+    from bertcourse.inspection import attention_maps
+    from bertcourse.pretraining_baselines import NSP_CUES, baselines, nsp_cues
     from bertcourse.batching import bucketed_loader
     from bertcourse.bert import BERTModel, get_config
     from bertcourse.data import cloze_items, generate_corpus, load_pretrain_data
@@ -402,7 +402,7 @@ _base = lambda v, name: v["training"]["baselines"][name]
 
 
 def _cue(v, i):
-    from bertcourse.baselines import NSP_CUES    # imports torch: only where a table is made
+    from bertcourse.pretraining_baselines import NSP_CUES    # imports torch: only where a table is made
     return v["nsp_by_cue"][NSP_CUES[i]]
 
 

@@ -41,7 +41,7 @@ from ._checks import (
     check_tensor,
     shape_str,
 )
-from .kernels import dropout, fast_path, linear
+from .fast_paths import dropout, fast_path, linear
 from .utils import evaluation_mode
 
 __all__ = [
@@ -369,7 +369,7 @@ class MultiHeadAttention(nn.Module):
         What makes it faster: Q, K and V (or K and V) come from one matrix product; on the
         CPU, attention is written out with cheap dropout masks (PyTorch's fused kernel falls
         back to a slow path when dropout is on), and float32 products go to oneDNN
-        (:mod:`bertcourse.kernels`). No attention weights are kept.
+        (:mod:`bertcourse.fast_paths`). No attention weights are kept.
         """
         B, n, d = X.shape
         h = self.num_heads

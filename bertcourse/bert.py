@@ -2,7 +2,7 @@
 
 Each layer has its plain ``forward`` (what the chapters show) and, where chapter 7's
 pretraining needs speed, a method marked ``@fast_path`` beside it that computes the same
-numbers faster (:mod:`bertcourse.kernels`; tested equal in ``tests/test_kernels.py``)."""
+numbers faster (:mod:`bertcourse.fast_paths`; tested equal in ``tests/test_fast_paths.py``)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -27,12 +27,15 @@ from ._checks import (
     shape_str,
 )
 from .attention import MultiHeadAttention, additive_mask
-from .kernels import dropout, fast_path, onednn_for, onednn_mm_t
+from .fast_paths import dropout, fast_path, onednn_for, onednn_mm_t
 from .positional import LearnedPositionalEmbedding
 from .transformer import ACTIVATIONS, EncoderBlock, get_activation
 
 __all__ = ["get_tokens_and_segments", "BERTConfig", "CONFIGS", "get_config", "BERTEncoder",
-           "MaskLM", "mlm_loss", "Pooler", "NextSentencePred", "BERTModel", "num_parameters"]
+           "MaskLM", "mlm_loss", "mlm_accuracy", "accuracy", "Pooler", "mean_pool", "IS_NEXT", "NOT_NEXT", "NextSentencePred", "nsp_loss",
+           "BERTModel", "num_parameters"]
+
+REDUCTIONS = ("mean", "sum")
 
 
 def get_tokens_and_segments(tokens_a: list[str], tokens_b: list[str] | None = None):
@@ -345,7 +348,8 @@ def _check_mlm_targets(mlm_labels, mlm_weights, batch: int, max_preds: int, voca
                          f"values from {float(mlm_weights.min())} to {float(mlm_weights.max())}")
 
 
-def mlm_loss(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor) -> torch.Tensor:
+def mlm_loss(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor,
+             reduction: str = "mean") -> torch.Tensor:
     """Masked-LM loss: the mean cross-entropy over the *real* predictions only.
 
     ``mlm_logits`` (batch, max_preds, vocab), ``mlm_labels`` (batch, max_preds) integer,
@@ -354,13 +358,47 @@ def mlm_loss(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: to
     and divided by the sum of the weights (at least 1e-8, so a batch without predictions
     gives 0, not NaN). Pitfall: ``reduction='mean'`` first and *then* multiplying by the
     weights does nothing useful — the padding slots have already been averaged in.
+    ``reduction="sum"``: the weighted sum, not divided (an evaluation adds it up over batches).
     """
+    check_choice("reduction", reduction, REDUCTIONS)
     check_tensor("mlm_logits", mlm_logits, ndim=3, expected="(batch, max_preds, vocab)", floating=True)
     batch, max_preds, vocab = mlm_logits.shape
     _check_mlm_targets(mlm_labels, mlm_weights, batch, max_preds, vocab)
     per_slot = F.cross_entropy(mlm_logits.reshape(-1, vocab), mlm_labels.reshape(-1), reduction="none")
     weights = mlm_weights.reshape(-1).to(per_slot.dtype)
+    if reduction == "sum":
+        return (per_slot * weights).sum()
     return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
+def mlm_accuracy(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor,
+                 reduction: str = "mean") -> torch.Tensor:
+    """Top-1 MLM accuracy over the *real* predictions: the fraction of slots with
+    ``mlm_weights > 0`` whose highest logit is the label (a 0-d float tensor; 0 when there
+    is no real prediction); ``reduction="sum"``: their number. Shapes as :func:`mlm_loss`.
+    Padding slots must not count: their label 0 is ``[PAD]``, which the model learns never
+    to predict, so they would look like errors."""
+    check_choice("reduction", reduction, REDUCTIONS)
+    check_tensor("mlm_logits", mlm_logits, ndim=3, expected="(batch, max_preds, vocab)", floating=True)
+    batch, max_preds, vocab = mlm_logits.shape
+    _check_mlm_targets(mlm_labels, mlm_weights, batch, max_preds, vocab)
+    real = mlm_weights > 0
+    correct = ((mlm_logits.argmax(dim=-1) == mlm_labels) & real).sum()
+    if reduction == "sum":
+        return correct.float()
+    return correct.float() / real.sum().clamp(min=1)
+
+
+def accuracy(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """The share of rows of ``logits`` ``(n, num_classes)`` whose highest logit is the class in
+    ``labels`` ``(n,)``, a 0-d float tensor (``reduction="sum"``: their number): every classification
+    accuracy of the course. MLM's, over real predictions only, is :func:`mlm_accuracy`."""
+    check_choice("reduction", reduction, REDUCTIONS)
+    check_tensor("logits", logits, ndim=2, expected="(n, num_classes)", floating=True)
+    check_tensor("labels", labels, ndim=1, expected=f"(n={logits.shape[0]},)", floating=False)
+    check_dim("labels", labels, 0, logits.shape[0], f"(n={logits.shape[0]},)")
+    correct = (logits.argmax(-1) == labels).float()
+    return correct.sum() if reduction == "sum" else correct.mean()
 
 
 class _FusedLinearCrossEntropy(torch.autograd.Function):
@@ -453,6 +491,24 @@ class Pooler(nn.Module):
         return torch.tanh(self.dense(X[:, 0]))
 
 
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Average of ``hidden`` ``(batch, seq, d)`` over the positions where ``mask``
+    ``(batch, seq)`` is true (or 1): padding does not count. Returns ``(batch, d)``."""
+    check_tensor("hidden", hidden, ndim=3, expected="(batch, seq, num_hiddens)", floating=True)
+    check_tensor("mask", mask, ndim=2, expected=f"(batch={hidden.shape[0]}, seq={hidden.shape[1]})")
+    if tuple(mask.shape) != tuple(hidden.shape[:2]):
+        raise ValueError(f"mask must have shape (batch={hidden.shape[0]}, seq={hidden.shape[1]}), got "
+                         f"shape {shape_str(mask)}")
+    m = mask.to(hidden.dtype).unsqueeze(-1)                      # (batch, seq, 1)
+    return (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
+
+
+IS_NEXT = 0
+"""NSP label: sentence B really follows sentence A (Hugging Face's convention)."""
+NOT_NEXT = 1
+"""NSP label: sentence B is a random sentence from another paragraph."""
+
+
 class NextSentencePred(nn.Module):
     """The next-sentence-prediction classifier on the pooled ``[CLS]`` state.
 
@@ -468,6 +524,24 @@ class NextSentencePred(nn.Module):
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
         _check_pooled(pooled, self.output.in_features)
         return self.output(pooled)
+
+
+def nsp_loss(nsp_logits: torch.Tensor, nsp_labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """Next-sentence loss: mean cross-entropy of ``nsp_logits`` (batch, 2) against
+    ``nsp_labels`` (batch,) with 0 = IsNext, 1 = NotNext (``reduction="sum"``: the sum)."""
+    check_choice("reduction", reduction, REDUCTIONS)
+    check_tensor("nsp_logits", nsp_logits, ndim=2, expected="(batch, 2)", floating=True)
+    if nsp_logits.shape[1] != 2:
+        raise ValueError(f"nsp_logits must have shape (batch, 2), got shape {shape_str(nsp_logits)}")
+    batch = nsp_logits.shape[0]
+    if batch == 0:
+        raise ValueError("nsp_logits must hold at least one pair: got an empty batch, shape (0, 2)")
+    check_tensor("nsp_labels", nsp_labels, ndim=1, expected=f"(batch={batch},)", floating=False)
+    if nsp_labels.shape[0] != batch:
+        raise ValueError(f"nsp_labels must have shape (batch={batch},), got shape {shape_str(nsp_labels)}")
+    if not bool(((nsp_labels == IS_NEXT) | (nsp_labels == NOT_NEXT)).all()):
+        raise ValueError(f"nsp_labels must be 0 (IsNext) or 1 (NotNext), got {sorted(set(nsp_labels.tolist()))}")
+    return F.cross_entropy(nsp_logits, nsp_labels, reduction=reduction)
 
 
 def _check_pooled(pooled, num_hiddens: int) -> None:

@@ -28,7 +28,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from ._checks import check_bool, check_int_list, check_path, check_positive_int, check_tensor
-from .bert import get_tokens_and_segments
+from .bert import IS_NEXT, NOT_NEXT, get_tokens_and_segments   # the NSP labels live with the NSP head
 from .wordpiece import DEFAULT_VOCAB_SIZE, SPECIAL_TOKENS, Vocab, WordPieceTokenizer, get_tokenizer, train_wordpiece
 from .corpus import (Animal, ClozeItem, Corpus, Country, Fact, ParagraphInfo, Person, Town, World,
                      cloze_items, generate_corpus, generate_world)
@@ -47,12 +47,6 @@ __all__ = [
     # WikiText-2
     "parse_wikitext_lines", "read_wikitext", "load_wikitext2",
 ]
-
-IS_NEXT = 0
-"""NSP label: sentence B really follows sentence A (Hugging Face's convention)."""
-NOT_NEXT = 1
-"""NSP label: sentence B is a random sentence from another paragraph."""
-
 
 
 # ---------------------------------------------------------------------------------------

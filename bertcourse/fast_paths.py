@@ -12,7 +12,7 @@ paths are built from the few pieces here:
 * :func:`fast_path`: the marker that :func:`bertcourse.utils.show_source` reads, so that a
   chapter showing a layer shows its plain forward and one line about the fast path.
 
-``tests/test_kernels.py`` proves each gives the values (and gradients) of the plain way, up to
+``tests/test_fast_paths.py`` proves each gives the values (and gradients) of the plain way, up to
 float rounding. ``benchmarks/pretrain_step.py`` measures what they buy.
 """
 from __future__ import annotations

@@ -5,8 +5,8 @@
 * **logistic regression** on any fixed features: :class:`LogisticRegression`,
   :func:`fit_logistic_regression` (full-batch L-BFGS), :func:`select_weight_decay` (on the
   validation split);
-* a **linear probe** on frozen BERT features: :func:`sentence_features` (mean-pooled or
-  pooled ``[CLS]`` vectors of a pretrained encoder), :func:`frozen_features` (all-MiniLM-L6-v2's,
+* a **linear probe** on frozen BERT features (:func:`~bertcourse.inspection.sentence_vectors`):
+  :func:`frozen_features` (all-MiniLM-L6-v2's mean-pooled and ``[CLS]`` vectors,
   for the whole data set, cached) and :func:`few_shot_accuracies` (both baselines trained on
   only ``n`` sentences).
 """
@@ -21,21 +21,18 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from ._checks import (check_bool, check_choice, check_dim, check_finite_number, check_instance, check_int,
+from ._checks import (check_bool, check_dim, check_finite_number, check_instance, check_int,
                       check_int_list, check_labels, check_list_of, check_nonempty, check_positive_int, check_tensor,
-                      check_texts, check_tokenizer_fits)
-from .attention import inspect_attention
-from .bert import BERTEncoder
-from .distributed import device_of, move_to
-from .hf_weights import load_pretrained, mean_pool
-from .reviews import Review, SentimentDataset, collate_reviews, load_sentiment, stratified_indices
-from .precision import autocast, cpu_has_fast_bf16
+                      check_texts)
+from .bert import accuracy
+from .inspection import sentence_vectors
+from .pretrained_bert import load_pretrained
+from .reviews import load_sentiment, stratified_indices
+from .precision import cpu_has_fast_bf16
 
 __all__ = ["words", "build_vocabulary", "bag_of_words", "LogisticRegression", "fit_logistic_regression",
-           "select_weight_decay", "WEIGHT_DECAYS", "sentence_features", "FrozenFeatures", "frozen_features",
+           "select_weight_decay", "WEIGHT_DECAYS", "FrozenFeatures", "frozen_features",
            "few_shot_accuracies"]
-
-POOLINGS = ("mean", "cls")
 
 # ----------------------------------------------------------------------------------------
 # Bag of words and logistic regression
@@ -114,11 +111,19 @@ class LogisticRegression(nn.Module):
         check_dim("X", X, 1, self.linear.in_features, expected)
         return self.linear(X)
 
+    def loss(self, X: torch.Tensor, y: torch.Tensor, weight_decay: float = 0.0) -> torch.Tensor:
+        """What :func:`fit_logistic_regression` minimises: the mean cross-entropy of the rows of
+        ``X`` against ``y`` plus ``weight_decay / 2 * ||W||²`` (the bias is not decayed)."""
+        _check_features(X, y, self.linear.out_features, self.linear.in_features)
+        check_finite_number("weight_decay", weight_decay, low=0)
+        return (nn.functional.cross_entropy(self.linear(X), y)
+                + 0.5 * weight_decay * self.linear.weight.pow(2).sum())
+
     @torch.no_grad()
     def accuracy(self, X: torch.Tensor, y: torch.Tensor) -> float:
         """Share of the rows of ``X`` whose most likely class is ``y``."""
         _check_features(X, y, self.linear.out_features, self.linear.in_features)
-        return float((self(X).argmax(-1) == y).float().mean())
+        return float(accuracy(self(X), y))
 
 
 def fit_logistic_regression(X: torch.Tensor, y: torch.Tensor, weight_decay: float = 1e-3,
@@ -137,7 +142,7 @@ def fit_logistic_regression(X: torch.Tensor, y: torch.Tensor, weight_decay: floa
 
     def closure():
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model.linear(X), y) + 0.5 * weight_decay * model.linear.weight.pow(2).sum()
+        loss = model.loss(X, y, weight_decay)
         loss.backward()
         return loss
 
@@ -163,45 +168,6 @@ def select_weight_decay(X_train, y_train, X_val, y_val, grid=(1e-3, 1e-2, 1e-1, 
         if best is None or results[wd] > results[best[1]]:
             best = (m, wd)
     return best[0], best[1], results
-
-
-@torch.no_grad()
-def sentence_features(model, tokenizer, texts: Sequence[str], pooling: str = "mean", batch_size: int = 64,
-                      amp: bool = False):
-    """Frozen sentence vectors ``(len(texts), num_hiddens)`` from a pretrained encoder.
-
-    ``pooling``: ``"mean"``, the mean of the last hidden states over the real tokens (what
-    all-MiniLM-L6-v2 was trained to produce); ``"cls"``, the ``[CLS]`` state through the
-    pooler; ``"both"``, the pair ``(mean, cls)`` from one pass. ``model`` is a
-    :class:`~bertcourse.bert.BERTModel` (or a :class:`BERTClassifier`); it is run in eval
-    mode and nothing is trained. Sentences of similar length are batched together."""
-    check_texts("texts", texts)
-    check_positive_int("batch_size", batch_size)
-    check_bool("amp", amp)
-    check_choice("pooling", pooling, POOLINGS + ("both",))
-    encoder = getattr(model, "encoder", None)
-    if not isinstance(encoder, BERTEncoder):
-        raise TypeError(f"model must be a BERTModel or BERTClassifier, got {type(model).__name__}")
-    check_tokenizer_fits(tokenizer, model)
-    pooler = getattr(model, "pooler", None)
-    if pooling in ("cls", "both") and pooler is None:
-        raise ValueError(f"pooling={pooling!r} needs a model with a pooler (model.pooler is None)")
-    dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
-    order = torch.argsort(dataset.lengths, stable=True)        # similar lengths together: less padding
-    means = torch.empty(len(texts), encoder.config.num_hiddens)
-    clss = torch.empty(len(texts), encoder.config.num_hiddens)
-    collate = functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16)
-    device = device_of(model)
-    with inspect_attention(model, keep_weights=False), autocast(bool(amp), device.type):
-        for s in range(0, len(order), batch_size):
-            idx = order[s:s + batch_size]
-            batch = move_to(collate([dataset[int(i)] for i in idx]), device)
-            hidden = encoder(batch["tokens"], None, batch["mask"])
-            if pooling in ("mean", "both"):
-                means[idx] = mean_pool(hidden, batch["mask"]).float().cpu()
-            if pooling in ("cls", "both"):
-                clss[idx] = pooler(hidden).float().cpu()
-    return {"mean": means, "cls": clss, "both": (means, clss)}[pooling]
 
 
 # ----------------------------------------------------------------------------------------
@@ -232,7 +198,7 @@ def _frozen_features(seed: int, amp: bool) -> FrozenFeatures:
     names = [name for name, _ in splits.items()]
     texts = [r.text for _, reviews in splits.items() for r in reviews]
     start = time.perf_counter()
-    mean, cls = sentence_features(pretrained.model, pretrained.tokenizer, texts, pooling="both", amp=amp)
+    mean, cls = sentence_vectors(pretrained.model, pretrained.tokenizer, texts, pooling="both", amp=amp)
     seconds = time.perf_counter() - start
     out = FrozenFeatures({}, {}, {}, seconds)
     offset = 0

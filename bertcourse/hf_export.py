@@ -1,13 +1,13 @@
 """Chapter 9: from this course to Hugging Face, the way back of chapter 8's loader.
 
-:mod:`bertcourse.hf_weights` reads a Hugging Face BERT folder into the course's model. This
+:mod:`bertcourse.pretrained_bert` reads a Hugging Face BERT folder into the course's model. This
 module writes one: the course's encoder in the format of ``transformers``' ``BertModel``, so
 that ``AutoModel.from_pretrained(folder)`` and ``AutoTokenizer.from_pretrained(folder)`` load
-it offline, and :func:`~bertcourse.hf_weights.load_pretrained` reads it back exactly.
+it offline, and :func:`~bertcourse.pretrained_bert.load_pretrained` reads it back exactly.
 
-* :func:`hf_name` is :data:`~bertcourse.hf_weights.NAME_MAP` read backwards (course name ->
+* :func:`hf_name` is :data:`~bertcourse.pretrained_bert.NAME_MAP` read backwards (course name ->
   Hugging Face name); there is no second table.
-* :func:`config_to_hf` is :func:`~bertcourse.hf_weights.config_from_hf` backwards.
+* :func:`config_to_hf` is :func:`~bertcourse.pretrained_bert.config_from_hf` backwards.
 * :func:`save_hf_checkpoint` writes ``config.json``, ``model.safetensors``, ``tokenizer.json``
   and ``tokenizer_config.json``: the encoder (and the pooler, when the model has one), never a
   task head, because ``BertModel`` has none.
@@ -35,7 +35,7 @@ from ._checks import check_instance, check_int, check_path, check_str_list, chec
 from .bert import BERTConfig, BERTEncoder, BERTModel, Pooler
 from .checkpoints import write_files, write_json
 from .finetune import BERTClassifier
-from .hf_weights import ACTIVATION_NAMES, CONFIG_FIELDS, NAME_MAP, course_name
+from .pretrained_bert import ACTIVATION_NAMES, CONFIG_FIELDS, NAME_MAP, course_name
 from .wordpiece import hf_tokenizer
 
 __all__ = ["HF_ACTIVATION", "hf_name", "config_to_hf", "save_hf_checkpoint", "save_hf_classifier"]
@@ -56,7 +56,7 @@ def hf_name(name: str) -> str:
     """The Hugging Face (``BertModel``) name of a course parameter, by :data:`NAME_MAP` backwards:
     ``"encoder.blks.3.attention.W_q.weight"`` -> ``"encoder.layer.3.attention.self.query.weight"``.
 
-    Raises ``KeyError`` for a name no row maps (as :func:`~bertcourse.hf_weights.course_name`)."""
+    Raises ``KeyError`` for a name no row maps (as :func:`~bertcourse.pretrained_bert.course_name`)."""
     check_instance("name", name, str, "a course parameter name")
     for regex, hf in _BACKWARDS:
         m = regex.match(name)
@@ -67,7 +67,7 @@ def hf_name(name: str) -> str:
 
 def config_to_hf(config: BERTConfig, pad_token_id: int = 0) -> dict:
     """``config.json`` of a ``BertModel`` with the sizes of ``config`` (a :class:`BERTConfig`):
-    :data:`~bertcourse.hf_weights.CONFIG_FIELDS` backwards, so ``config_from_hf(config_to_hf(c)) == c``.
+    :data:`~bertcourse.pretrained_bert.CONFIG_FIELDS` backwards, so ``config_from_hf(config_to_hf(c)) == c``.
 
     The course has one dropout rate; Hugging Face's two (hidden states, attention weights) both get it."""
     check_instance("config", config, BERTConfig)

@@ -7,21 +7,34 @@ the vocabulary has BERT's special tokens — and run the model in ``eval()`` mod
 its mode back afterwards. The chapters' widgets call them.
 
 * :func:`fill_mask` — the model's top-k guesses, with probabilities, for every ``[MASK]``;
-* :func:`attention_maps` — every attention map of the model for ``[CLS] A [SEP] (B [SEP])``.
+* :func:`attention_maps` — every attention map of the model for ``[CLS] A [SEP] (B [SEP])``;
+* :func:`head_statistics` and :func:`typical_heads` — what each head of a model attends to, on
+  average over many sentences (chapter 8's survey of MiniLM's heads);
+* :func:`sentence_vectors` — one vector per sentence, mean-pooled or through the pooler (chapter
+  8's sentence embeddings, chapter 9's probe features and its measure of how far fine-tuning
+  moved the encoder).
 """
 from __future__ import annotations
 
+import functools
 import re
+from typing import Sequence
 
 import torch
+from torch import nn
 
-from ._checks import check_int, check_str_list, check_tokenizer_fits
-from .attention import inspect_attention
-from .bert import BERTModel, get_tokens_and_segments
+from ._checks import (check_bool, check_choice, check_int, check_keys, check_positive_int, check_str_list,
+                      check_texts, check_tokenizer_fits, shape_str)
+from .attention import entropy, inspect_attention
+from .bert import BERTEncoder, BERTModel, get_tokens_and_segments, mean_pool
+from .memory import release_memory
+from .reviews import MAX_LEN, Review, SentimentDataset, collate_reviews
+from .training import evaluation_batches
 from .wordpiece import hf_tokenizer
 
 __all__ = ["MASK", "check_mlm_model", "encode_words", "mask_word", "fill_mask_tokens", "fill_mask",
-           "attention_maps"]
+           "attention_maps", "PATTERNS", "head_statistics", "typical_heads", "POOLINGS",
+           "sentence_vectors"]
 
 MASK = "[MASK]"
 
@@ -162,3 +175,112 @@ def attention_maps(model: BERTModel, tokenizer, text_a: str, text_b: str | None 
         model.encoder(ids, torch.tensor([segments], device=device))
         weights = torch.stack([blk.attention.attention_weights[0].cpu() for blk in model.encoder.blks])
     return pieces, segments, weights
+
+
+PATTERNS = ("[CLS]", "[SEP]", "previous token", "next token", "entropy")
+
+
+def head_statistics(maps) -> dict[str, torch.Tensor]:
+    """Per-head averages over every query of every sequence in ``maps``.
+
+    ``maps`` is a list of ``(pieces, segments, weights)`` from
+    :func:`attention_maps`.
+    Returns ``{pattern: (layers, heads) tensor}`` for the patterns in :data:`PATTERNS`:
+    the share of a query's attention on ``[CLS]``, on the ``[SEP]`` tokens, on the previous
+    and on the next token, and the entropy (nats) of its weights (low = sharp, high = broad).
+    Queries are pooled: a long sentence counts more than a short one.
+    """
+    if not maps:
+        raise ValueError("maps must hold at least one (pieces, segments, weights) triple")
+    if isinstance(maps, str) or not all(isinstance(m, (tuple, list)) and len(m) == 3 for m in maps):
+        raise TypeError(f"maps must be a list of (pieces, segments, weights) triples, got {str(maps)[:60]!r}")
+    sums = {p: 0.0 for p in PATTERNS}
+    counts = {p: 0 for p in PATTERNS}
+    for pieces, _, w in maps:
+        n = w.shape[-1]
+        if len(pieces) != n or w.dim() != 4 or w.shape[-2] != n:
+            raise ValueError(f"weights must have shape (layers, heads, {len(pieces)}, {len(pieces)}) "
+                             f"for {len(pieces)} pieces, got shape {shape_str(w)}")
+        sep = [j for j, t in enumerate(pieces) if t == "[SEP]"]
+        per_query = {
+            "[CLS]": w[..., :, 0],                                        # (L, H, n)
+            "[SEP]": w[..., :, sep].sum(-1),
+            "previous token": w.diagonal(offset=-1, dim1=-2, dim2=-1),    # w[i+1, i]: (L, H, n-1)
+            "next token": w.diagonal(offset=1, dim1=-2, dim2=-1),         # w[i, i+1]
+            "entropy": entropy(w),                                        # 0 log 0 = 0
+        }
+        for p, v in per_query.items():
+            sums[p] = sums[p] + v.sum(-1)
+            counts[p] += v.shape[-1]
+    return {p: sums[p] / counts[p] for p in PATTERNS}
+
+
+def typical_heads(stats: dict[str, torch.Tensor]):
+    """A table naming, for each pattern, the head that shows it most (``L3.H5``: block 3,
+    head 5, both counted from 1), its value and the average over all heads."""
+    import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
+    check_keys("stats", stats, PATTERNS, "head_statistics")
+    rows = []
+    for pattern, pick in [("[CLS]", "max"), ("[SEP]", "max"), ("previous token", "max"),
+                          ("next token", "max"), ("entropy", "max"), ("entropy", "min")]:
+        s = stats[pattern]
+        flat = int(s.argmax() if pick == "max" else s.argmin())
+        layer, head = divmod(flat, s.shape[1])
+        label = {"entropy": "broad (highest entropy)" if pick == "max" else "sharp (lowest entropy)"}
+        rows.append({"pattern": label.get(pattern, f"attends to {pattern}"),
+                     "head": f"L{layer + 1}.H{head + 1}", "layer": layer + 1, "head_index": head + 1,
+                     "value": float(s.flatten()[flat]), "mean over heads": float(s.mean())})
+    return pd.DataFrame(rows)
+
+
+POOLINGS = ("mean", "cls")
+"""How a sentence becomes one vector (:func:`sentence_vectors`, chapter 9's classifier)."""
+
+
+@torch.no_grad()
+def sentence_vectors(model, tokenizer, texts: Sequence[str], pooling: str = "mean", normalize: bool = False,
+                     batch_size: int = 64, amp: bool = False, max_len: int = MAX_LEN):
+    """One vector per sentence from a BERT encoder: ``(len(texts), num_hiddens)``, in the order of ``texts``.
+
+    ``pooling``: ``"mean"``, the mean of the last hidden states over the real tokens (what
+    all-MiniLM-L6-v2 was trained to produce: chapter 8's sentence embeddings, chapter 9's probe
+    features); ``"cls"``, the ``[CLS]`` state through the pooler; ``"both"``, the pair
+    ``(mean, cls)`` from one pass. ``normalize``: unit length (for cosines). ``model`` is
+    anything with an ``encoder`` (a :class:`~bertcourse.bert.BERTModel`, a ``BERTClassifier``)
+    or a :class:`~bertcourse.bert.BERTEncoder`; it runs through the one evaluation loop
+    (:func:`~bertcourse.training.evaluation_batches`: eval mode, no gradients, ``amp``), on its
+    device, and keeps no attention weights. Sentences of similar length are batched together
+    (less padding), each text cut at ``max_len`` pieces."""
+    check_texts("texts", texts)
+    check_positive_int("batch_size", batch_size)
+    check_bool("amp", amp)
+    check_bool("normalize", normalize)
+    check_choice("pooling", pooling, POOLINGS + ("both",))
+    encoder = model if isinstance(model, BERTEncoder) else getattr(model, "encoder", None)
+    if not isinstance(encoder, BERTEncoder):
+        raise TypeError(f"model must be a BERTModel, a BERTClassifier or a BERTEncoder, got {type(model).__name__}")
+    check_tokenizer_fits(tokenizer, encoder)
+    pooler = getattr(model, "pooler", None)
+    if pooling in ("cls", "both") and pooler is None:
+        raise ValueError(f"pooling={pooling!r} needs a model with a pooler (model.pooler is None)")
+    dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer, max_len)
+    order = torch.argsort(dataset.lengths, stable=True)        # similar lengths together: less padding
+    collate = functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16)
+    batches = ({**collate([dataset[int(i)] for i in idx]), "index": idx} for idx in order.split(batch_size))
+    means = torch.empty(len(texts), encoder.config.num_hiddens)
+    clss = torch.empty(len(texts), encoder.config.num_hiddens)
+    try:
+        with inspect_attention(encoder, keep_weights=False):
+            for batch in evaluation_batches(model, batches, amp=amp):
+                idx = batch["index"].cpu()
+                hidden = encoder(batch["tokens"], None, batch["mask"])
+                if pooling in ("mean", "both"):
+                    means[idx] = mean_pool(hidden, batch["mask"]).float().cpu()
+                if pooling in ("cls", "both"):
+                    clss[idx] = pooler(hidden).float().cpu()
+                del hidden
+    finally:
+        release_memory()        # the forward's buffers back to the system: chapter 9 runs in Binder's 1 GB
+    if normalize:
+        means, clss = nn.functional.normalize(means, dim=-1), nn.functional.normalize(clss, dim=-1)
+    return {"mean": means, "cls": clss, "both": (means, clss)}[pooling]

@@ -7,7 +7,7 @@ training run into a different model. ``benchmarks/spread.py`` measures chapter 9
 five seeds in several configurations, on the machine that executed the notebook
 (``benchmarks/spread.json``) and on others (``benchmarks/spread_<machine>.json``), shown in
 ``benchmarks/README.md``; the bounds below hold for every one of those runs and for the values
-other machines reported, with a margin taken from that spread (``tests/test_spread.py`` checks
+other machines reported, with a margin taken from that spread (``tests/test_measured_bounds.py`` checks
 both). The notebook asserts these, so a claim it makes holds wherever it runs.
 
 On top of the spread of training, a test accuracy measured on 300 sentences has a sampling

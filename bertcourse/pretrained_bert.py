@@ -38,14 +38,14 @@ from tokenizers import Tokenizer
 from tokenizers.implementations import BertWordPieceTokenizer
 from torch import nn
 
-from ._checks import check_bool, check_keys, check_path, check_tensor, read_json, shape_str
-from .attention import entropy
+from ._checks import check_bool, check_path, read_json
 from .bert import BERTConfig, BERTModel, MaskLM
 from .checkpoints import SafetensorsFile
+from .inspection import sentence_vectors
 
 __all__ = ["NAME_MAP", "IGNORED_BUFFERS", "ACTIVATION_NAMES", "CheckpointError", "LoadReport",
            "Encoded", "Pretrained", "course_name", "mapping_table", "config_from_hf", "CONFIG_FIELDS",
-           "read_checkpoint", "minilm_folder", "load_pretrained", "mean_pool", "PATTERNS", "head_statistics", "typical_heads"]
+           "read_checkpoint", "minilm_folder", "load_pretrained"]
 
 # ----------------------------------------------------------------------------------------
 # The name mapping: Hugging Face BERT -> the course's BERTModel
@@ -547,13 +547,13 @@ class Pretrained:
             mask[r, :k] = True
         return Encoded(tokens, segments, mask, [list(e.tokens) for e in encodings])
 
-    @torch.no_grad()
     def sentence_embeddings(self, sentences) -> torch.Tensor:
         """Mean of the last hidden states over the real tokens, L2-normalised: what
-        all-MiniLM-L6-v2 was trained to produce. ``(len(sentences), num_hiddens)``."""
-        enc = self.encode(sentences)
-        hidden = self.model.encoder(enc.tokens, enc.segments, enc.mask)
-        return nn.functional.normalize(mean_pool(hidden, enc.mask), dim=-1)
+        all-MiniLM-L6-v2 was trained to produce. ``(len(sentences), num_hiddens)``
+        (:func:`bertcourse.inspection.sentence_vectors` with ``normalize=True``)."""
+        texts = [sentences] if isinstance(sentences, str) else sentences
+        return sentence_vectors(self.model, self.tokenizer, texts, normalize=True,
+                                max_len=self.model.config.max_len)
 
 
 def load_pretrained(source="minilm", *, download: bool = False, cache_dir=None,
@@ -625,70 +625,3 @@ def load_pretrained(source="minilm", *, download: bool = False, cache_dir=None,
 # ----------------------------------------------------------------------------------------
 # Using the model: sentence embeddings and attention maps
 # ----------------------------------------------------------------------------------------
-
-def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Average of ``hidden`` ``(batch, seq, d)`` over the positions where ``mask``
-    ``(batch, seq)`` is true (or 1): padding does not count. Returns ``(batch, d)``."""
-    check_tensor("hidden", hidden, ndim=3, expected="(batch, seq, num_hiddens)", floating=True)
-    check_tensor("mask", mask, ndim=2, expected=f"(batch={hidden.shape[0]}, seq={hidden.shape[1]})")
-    if tuple(mask.shape) != tuple(hidden.shape[:2]):
-        raise ValueError(f"mask must have shape (batch={hidden.shape[0]}, seq={hidden.shape[1]}), got "
-                         f"shape {shape_str(mask)}")
-    m = mask.to(hidden.dtype).unsqueeze(-1)                      # (batch, seq, 1)
-    return (hidden * m).sum(1) / m.sum(1).clamp_min(1.0)
-
-
-PATTERNS = ("[CLS]", "[SEP]", "previous token", "next token", "entropy")
-
-
-def head_statistics(maps) -> dict[str, torch.Tensor]:
-    """Per-head averages over every query of every sequence in ``maps``.
-
-    ``maps`` is a list of ``(pieces, segments, weights)`` from
-    :func:`bertcourse.analysis.attention_maps`.
-    Returns ``{pattern: (layers, heads) tensor}`` for the patterns in :data:`PATTERNS`:
-    the share of a query's attention on ``[CLS]``, on the ``[SEP]`` tokens, on the previous
-    and on the next token, and the entropy (nats) of its weights (low = sharp, high = broad).
-    Queries are pooled: a long sentence counts more than a short one.
-    """
-    if not maps:
-        raise ValueError("maps must hold at least one (pieces, segments, weights) triple")
-    if isinstance(maps, str) or not all(isinstance(m, (tuple, list)) and len(m) == 3 for m in maps):
-        raise TypeError(f"maps must be a list of (pieces, segments, weights) triples, got {str(maps)[:60]!r}")
-    sums = {p: 0.0 for p in PATTERNS}
-    counts = {p: 0 for p in PATTERNS}
-    for pieces, _, w in maps:
-        n = w.shape[-1]
-        if len(pieces) != n or w.dim() != 4 or w.shape[-2] != n:
-            raise ValueError(f"weights must have shape (layers, heads, {len(pieces)}, {len(pieces)}) "
-                             f"for {len(pieces)} pieces, got shape {shape_str(w)}")
-        sep = [j for j, t in enumerate(pieces) if t == "[SEP]"]
-        per_query = {
-            "[CLS]": w[..., :, 0],                                        # (L, H, n)
-            "[SEP]": w[..., :, sep].sum(-1),
-            "previous token": w.diagonal(offset=-1, dim1=-2, dim2=-1),    # w[i+1, i]: (L, H, n-1)
-            "next token": w.diagonal(offset=1, dim1=-2, dim2=-1),         # w[i, i+1]
-            "entropy": entropy(w),                                        # 0 log 0 = 0
-        }
-        for p, v in per_query.items():
-            sums[p] = sums[p] + v.sum(-1)
-            counts[p] += v.shape[-1]
-    return {p: sums[p] / counts[p] for p in PATTERNS}
-
-
-def typical_heads(stats: dict[str, torch.Tensor]):
-    """A table naming, for each pattern, the head that shows it most (``L3.H5``: block 3,
-    head 5, both counted from 1), its value and the average over all heads."""
-    import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
-    check_keys("stats", stats, PATTERNS, "head_statistics")
-    rows = []
-    for pattern, pick in [("[CLS]", "max"), ("[SEP]", "max"), ("previous token", "max"),
-                          ("next token", "max"), ("entropy", "max"), ("entropy", "min")]:
-        s = stats[pattern]
-        flat = int(s.argmax() if pick == "max" else s.argmin())
-        layer, head = divmod(flat, s.shape[1])
-        label = {"entropy": "broad (highest entropy)" if pick == "max" else "sharp (lowest entropy)"}
-        rows.append({"pattern": label.get(pattern, f"attends to {pattern}"),
-                     "head": f"L{layer + 1}.H{head + 1}", "layer": layer + 1, "head_index": head + 1,
-                     "value": float(s.flatten()[flat]), "mean over heads": float(s.mean())})
-    return pd.DataFrame(rows)

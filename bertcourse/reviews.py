@@ -282,7 +282,7 @@ def collate_reviews(examples, pad_id: int = 0, pad_to_multiple: int = 1) -> dict
 
     ``pad_to_multiple``: round ``seq`` up to a multiple of it: fewer distinct shapes, for
     callers that encode many batches and would rather not have the allocator and the math
-    libraries keep buffers for each (the frozen features of :mod:`~bertcourse.probing` use 16).
+    libraries keep buffers for each (the frozen features of :mod:`~bertcourse.finetuning_baselines` use 16).
     The padding is masked, so a forward's results are the same up to rounding; but a padded
     token still costs its share of every product, and dropout draws its masks over the padded
     shape, so in training the multiple changes which units drop."""

@@ -36,7 +36,7 @@ from ._checks import (
     shape_str,
 )
 from .attention import MultiHeadAttention
-from .kernels import add_dropout, fast_path, linear
+from .fast_paths import add_dropout, fast_path, linear
 from .positional import PositionalEncoding
 from .utils import evaluation_mode
 
@@ -87,7 +87,7 @@ class PositionWiseFFN(nn.Module):
 
     @fast_path
     def fast_forward(self, X: torch.Tensor) -> torch.Tensor:
-        """``forward(X)`` with oneDNN's float32 products (:func:`bertcourse.kernels.linear`)."""
+        """``forward(X)`` with oneDNN's float32 products (:func:`bertcourse.fast_paths.linear`)."""
         return linear(self._act(linear(X, self.dense1.weight, self.dense1.bias)), self.dense2.weight, self.dense2.bias)
 
 
@@ -123,7 +123,7 @@ class AddNorm(nn.Module):
     @fast_path
     def fast_forward(self, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
         """``forward(X, Y)`` with the residual and a cheap dropout mask in one pass
-        (:func:`bertcourse.kernels.add_dropout`)."""
+        (:func:`bertcourse.fast_paths.add_dropout`)."""
         ln = self.ln
         return F.layer_norm(add_dropout(X, Y, self.dropout.p, self.training), ln.normalized_shape, ln.weight,
                             ln.bias, ln.eps)

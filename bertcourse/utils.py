@@ -76,7 +76,7 @@ def show_source(obj, checks: bool = True) -> SourceCode:
     ``# (input checks hidden: see the source)``. Nothing else changes.
 
     A class is shown with its plain methods; each method marked ``@fast_path`` (the same
-    numbers, computed faster: :mod:`bertcourse.kernels`) becomes one comment line naming it,
+    numbers, computed faster: :mod:`bertcourse.fast_paths`) becomes one comment line naming it,
     so a chapter that shows a layer shows the forward it teaches. Show such a method
     directly (``show_source(MultiHeadAttention.cached)``) to read it.
     """

@@ -21,12 +21,12 @@ import pytest
 import torch
 from tiny_bert import command_in_this_process
 
-from bertcourse import analysis as A
+from bertcourse import inspection as A
 from bertcourse import attention as att
 from bertcourse import bert as B
 from bertcourse import corpus as C
 from bertcourse import data as D
-from bertcourse import hf_weights as H
+from bertcourse import pretrained_bert as H
 from bertcourse import positional as P
 from bertcourse import pretrain as PT
 from bertcourse import seq2seq as S
@@ -36,7 +36,7 @@ from bertcourse import utils as U
 from bertcourse.widgets import attention as w_att
 from bertcourse.widgets import bert_input as w_in
 from bertcourse.widgets import drawing as w_draw
-from bertcourse.cli import pretrain_main
+from bertcourse.pretrain.__main__ import main as pretrain_main
 from bertcourse.distributed import device_of
 from bertcourse.exercises.core import message_of
 from bertcourse.widgets import fill_mask as w_fill
@@ -698,16 +698,16 @@ HF = [
         lambda e: H.load_pretrained(e.copy_ckpt(tokenizer_config__json="{oops"))),
     row("load_pretrained-override-unknown", TE, "hidden", lambda e: H.load_pretrained(e.ckpt, hidden=3)),
     row("load_pretrained-override-eps", VE, "norm_eps", lambda e: H.load_pretrained(e.ckpt, norm_eps=-1.0)),
-    row("mean_pool-list", TE, "hidden", lambda e: H.mean_pool([[0.0]], torch.ones(1, 1))),
-    row("mean_pool-mask-shape", VE, "mask", lambda e: H.mean_pool(e.X, torch.ones(2, 4))),
+    row("mean_pool-list", TE, "hidden", lambda e: B.mean_pool([[0.0]], torch.ones(1, 1))),
+    row("mean_pool-mask-shape", VE, "mask", lambda e: B.mean_pool(e.X, torch.ones(2, 4))),
     row("encode-empty", TE, "texts_a", lambda e: e.pretrained.encode([])),
     row("encode-texts_b-length", VE, "texts_b", lambda e: e.pretrained.encode(["w5"], ["w6", "w7"])),
-    row("head_statistics-empty", VE, "maps", lambda e: H.head_statistics([])),
-    row("head_statistics-str", TE, "maps", lambda e: H.head_statistics("abc")),
+    row("head_statistics-empty", VE, "maps", lambda e: A.head_statistics([])),
+    row("head_statistics-str", TE, "maps", lambda e: A.head_statistics("abc")),
     row("head_statistics-weights", VE, "weights",
-        lambda e: H.head_statistics([(["a", "b"], [0, 0], torch.ones(1, 1, 3, 3))])),
-    row("typical_heads-empty", VE, "stats", lambda e: H.typical_heads({})),
-    row("typical_heads-str", TE, "stats", lambda e: H.typical_heads("stats")),
+        lambda e: A.head_statistics([(["a", "b"], [0, 0], torch.ones(1, 1, 3, 3))])),
+    row("typical_heads-empty", VE, "stats", lambda e: A.typical_heads({})),
+    row("typical_heads-str", TE, "stats", lambda e: A.typical_heads("stats")),
 ]
 
 WIDGETS = [
@@ -796,7 +796,7 @@ WIDGETS = [
     row("message_of-no-docstring", TE, "mistake", lambda e: message_of(lambda x: x)),
 ]
 
-# bertcourse.analysis: fill-mask and attention maps for any BERTModel (the lead's module now)
+# bertcourse.inspection: fill-mask and attention maps for any BERTModel (the lead's module now)
 ANALYSIS_ROWS = [
     row("fill_mask-top_k-zero", VE, "top_k",
         lambda e: A.fill_mask(e.pretrained.model, e.pretrained.tokenizer, "w5 [MASK] w7", top_k=0)),
@@ -882,8 +882,8 @@ ISSUE_23 = [
     row("predict_proba-tokenizer-model-mismatch", VE, ("tokenizer", "vocab_size=50"),
         lambda e: _finetune().predict_proba(_finetune().BERTClassifier(_finetune().ClassifierConfig(e.cfg)), e.tok,
                                             ["the cat"], allow_untrained=True)),
-    row("sentence_features-tokenizer-model-mismatch", VE, ("tokenizer", "vocab_size=50"),
-        lambda e: _probing().sentence_features(e.bert, e.tok, ["the cat"])),
+    row("sentence_vectors-tokenizer-model-mismatch", VE, ("tokenizer", "vocab_size=50"),
+        lambda e: A.sentence_vectors(e.bert, e.tok, ["the cat"])),
 ]
 
 
@@ -894,7 +894,7 @@ def _r():
 
 
 def _spread():
-    from bertcourse import spread
+    from bertcourse import measured_bounds as spread
     return spread
 
 
@@ -949,54 +949,63 @@ CHAPTERS_9_10 = [
     row("collate_reviews-triple", VE, "examples[0]", lambda e: _r().collate_reviews([(IDS(2, 3), 0, "x")])),
     # probing: texts and vocabularies
     row("build_vocabulary-str", TE, ("texts", "wrap a single text in a list"),
-        lambda e: _probing().build_vocabulary("the cat sat")),
-    row("build_vocabulary-empty", VE, "texts", lambda e: _probing().build_vocabulary([])),
-    row("build_vocabulary-int-element", TE, "texts", lambda e: _probing().build_vocabulary(["the cat", 3])),
+        lambda e: _finetuning_baselines().build_vocabulary("the cat sat")),
+    row("build_vocabulary-empty", VE, "texts", lambda e: _finetuning_baselines().build_vocabulary([])),
+    row("build_vocabulary-int-element", TE, "texts", lambda e: _finetuning_baselines().build_vocabulary(["the cat", 3])),
     row("build_vocabulary-nothing-kept", VE, ("texts", "min_count=5"),
-        lambda e: _probing().build_vocabulary(["the cat"], min_count=5)),
-    row("bag_of_words-int", TE, "texts", lambda e: _probing().bag_of_words(3, {"cat": 0})),
-    row("bag_of_words-empty", VE, "texts", lambda e: _probing().bag_of_words([], {"cat": 0})),
-    row("bag_of_words-int-element", TE, "texts", lambda e: _probing().bag_of_words(["the cat", 3], {"cat": 0})),
-    row("bag_of_words-vocab-list", TE, "vocab", lambda e: _probing().bag_of_words(["the cat"], ["cat"])),
-    row("bag_of_words-vocab-empty", VE, "vocab", lambda e: _probing().bag_of_words(["the cat"], {})),
-    row("bag_of_words-vocab-column", VE, "vocab", lambda e: _probing().bag_of_words(["the cat"], {"cat": 5})),
-    row("bag_of_words-vocab-inverted", TE, "vocab", lambda e: _probing().bag_of_words(["the cat"], {0: "cat"})),
-    row("bag_of_words-vocab-None-column", TE, "vocab", lambda e: _probing().bag_of_words(["the cat"], {"cat": None})),
+        lambda e: _finetuning_baselines().build_vocabulary(["the cat"], min_count=5)),
+    row("bag_of_words-int", TE, "texts", lambda e: _finetuning_baselines().bag_of_words(3, {"cat": 0})),
+    row("bag_of_words-empty", VE, "texts", lambda e: _finetuning_baselines().bag_of_words([], {"cat": 0})),
+    row("bag_of_words-int-element", TE, "texts", lambda e: _finetuning_baselines().bag_of_words(["the cat", 3], {"cat": 0})),
+    row("bag_of_words-vocab-list", TE, "vocab", lambda e: _finetuning_baselines().bag_of_words(["the cat"], ["cat"])),
+    row("bag_of_words-vocab-empty", VE, "vocab", lambda e: _finetuning_baselines().bag_of_words(["the cat"], {})),
+    row("bag_of_words-vocab-column", VE, "vocab", lambda e: _finetuning_baselines().bag_of_words(["the cat"], {"cat": 5})),
+    row("bag_of_words-vocab-inverted", TE, "vocab", lambda e: _finetuning_baselines().bag_of_words(["the cat"], {0: "cat"})),
+    row("bag_of_words-vocab-None-column", TE, "vocab", lambda e: _finetuning_baselines().bag_of_words(["the cat"], {"cat": None})),
     # probing: features and labels
-    row("LogisticRegression-one-class", VE, "num_classes", lambda e: _probing().LogisticRegression(4, 1)),
-    row("LogisticRegression-X-nan", VE, "X", lambda e: _probing().LogisticRegression(4)(WITH_NAN())),
-    row("accuracy-y-2d", VE, "y", lambda e: _probing().LogisticRegression(4).accuracy(XY()[0], XY()[1][:, None])),
-    row("accuracy-y-rows", VE, "y", lambda e: _probing().LogisticRegression(4).accuracy(XY()[0], XY()[1][:5])),
+    row("LogisticRegression-one-class", VE, "num_classes", lambda e: _finetuning_baselines().LogisticRegression(4, 1)),
+    row("LogisticRegression-X-nan", VE, "X", lambda e: _finetuning_baselines().LogisticRegression(4)(WITH_NAN())),
+    row("accuracy-y-2d", VE, "y", lambda e: _finetuning_baselines().LogisticRegression(4).accuracy(XY()[0], XY()[1][:, None])),
+    row("accuracy-y-rows", VE, "y", lambda e: _finetuning_baselines().LogisticRegression(4).accuracy(XY()[0], XY()[1][:5])),
     row("accuracy-y-range", VE, ("y", "num_classes=2"),
-        lambda e: _probing().LogisticRegression(4).accuracy(XY()[0], XY()[1] + 1)),
-    row("accuracy-y-float", TE, "y", lambda e: _probing().LogisticRegression(4).accuracy(XY()[0], XY()[1].float())),
+        lambda e: _finetuning_baselines().LogisticRegression(4).accuracy(XY()[0], XY()[1] + 1)),
+    row("accuracy-y-float", TE, "y", lambda e: _finetuning_baselines().LogisticRegression(4).accuracy(XY()[0], XY()[1].float())),
     row("fit-y-range", VE, ("y", "0..1", "from 0 to 2"),
-        lambda e: _probing().fit_logistic_regression(XY()[0], XY()[1] * 2)),
-    row("fit-y-negative", VE, "y", lambda e: _probing().fit_logistic_regression(XY()[0], XY()[1] - 1)),
+        lambda e: _finetuning_baselines().fit_logistic_regression(XY()[0], XY()[1] * 2)),
+    row("fit-y-negative", VE, "y", lambda e: _finetuning_baselines().fit_logistic_regression(XY()[0], XY()[1] - 1)),
     row("fit-y-range-three-classes", VE, ("y", "num_classes=3"),
-        lambda e: _probing().fit_logistic_regression(XY()[0], XY()[1] * 3, num_classes=3)),
-    row("fit-X-nan", VE, "X", lambda e: _probing().fit_logistic_regression(WITH_NAN(), XY()[1])),
-    row("fit-X-inf", VE, "X", lambda e: _probing().fit_logistic_regression(WITH_NAN().nan_to_num(nan=INF), XY()[1])),
-    row("fit-X-empty", VE, "X", lambda e: _probing().fit_logistic_regression(torch.zeros(0, 4), torch.zeros(0, dtype=L))),
-    row("fit-num_classes-one", VE, "num_classes", lambda e: _probing().fit_logistic_regression(*XY(), num_classes=1)),
-    row("select-grid-empty", VE, "grid", lambda e: _probing().select_weight_decay(*XY(), *XY(), grid=())),
-    row("select-grid-number", TE, "grid", lambda e: _probing().select_weight_decay(*XY(), *XY(), grid=0.1)),
-    row("select-grid-str", TE, "grid", lambda e: _probing().select_weight_decay(*XY(), *XY(), grid="0.1")),
-    row("select-grid-nan", VE, "grid[1]", lambda e: _probing().select_weight_decay(*XY(), *XY(), grid=(1e-3, NAN))),
-    row("select-grid-negative", VE, "grid[0]", lambda e: _probing().select_weight_decay(*XY(), *XY(), grid=(-1.0,))),
-    row("select-X_train-nan", VE, "X_train", lambda e: _probing().select_weight_decay(WITH_NAN(), XY()[1], *XY())),
-    row("select-y_train-rows", VE, "y_train", lambda e: _probing().select_weight_decay(XY()[0], XY()[1][:4], *XY())),
+        lambda e: _finetuning_baselines().fit_logistic_regression(XY()[0], XY()[1] * 3, num_classes=3)),
+    row("fit-X-nan", VE, "X", lambda e: _finetuning_baselines().fit_logistic_regression(WITH_NAN(), XY()[1])),
+    row("fit-X-inf", VE, "X", lambda e: _finetuning_baselines().fit_logistic_regression(WITH_NAN().nan_to_num(nan=INF), XY()[1])),
+    row("fit-X-empty", VE, "X", lambda e: _finetuning_baselines().fit_logistic_regression(torch.zeros(0, 4), torch.zeros(0, dtype=L))),
+    row("fit-num_classes-one", VE, "num_classes", lambda e: _finetuning_baselines().fit_logistic_regression(*XY(), num_classes=1)),
+    row("select-grid-empty", VE, "grid", lambda e: _finetuning_baselines().select_weight_decay(*XY(), *XY(), grid=())),
+    row("select-grid-number", TE, "grid", lambda e: _finetuning_baselines().select_weight_decay(*XY(), *XY(), grid=0.1)),
+    row("select-grid-str", TE, "grid", lambda e: _finetuning_baselines().select_weight_decay(*XY(), *XY(), grid="0.1")),
+    row("select-grid-nan", VE, "grid[1]", lambda e: _finetuning_baselines().select_weight_decay(*XY(), *XY(), grid=(1e-3, NAN))),
+    row("select-grid-negative", VE, "grid[0]", lambda e: _finetuning_baselines().select_weight_decay(*XY(), *XY(), grid=(-1.0,))),
+    row("select-X_train-nan", VE, "X_train", lambda e: _finetuning_baselines().select_weight_decay(WITH_NAN(), XY()[1], *XY())),
+    row("select-y_train-rows", VE, "y_train", lambda e: _finetuning_baselines().select_weight_decay(XY()[0], XY()[1][:4], *XY())),
     row("select-X_val-width", VE, "X_val",
-        lambda e: _probing().select_weight_decay(*XY(), torch.zeros(6, 5), XY()[1])),
-    row("select-y_val-range", VE, "y_val", lambda e: _probing().select_weight_decay(*XY(), XY()[0], XY()[1] + 5)),
+        lambda e: _finetuning_baselines().select_weight_decay(*XY(), torch.zeros(6, 5), XY()[1])),
+    row("select-y_val-range", VE, "y_val", lambda e: _finetuning_baselines().select_weight_decay(*XY(), XY()[0], XY()[1] + 5)),
     row("select-num_classes-str", TE, "num_classes",
-        lambda e: _probing().select_weight_decay(*XY(), *XY(), num_classes="2")),
-    row("sentence_features-texts-empty", VE, "texts", lambda e: _probing().sentence_features(e.clf, e.tok, [])),
-    row("sentence_features-blank-text", VE, ("texts", "index 1"),
-        lambda e: _probing().sentence_features(e.clf, e.tok, ["the cat", "  "])),
-    row("sentence_features-str", TE, "texts", lambda e: _probing().sentence_features(e.clf, e.tok, "the cat")),
-    row("FrozenFeatures-seconds-nan", VE, "seconds", lambda e: _probing().FrozenFeatures({}, {}, {}, NAN)),
-    row("FrozenFeatures-mean-list", TE, "mean", lambda e: _probing().FrozenFeatures([], {}, {}, 1.0)),
+        lambda e: _finetuning_baselines().select_weight_decay(*XY(), *XY(), num_classes="2")),
+    row("sentence_vectors-texts-empty", VE, "texts", lambda e: A.sentence_vectors(e.clf, e.tok, [])),
+    row("sentence_vectors-blank-text", VE, ("texts", "index 1"),
+        lambda e: A.sentence_vectors(e.clf, e.tok, ["the cat", "  "])),
+    row("sentence_vectors-str", TE, "texts", lambda e: A.sentence_vectors(e.clf, e.tok, "the cat")),
+    row("sentence_vectors-model-module", TE, ("model", "BERTEncoder"),
+        lambda e: A.sentence_vectors(torch.nn.Linear(2, 2), e.tok, ["the cat"])),
+    row("sentence_vectors-cls-without-pooler", VE, ("pooling", "pooler"),
+        lambda e: A.sentence_vectors(e.clf, e.tok, ["the cat"], pooling="cls")),
+    row("classification_loss-labels-range", VE, "labels",
+        lambda e: _finetune().classification_loss(torch.zeros(2, 2), torch.tensor([0, 2]))),
+    row("fit_probe-train-texts", TE, "train", lambda e: _finetune().fit_probe(e.clf, e.tok, ["the cat"], e.reviews)),
+    row("probe_then_finetune-model", TE, "model",
+        lambda e: _finetune().probe_then_finetune(e.bert, e.tok, e.reviews, e.reviews)),
+    row("FrozenFeatures-seconds-nan", VE, "seconds", lambda e: _finetuning_baselines().FrozenFeatures({}, {}, {}, NAN)),
+    row("FrozenFeatures-mean-list", TE, "mean", lambda e: _finetuning_baselines().FrozenFeatures([], {}, {}, 1.0)),
     # finetune
     row("ClassifierConfig-dropout-str", TE, "dropout", lambda e: _finetune().ClassifierConfig(e.cfg, dropout="0.1")),
     row("ClassifierConfig-dropout-inf", VE, "dropout", lambda e: _finetune().ClassifierConfig(e.cfg, dropout=INF)),
@@ -1045,8 +1054,8 @@ def _finetune():
     return finetune
 
 
-def _probing():
-    from bertcourse import probing
+def _finetuning_baselines():
+    from bertcourse import finetuning_baselines as probing
     return probing
 
 

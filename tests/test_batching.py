@@ -5,7 +5,7 @@ import pytest
 import torch
 from tiny_bert import full_batch, interrupt_at, small_model
 
-from bertcourse.batching import LengthBucketSampler, bucketed_loader, trim_batch
+from bertcourse.batching import shard_batches, LengthBucketSampler, bucketed_loader, trim_batch
 from bertcourse.checkpoints import load_checkpoint, save_checkpoint
 from bertcourse.pretrain import mlm_loss, nsp_loss, pretraining_losses, pretraining_step
 from bertcourse.training import TrainConfig, Trainer
@@ -64,3 +64,12 @@ def test_resume_with_a_bucketed_loader(tokenizer, dataset, tmp_path):
     t.fit(progress=False, plot=False)
     for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(va, vb), k
+
+
+def test_shard_batches_gives_every_process_an_equal_disjoint_share():
+    batches = list(range(11))
+    shares = [shard_batches(batches, 3, rank) for rank in range(3)]
+    assert shares == [[0, 3, 6], [1, 4, 7], [2, 5, 8]]          # the last 11 % 3 = 2 batches left out
+    assert shard_batches(batches, 1, 0) == batches
+    with pytest.raises(ValueError, match=r"rank must be in 0\.\.world_size-1 = 0\.\.2, got 3"):
+        shard_batches(batches, 3, 3)

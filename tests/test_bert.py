@@ -1,10 +1,11 @@
 """bertcourse.bert: input representation, encoder, heads, configs, errors."""
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from bertcourse.bert import (BERTEncoder, BERTModel, CONFIGS, MaskLM, NextSentencePred,
-                             Pooler, get_config, get_tokens_and_segments, num_parameters)
+from bertcourse.bert import (BERTEncoder, BERTModel, CONFIGS, MaskLM, NextSentencePred, Pooler, get_config,
+                             get_tokens_and_segments, mlm_accuracy, mlm_loss, nsp_loss, num_parameters, accuracy)
 
 
 def tiny(**kw):
@@ -255,3 +256,115 @@ def test_bad_config_values():
         BERTEncoder(tiny(num_heads=3))
     with pytest.raises(ValueError, match="vocab_size must be > 0"):
         BERTEncoder(tiny(vocab_size=0))
+
+
+# ---------------------------------------------------------------- the losses of the heads
+
+def _logits_labels_weights():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 4, 7, generator=g) * 2
+    labels = torch.randint(0, 7, (3, 4), generator=g)
+    weights = torch.tensor([[1., 1., 1., 0.], [1., 0., 0., 0.], [1., 1., 1., 1.]])
+    # make the padding slots' losses very different, so averaging them in would show
+    logits[weights == 0] = 0.0
+    logits[..., 0][weights == 0] = -20.0
+    labels[weights == 0] = 0
+    return logits, labels, weights
+
+def test_mlm_loss_equals_a_hand_computation():
+    logits, labels, weights = _logits_labels_weights()
+    total, count = 0.0, 0
+    for b in range(3):
+        for j in range(4):
+            if weights[b, j] == 1:
+                log_probs = logits[b, j] - torch.logsumexp(logits[b, j], dim=0)
+                total += -float(log_probs[labels[b, j]])
+                count += 1
+    assert count == 8
+    assert float(mlm_loss(logits, labels, weights)) == pytest.approx(total / count, abs=1e-6)
+
+def test_mlm_loss_differs_from_the_pitfall_version():
+    logits, labels, weights = _logits_labels_weights()
+    ours = mlm_loss(logits, labels, weights)
+    # pitfall 2: reduction='mean' first, then the weights: the result is the plain mean
+    # over all slots, padding included
+    pitfall_scalar = F.cross_entropy(logits.reshape(-1, 7), labels.reshape(-1))
+    pitfall = (pitfall_scalar * weights.reshape(-1)).sum() / (weights.sum() + 1e-8)
+    assert float(pitfall) == pytest.approx(float(pitfall_scalar), abs=1e-5)
+    assert abs(float(ours) - float(pitfall)) > 1.0
+
+def test_mlm_loss_fractional_weights_zero_weights_and_gradients():
+    logits, labels, weights = _logits_labels_weights()
+    w = weights * torch.linspace(0.5, 1.5, 4)
+    per_slot = F.cross_entropy(logits.reshape(-1, 7), labels.reshape(-1), reduction="none")
+    expected = (per_slot * w.reshape(-1)).sum() / w.sum()
+    assert torch.allclose(mlm_loss(logits, labels, w), expected, atol=1e-6)
+    zero = mlm_loss(logits, labels, torch.zeros(3, 4))
+    assert torch.isfinite(zero) and float(zero) == 0.0
+    # padding slots get no gradient
+    logits.requires_grad_(True)
+    mlm_loss(logits, labels, weights).backward()
+    assert torch.all(logits.grad[weights == 0] == 0)
+    assert torch.all(logits.grad[weights == 1].abs().sum(-1) > 0)
+
+def test_mlm_loss_errors():
+    logits, labels, weights = _logits_labels_weights()
+    with pytest.raises(ValueError, match=r"\(batch, max_preds, vocab\)"):
+        mlm_loss(logits[0], labels, weights)
+    with pytest.raises(TypeError, match="mlm_labels must be an integer tensor"):
+        mlm_loss(logits, labels.float(), weights)
+    with pytest.raises(TypeError, match="mlm_weights must be a floating-point"):
+        mlm_loss(logits, labels, weights.long())
+    with pytest.raises(ValueError, match=r"mlm_weights must have shape \(batch=3, max_preds=4\)"):
+        mlm_loss(logits, labels, weights[:, :3])
+    with pytest.raises(ValueError, match=r"mlm_labels must have shape"):
+        mlm_loss(logits, labels[:2], weights)
+    with pytest.raises(ValueError, match=r"ids in 0\.\.6"):
+        mlm_loss(logits, labels + 7, weights)
+    with pytest.raises(TypeError, match="mlm_logits"):
+        mlm_loss(logits.tolist(), labels, weights)
+
+def test_nsp_loss():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, 2, generator=g)
+    labels = torch.tensor([0, 1, 1, 0, 0, 1])
+    expected = sum(-float(torch.log_softmax(logits[i], 0)[labels[i]]) for i in range(6)) / 6
+    assert float(nsp_loss(logits, labels)) == pytest.approx(expected, abs=1e-6)
+    with pytest.raises(ValueError, match=r"\(batch, 2\)"):
+        nsp_loss(torch.randn(6, 3), labels)
+    with pytest.raises(ValueError, match=r"\(batch=6,\)"):
+        nsp_loss(logits, labels[:5])
+    with pytest.raises(ValueError, match="0 \\(IsNext\\) or 1 \\(NotNext\\)"):
+        nsp_loss(logits, labels + 1)
+    with pytest.raises(TypeError, match="integer"):
+        nsp_loss(logits, labels.float())
+
+
+def test_the_sums_are_what_an_evaluation_adds_up_over_batches():
+    """reduction="sum": the weighted sum of the per-slot losses and the number of correct real
+    predictions, so that a held-out evaluation (pretrain.evaluate) sums batches of any size."""
+    logits, labels, weights = _logits_labels_weights()
+    assert torch.allclose(mlm_loss(logits, labels, weights, reduction="sum"),
+                          mlm_loss(logits, labels, weights) * weights.sum(), atol=1e-5)
+    correct = int(((logits.argmax(-1) == labels) & (weights > 0)).sum())
+    assert float(mlm_accuracy(logits, labels, weights, reduction="sum")) == correct
+    assert float(mlm_accuracy(logits, labels, weights)) == pytest.approx(correct / 8)
+    nsp_logits, nsp_labels = torch.randn(5, 2, generator=torch.Generator().manual_seed(1)), torch.tensor([0, 1, 1, 0, 1])
+    assert torch.allclose(nsp_loss(nsp_logits, nsp_labels, reduction="sum"),
+                          F.cross_entropy(nsp_logits, nsp_labels, reduction="sum"))
+    for fn, args in ((mlm_loss, (logits, labels, weights)), (mlm_accuracy, (logits, labels, weights)),
+                     (nsp_loss, (nsp_logits, nsp_labels))):
+        with pytest.raises(ValueError, match="reduction must be one of"):
+            fn(*args, reduction="none")
+
+
+def test_accuracy_is_the_share_of_rows_whose_highest_logit_is_the_label():
+    logits = torch.tensor([[2.0, 0.0], [0.0, 1.0], [3.0, -1.0], [0.2, 0.1]])
+    labels = torch.tensor([0, 1, 1, 1])
+    assert float(accuracy(logits, labels)) == 0.5 and float(accuracy(logits, labels, reduction="sum")) == 2.0
+    with pytest.raises(ValueError, match=r"labels must have shape \(n=4,\)"):
+        accuracy(logits, labels[:3])
+    with pytest.raises(TypeError, match="labels"):
+        accuracy(logits, labels.float())
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        accuracy(logits, labels, reduction="none")

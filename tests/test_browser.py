@@ -224,9 +224,9 @@ SHORTER_TRAINING = {
     "03_transformer.ipynb": [("NUM_STEPS = 200\n", "NUM_STEPS = 60\n"),
                              ("assert len(losses) == NUM_STEPS and em >= 0.95\n", "assert len(losses) == NUM_STEPS\n")],
     "07_pretraining.ipynb": [("cfg = TrainConfig(steps=STEPS,", "cfg = TrainConfig(steps=60,")],
-    "09_fine_tuning.ipynb": [("trainer = finetune(clf, tokenizer, splits.train, splits.validation,",
+    # chapter 9: plain fine-tuning of a random head on 160 sentences, instead of the probe, then fine-tuning
+    "09_fine_tuning.ipynb": [("trainer = probe_then_finetune(clf, tokenizer, splits.train, splits.validation, probe=probe,",
                               "trainer = finetune(clf, tokenizer, splits.train[:160], splits.validation[:48],"),
-                             ("init_head_from_probe(clf, probe)\n", ""),
                              ('"training time (s)": probe_seconds + seconds}', '"training time (s)": seconds}')],
 }
 
@@ -286,7 +286,8 @@ def test_shorter_training_changes_kept_cells_and_the_slice_leaves_out_what_they_
     ch9 = kept["09_fine_tuning.ipynb"]
     assert not any("frozen_features(" in c or "select_weight_decay(" in c for c in ch9)
     assert any("WhyDidItSayThat(" in c for c in ch9) and any("trainer = finetune(" in c for c in ch9)
-    cells = [nbformat.v4.new_code_cell("trainer = finetune(clf, tokenizer, splits.train, splits.validation, x)")] * 2
+    cells = [nbformat.v4.new_code_cell("trainer = probe_then_finetune(clf, tokenizer, splits.train, "
+                                       "splits.validation, probe=probe, x)")] * 2
     with pytest.raises(ValueError, match="exactly once.*found it 2 times"):
         shorten_training("09_fine_tuning.ipynb", cells)
 

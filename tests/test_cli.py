@@ -1,4 +1,4 @@
-"""bertcourse.cli: python -m bertcourse.pretrain (one-line errors, exit codes, resume)."""
+"""python -m bertcourse.pretrain (bertcourse/pretrain/__main__.py, on bertcourse.cli) (one-line errors, exit codes, resume)."""
 import json
 import subprocess
 import sys
@@ -8,7 +8,7 @@ import torch
 from tiny_bert import command_in_this_process, interrupt_cli
 
 from bertcourse.checkpoints import load_checkpoint
-from bertcourse.cli import pretrain_main as main
+from bertcourse.pretrain.__main__ import main
 
 
 def run_main(capsys, *argv):
@@ -128,7 +128,7 @@ def test_input_errors_are_reported_by_rank_0_only(capsys, tmp_path, monkeypatch)
     (["--epochs", "-2"], "--epochs must be > 0, got -2"),
 ])
 def test_the_finetune_command_reads_negative_numbers_as_values(capsys, tmp_path, argv, message):
-    from bertcourse.cli import finetune_main
+    from bertcourse.finetune.__main__ import main as finetune_main
     code = finetune_main(["--out", str(tmp_path / "run"), *argv])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err == f"error: {message}\n"
@@ -140,8 +140,8 @@ def test_the_finetune_command_reads_negative_numbers_as_values(capsys, tmp_path,
 def test_the_default_learning_rate_follows_the_model_size(monkeypatch, tmp_path, argv, lr):
     """5e-3 (chapter 7's) for the small models; BERT's 1e-4 for base and large, which learned
     nothing at 5e-3 (an H200 run: the MLM accuracy stayed at the most frequent token's)."""
-    import bertcourse.cli as cli
+    import bertcourse.pretrain.__main__ as command
     seen = []
-    monkeypatch.setattr(cli, "_pretrain_process", lambda args, *rest: seen.append(args.lr) or 0)
+    monkeypatch.setattr(command, "run_process", lambda args, *rest: seen.append(args.lr) or 0)
     assert main([*argv, "--out", str(tmp_path / "run"), "--device", "cpu", "--quiet"]) == 0
     assert seen == [lr]

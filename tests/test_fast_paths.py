@@ -1,4 +1,4 @@
-"""The fast paths (``@fast_path`` methods of the layers, built from bertcourse.kernels) give the
+"""The fast paths (``@fast_path`` methods of the layers, built from bertcourse.fast_paths) give the
 numbers of the plain forwards: values and gradients, float32 and bfloat16, with dropout off
 (with dropout on, the masks are other draws from the same distribution).
 
@@ -14,11 +14,11 @@ from tiny_bert import full_batch, small_model
 
 from torch import nn
 
-import bertcourse.kernels as kernels
+import bertcourse.fast_paths as kernels
 from bertcourse.attention import MultiHeadAttention, additive_mask
 from bertcourse.batching import trim_batch
 from bertcourse.bert import MaskLM
-from bertcourse.kernels import dropout_mask, linear, onednn_enabled, use_onednn
+from bertcourse.fast_paths import dropout_mask, linear, onednn_enabled, use_onednn
 from bertcourse.pretrain import mlm_loss, pretraining_losses
 from bertcourse.transformer import EncoderBlock
 from bertcourse.utils import FAST_PATH, show_source

@@ -1,6 +1,6 @@
 """Tests of chapter 9's fine-tuning module (bertcourse.finetune): the classifier, training and
 evaluation, predictions, checkpoints, the model family, the command line, and one named test
-per pitfall of the chapter. (The data: tests/test_reviews.py; the baselines: tests/test_probing.py.)"""
+per pitfall of the chapter. (The data: tests/test_reviews.py; the baselines: tests/test_finetuning_baselines.py.)"""
 from __future__ import annotations
 
 import dataclasses
@@ -12,17 +12,20 @@ import torch
 from hypothesis import given, settings, strategies as st
 from tiny_bert import command_in_this_process
 
-import bertcourse.cli
+import bertcourse.finetune.__main__ as finetune_command
 from bertcourse.bert import BERTConfig, BERTEncoder
-from bertcourse.cli import finetune_main
+from bertcourse.finetune.__main__ import main as finetune_main
 from bertcourse.data import train_wordpiece
 from bertcourse.finetune import (MODEL_FAMILY, BERTClassifier, ClassifierConfig, UntrainedClassifierError,
-                                 build_classifier, classification_step, encoder_parameters, evaluate_classifier,
-                                 finetune, load_classifier, misclassified, model_family_table,
-                                 predict_proba, save_classifier, sentence_vectors, token_contributions,
+                                 build_classifier, classification_loss, classification_step, encoder_parameters,
+                                 evaluate_classifier, finetune, fit_probe, init_head_from_probe, probe_then_finetune, load_classifier, misclassified, model_family_table,
+                                 predict_proba, save_classifier, token_contributions,
                                  weights_moved)
 from bertcourse.reviews import (Review, collate_reviews, encode_texts, review_loader, special_ids)
-from bertcourse.hf_weights import load_pretrained, mean_pool
+from bertcourse.bert import mean_pool
+from bertcourse.inspection import sentence_vectors
+from bertcourse.pretrained_bert import load_pretrained
+from bertcourse.finetuning_baselines import WEIGHT_DECAYS, LogisticRegression
 from bertcourse.memory import saved_for_backward
 from bertcourse.precision import autocast
 from bertcourse.training import TrainConfig, Trainer
@@ -184,6 +187,43 @@ def test_finetune_runs_the_recipe_and_evaluates_per_epoch(splits, tiny_tokenizer
     assert not clf.training and int(clf.trained_steps) == 8
     with pytest.raises(ValueError, match="warmup_ratio must be <= 1, got 2"):
         finetune(clf, tiny_tokenizer, train, warmup_ratio=2, progress=False, plot=False)
+
+
+def test_probe_then_finetune_starts_the_head_from_the_probe_then_trains_like_finetune(splits, tiny_tokenizer):
+    """Chapter 9's recipe (and the command line's) is the probe's weights in the head, then
+    finetune(): given a probe, the same training to the bit as init_head_from_probe + finetune;
+    without one, a probe fitted on the frozen pooled features (weight decay chosen on validation)."""
+    train, validation = splits.train[:48], splits.validation[:32]
+    options = dict(epochs=1, lr=1e-3, batch_size=16, amp=False, progress=False, plot=False)
+    probe, wd, accs = fit_probe(tiny_classifier(tiny_tokenizer), tiny_tokenizer, train, validation)
+    assert isinstance(probe, LogisticRegression) and wd in WEIGHT_DECAYS and accs[wd] == max(accs.values())
+    by_hand = tiny_classifier(tiny_tokenizer)
+    init_head_from_probe(by_hand, probe)
+    finetune(by_hand, tiny_tokenizer, train, validation, **options)
+    recipe = tiny_classifier(tiny_tokenizer)
+    trainer = probe_then_finetune(recipe, tiny_tokenizer, train, validation, probe=probe, **options)
+    assert trainer.step == 3
+    for (k, a), b in zip(by_hand.state_dict().items(), recipe.state_dict().values()):
+        assert torch.equal(a, b), k
+    fitted = tiny_classifier(tiny_tokenizer)
+    probe_then_finetune(fitted, tiny_tokenizer, train, validation, **options)     # fits its own probe: the same one
+    for (k, a), b in zip(by_hand.state_dict().items(), fitted.state_dict().values()):
+        assert torch.equal(a, b), k
+    with pytest.raises(TypeError, match="model must be a BERTClassifier"):
+        probe_then_finetune(tiny_tokenizer, tiny_tokenizer, train, validation, **options)
+    with pytest.raises(TypeError, match="validation must be a list of Review"):
+        fit_probe(recipe, tiny_tokenizer, train, "Great phone!")
+
+
+def test_classification_loss_is_the_mean_cross_entropy_and_names_bad_labels():
+    logits, labels = torch.tensor([[2.0, 0.0, -1.0], [0.5, 0.5, 3.0]]), torch.tensor([0, 2])
+    by_hand = -(torch.log_softmax(logits, -1)[[0, 1], labels]).mean()
+    assert torch.allclose(classification_loss(logits, labels), by_hand)
+    assert torch.allclose(classification_loss(logits, labels, reduction="sum"), 2 * by_hand)
+    with pytest.raises(ValueError, match="labels"):
+        classification_loss(logits, torch.tensor([0, 3]))
+    with pytest.raises(ValueError, match=r"logits must have shape \(batch, num_classes\)"):
+        classification_loss(logits[0], labels)
 
 
 @pytest.mark.parametrize("amp", [False, True])
@@ -389,15 +429,15 @@ def test_untrained_classifier_refuses_to_predict(tiny_tokenizer):
 
 def test_pretraining_sized_learning_rate_wrecks_the_encoder(minilm, splits):
     """Pitfall 3: ten steps at 1e-3 overwrite what pretraining learned; ten at 5e-5 do not."""
-    batch = next(iter(review_loader(splits.validation[:64], minilm.tokenizer, batch_size=64)))
-    start = sentence_vectors(minilm.model.encoder, batch)
+    texts = [r.text for r in splits.validation[:64]]
+    start = sentence_vectors(minilm.model.encoder, minilm.tokenizer, texts, normalize=True)
     moved, similarity = {}, {}
     for lr in (5e-5, 1e-3):
         clf, tok = build_classifier(minilm, seed=0)
         finetune(clf, tok, splits.train[:160], epochs=1, lr=lr, batch_size=16, amp=False,      # 10 steps
                  progress=False, plot=False)
         moved[lr] = weights_moved(clf.encoder, minilm.model.encoder)
-        similarity[lr] = float((sentence_vectors(clf.encoder, batch) * start).sum(-1).mean())
+        similarity[lr] = float((sentence_vectors(clf.encoder, tok, texts, normalize=True) * start).sum(-1).mean())
     assert moved[1e-3] > 5 * moved[5e-5]
     assert similarity[5e-5] > 0.9 and similarity[1e-3] < 0.5
 
@@ -405,23 +445,25 @@ def test_pretraining_sized_learning_rate_wrecks_the_encoder(minilm, splits):
 def test_sentence_vectors_are_minilms_sentence_embeddings(minilm, splits):
     """Pitfall 3's sentence vectors: the embedding all-MiniLM-L6-v2 was trained to produce
     (Pretrained.sentence_embeddings, itself checked against sentence-transformers in
-    test_hf_weights.py), from a review_loader batch, with dropout off whatever the mode."""
-    reviews = splits.validation[:12]
-    batch = next(iter(review_loader(reviews, minilm.tokenizer, batch_size=12)))
-    encoder = build_classifier(minilm, seed=0)[0].encoder.train()      # training mode: dropout on
-    vectors = sentence_vectors(encoder, batch)
+    test_pretrained_bert.py), the same from the encoder or the classifier, in the order of the texts
+    whatever their lengths, with dropout off whatever the mode."""
+    texts = [r.text for r in splits.validation[:12]]
+    clf = build_classifier(minilm, seed=0)[0].train()
+    encoder = clf.encoder                                                # training mode: dropout on
+    vectors = sentence_vectors(encoder, minilm.tokenizer, texts, normalize=True, batch_size=5)
     assert vectors.shape == (12, 384) and not vectors.requires_grad and encoder.training   # mode restored
     torch.testing.assert_close(vectors.norm(dim=-1), torch.ones(12))
-    torch.testing.assert_close(vectors, minilm.sentence_embeddings([r.text for r in reviews]), atol=1e-5, rtol=0)
-    assert torch.equal(sentence_vectors(encoder, batch), vectors)                # no dropout: the same twice
-    encoder.eval()
-    assert torch.equal(sentence_vectors(encoder, batch), vectors) and not encoder.training
-    with pytest.raises(TypeError, match="encoder must be a BERTEncoder"):
-        sentence_vectors(build_classifier(minilm, seed=0)[0], batch)             # the classifier, not its encoder
-    with pytest.raises(TypeError, match="batch must be a dict with 'tokens' and 'mask'.*got keys \\['tokens'\\]"):
-        sentence_vectors(encoder, {"tokens": batch["tokens"]})
-    with pytest.raises(TypeError, match="batch must be a dict.*got Tensor"):
-        sentence_vectors(encoder, batch["tokens"])
+    torch.testing.assert_close(vectors, minilm.sentence_embeddings(texts), atol=1e-5, rtol=0)
+    one_by_one = torch.cat([sentence_vectors(encoder, minilm.tokenizer, [t], normalize=True) for t in texts])
+    torch.testing.assert_close(vectors, one_by_one, atol=1e-5, rtol=0)   # the order of the texts, not of the batches
+    assert torch.equal(sentence_vectors(encoder, minilm.tokenizer, texts, normalize=True, batch_size=5), vectors)
+    assert torch.equal(sentence_vectors(clf, minilm.tokenizer, texts, normalize=True, batch_size=5), vectors)
+    raw = sentence_vectors(encoder, minilm.tokenizer, texts, batch_size=5)
+    torch.testing.assert_close(torch.nn.functional.normalize(raw, dim=-1), vectors, atol=0, rtol=0)
+    with pytest.raises(TypeError, match="model must be a BERTModel, a BERTClassifier or a BERTEncoder"):
+        sentence_vectors(torch.nn.Linear(2, 2), minilm.tokenizer, texts)
+    with pytest.raises(TypeError, match="texts must be a non-empty list of strings"):
+        sentence_vectors(encoder, minilm.tokenizer, "Great phone!")
 
 
 def test_weights_moved_is_the_largest_relative_change_of_a_weight_matrix(tiny_tokenizer):
@@ -552,8 +594,8 @@ def test_cli_freeze_word_embeddings_leaves_the_table_alone(tmp_path, capsys, mon
     """--freeze-word-embeddings reaches the training: the saved table is the initial one, while
     the rest of the encoder moved (two steps of the random twin, in this process; 32 validation
     and test sentences instead of 300 each, since only the weights are checked here)."""
-    full = bertcourse.cli.load_sentiment()
-    monkeypatch.setattr(bertcourse.cli, "load_sentiment", lambda: dataclasses.replace(
+    full = finetune_command.load_sentiment()
+    monkeypatch.setattr(finetune_command, "load_sentiment", lambda: dataclasses.replace(
         full, validation=full.validation[:32], test=full.test[:32]))
     args = ["--model", "scratch", "--train-size", "32", "--batch-size", "16", "--threads", "1", "--quiet",
             "--amp", "off", "--seed", "0"]

@@ -1,4 +1,4 @@
-"""Tests of chapter 9's baselines (bertcourse.probing): bag of words, logistic regression in
+"""Tests of chapter 9's baselines (bertcourse.finetuning_baselines): bag of words, logistic regression in
 plain torch, and frozen sentence features of the real MiniLM."""
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from bertcourse.finetune import build_classifier, init_head_from_probe
-from bertcourse.hf_weights import load_pretrained, mean_pool
-from bertcourse.probing import (LogisticRegression, bag_of_words, build_vocabulary, fit_logistic_regression,
-                                select_weight_decay, sentence_features, words)
+from bertcourse.bert import mean_pool
+from bertcourse.inspection import sentence_vectors
+from bertcourse.pretrained_bert import load_pretrained
+from bertcourse.finetuning_baselines import (LogisticRegression, bag_of_words, build_vocabulary, fit_logistic_regression,
+                                select_weight_decay, words)
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +47,9 @@ def test_logistic_regression_fits_separable_data_and_weight_decay_is_chosen_on_v
     with pytest.raises(ValueError, match="weight_decay must be >= 0, got -1"):
         fit_logistic_regression(X, y, weight_decay=-1)
 
-def test_sentence_features_match_mean_pooling_and_the_pooler(minilm):
+def test_sentence_vectors_match_mean_pooling_and_the_pooler(minilm):
     texts = ["Great phone!", "The screen cracked after a week.", "Meh."]
-    mean, cls = sentence_features(minilm.model, minilm.tokenizer, texts, pooling="both", batch_size=2)
+    mean, cls = sentence_vectors(minilm.model, minilm.tokenizer, texts, pooling="both", batch_size=2)
     enc = minilm.encode(texts)
     with torch.no_grad():
         hidden = minilm.model.encoder(enc.tokens, enc.segments, enc.mask)

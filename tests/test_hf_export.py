@@ -30,7 +30,8 @@ import bertcourse.finetune as finetune_module
 from bertcourse import training
 from bertcourse.finetune import RECIPE, BERTClassifier, ClassifierConfig, finetune
 from bertcourse.hf_export import HF_ACTIVATION, config_to_hf, hf_name, save_hf_checkpoint, save_hf_classifier
-from bertcourse.hf_weights import NAME_MAP, config_from_hf, course_name, load_pretrained, mean_pool
+from bertcourse.bert import mean_pool
+from bertcourse.pretrained_bert import NAME_MAP, config_from_hf, course_name, load_pretrained
 from bertcourse.training import TrainConfig
 from bertcourse.transformer import ACTIVATIONS
 from bertcourse.wordpiece import hf_tokenizer

@@ -1,4 +1,4 @@
-"""Chapter 9's bounds (bertcourse.spread) against the measured spread (benchmarks/spread.json):
+"""Chapter 9's bounds (bertcourse.measured_bounds) against the measured spread (benchmarks/spread.json):
 every recorded run, and every value another machine reported, must pass the notebook's
 assertions; and the bounds keep a margin beyond what was measured."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bertcourse.spread import (GAPS, MOVED_RATIO, ONE_SENTENCE, RANGES, TEST_SENTENCES, gap_holds, in_range,
+from bertcourse.measured_bounds import (GAPS, MOVED_RATIO, ONE_SENTENCE, RANGES, TEST_SENTENCES, gap_holds, in_range,
                                standard_error)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -279,10 +279,11 @@ def test_the_rules_catch_a_wrong_import():
     exercise, a cycle, a module missing from the table, a light package imported in a function
     and a private name across modules are all caught."""
     bert = PACKAGE / "bert.py"
-    wrong = "def f():\n    from .cli import pretrain_main\n    return pretrain_main\n"
+    wrong = "def f():\n    from .pretrain import pretrain\n    return pretrain\n"
     assert layer_violations("bert", imports_of(bert, wrong)) == [
-        "bert (model) imports cli (command line), a layer below it: move the shared code up, or bert down"]
-    assert layer_violations("cli", imports_of(PACKAGE / "cli.py", "from .bert import BERTModel\n")) == []
+        "bert (model) imports pretrain (tasks), a layer below it: move the shared code up, or bert down"]
+    assert layer_violations("pretrain.__main__", imports_of(PACKAGE / "pretrain" / "__main__.py",
+                                                             "from ..cli import run_cli\n")) == []
     assert layer_violations("widgets.nsp", imports_of(PACKAGE / "widgets" / "nsp.py", "from ..exercises import ch06\n"))
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
@@ -304,3 +305,93 @@ def test_modules_stay_small():
     assert sizes["pretrain"] <= 450, f"pretrain has {sizes['pretrain']} lines; chapter 7 reads it"
     too_big = {m: n for m, n in sizes.items() if n > 700 and m != "corpus"}
     assert not too_big, f"modules over 700 lines (split them by job): {too_big}"
+
+
+# --- one home per concept (CONTRIBUTING.md, "Where each concept lives") --------------------
+
+ROOT = PACKAGE.parent
+WHERE = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8").split("## Where each concept lives", 1)[1]
+WHERE = WHERE.split("\n## ", 1)[0]
+INDEX, LOSS_TABLE = WHERE.split("**Losses and accuracies", 1)
+LOSS_CALLS = {"cross_entropy", "CrossEntropyLoss", "nll_loss"}
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of a markdown table's body rows (header and rule left out)."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("|---")]
+    return rows[1:]
+
+
+def defined_names(path: pathlib.Path) -> set[str]:
+    """Top-level functions, classes and assignments of a file, and ``Class.method``."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            if isinstance(node, ast.ClassDef):
+                names |= {f"{node.name}.{n.name}" for n in node.body if isinstance(n, ast.FunctionDef)}
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def module_file(module: str) -> pathlib.Path:
+    """``"finetune"`` -> bertcourse/finetune/__init__.py, ``"bert"`` -> bertcourse/bert.py."""
+    base = PACKAGE.joinpath(*module.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
+def loss_sites(module: str, source: str) -> list[str]:
+    """``module.Function`` (or ``module.Class.method``) around every cross-entropy call in ``source``;
+    a call inside a nested function counts for the function that holds it."""
+    found = []
+
+    def visit(node, where):
+        for child in ast.iter_child_nodes(node):
+            inner = where
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = where if where and not isinstance(node, ast.ClassDef) else where + [child.name]
+            if isinstance(child, ast.Call):
+                func = child.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if name in LOSS_CALLS:
+                    found.append(".".join([module] + (where or ["<module>"])))
+            visit(child, inner)
+
+    visit(ast.parse(source), [])
+    return found
+
+
+def test_the_concept_index_names_files_functions_tests_and_chapters_that_exist():
+    rows = table_rows(INDEX)
+    assert len(rows) >= 50, f"the concept index has {len(rows)} rows"
+    notebooks = ROOT / "notebooks"
+    for concept, where, test, chapter in rows:
+        path, name = (part.strip("`") for part in where.split("` `"))
+        file = PACKAGE / path
+        assert file.is_file(), f"{concept}: no file bertcourse/{path}"
+        assert name in defined_names(file), f"{concept}: bertcourse/{path} defines no {name}"
+        test_file, test_name = test.strip("`").split("::")
+        assert (ROOT / "tests" / test_file).is_file(), f"{concept}: no tests/{test_file}"
+        assert test_name in defined_names(ROOT / "tests" / test_file), f"{concept}: no {test_name} in tests/{test_file}"
+        assert len(list(notebooks.glob(f"{chapter}_*.ipynb"))) == 1, f"{concept}: no chapter {chapter}"
+
+
+def test_every_cross_entropy_sits_in_a_listed_loss_function():
+    listed = {cells[0].strip("`") for cells in table_rows(LOSS_TABLE)}
+    for entry in listed:                    # every listed function exists
+        module, _, qualname = entry.partition(".")
+        assert module_file(module).is_file() and qualname in defined_names(module_file(module)), \
+            f"CONTRIBUTING.md lists {entry}, which does not exist"
+    sites = [site for p in MODULES if not module_name(p).startswith("exercises")
+             for site in loss_sites(module_name(p), p.read_text(encoding="utf-8"))]
+    assert len(sites) >= 5, sites
+    unlisted = sorted(set(sites) - listed)
+    assert not unlisted, (f"cross-entropy computed outside the loss functions of CONTRIBUTING.md's list: "
+                          f"{unlisted} (call the loss function of that head, or add a loss function to the list)")
+    # not vacuous: a cross-entropy in another function, method or at module level is found
+    fake = ("import torch.nn.functional as F\nclass Head:\n    def forward(self, x, y):\n"
+            "        def inner():\n            return F.cross_entropy(x, y)\n        return inner()\n"
+            "loss = F.nll_loss(1, 2)\n")
+    assert loss_sites("finetune", fake) == ["finetune.Head.forward", "finetune.<module>"]

@@ -3,19 +3,19 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
-from tiny_bert import loader, small_model, full_batch
+from tiny_bert import full_batch, interrupt_at, loader, small_model
 
-from bertcourse.bert import BERTModel
+from bertcourse.bert import BERTModel, mlm_loss, nsp_loss
 from bertcourse.pretrain import (
     evaluate,
-    mlm_loss,
-    nsp_loss,
+    init_bert_weights,
     nsp_predictions,
+    pretrain,
     pretraining_losses,
     training_step,
 )
-from bertcourse.training import make_optimizer
+from bertcourse.checkpoints import load_checkpoint
+from bertcourse.training import TrainConfig, make_optimizer
 
 
 def test_pretraining_losses_fused_and_plain_agree_with_data_losses(tokenizer, dataset):
@@ -87,81 +87,59 @@ def test_evaluate_counts_real_predictions_and_restores_the_mode(tokenizer, datas
                                            rel=1e-5)
 
 
-def _logits_labels_weights():
-    g = torch.Generator().manual_seed(0)
-    logits = torch.randn(3, 4, 7, generator=g) * 2
-    labels = torch.randint(0, 7, (3, 4), generator=g)
-    weights = torch.tensor([[1., 1., 1., 0.], [1., 0., 0., 0.], [1., 1., 1., 1.]])
-    # make the padding slots' losses very different, so averaging them in would show
-    logits[weights == 0] = 0.0
-    logits[..., 0][weights == 0] = -20.0
-    labels[weights == 0] = 0
-    return logits, labels, weights
+def test_pretrain_saves_when_interrupted_and_resumes_like_an_uninterrupted_run(tokenizer, dataset, tmp_path,
+                                                                              monkeypatch):
+    """The one way a run is built (chapter 7, the command line, torchrun): interrupted, it saves a
+    checkpoint; resumed from it, it ends with the weights of the run that was never stopped."""
+    import bertcourse.pretrain as module
+    cfg = TrainConfig(steps=9, eval_every=None, warmup_steps=2, amp=False, seed=3)
+    straight = small_model(tokenizer)
+    pretrain(straight, loader(dataset), None, cfg, progress=False, plot=False)
 
-def test_mlm_loss_equals_a_hand_computation():
-    logits, labels, weights = _logits_labels_weights()
-    total, count = 0.0, 0
-    for b in range(3):
-        for j in range(4):
-            if weights[b, j] == 1:
-                log_probs = logits[b, j] - torch.logsumexp(logits[b, j], dim=0)
-                total += -float(log_probs[labels[b, j]])
-                count += 1
-    assert count == 8
-    assert float(mlm_loss(logits, labels, weights)) == pytest.approx(total / count, abs=1e-6)
+    class StopsAfterStep3(module.Trainer):             # Ctrl-C after step 3
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            interrupt_at(self, 3)
 
-def test_mlm_loss_differs_from_the_pitfall_version():
-    logits, labels, weights = _logits_labels_weights()
-    ours = mlm_loss(logits, labels, weights)
-    # pitfall 2: reduction='mean' first, then the weights: the result is the plain mean
-    # over all slots, padding included
-    pitfall_scalar = F.cross_entropy(logits.reshape(-1, 7), labels.reshape(-1))
-    pitfall = (pitfall_scalar * weights.reshape(-1)).sum() / (weights.sum() + 1e-8)
-    assert float(pitfall) == pytest.approx(float(pitfall_scalar), abs=1e-5)
-    assert abs(float(ours) - float(pitfall)) > 1.0
+    monkeypatch.setattr(module, "Trainer", StopsAfterStep3)
+    model = small_model(tokenizer)
+    h = pretrain(model, loader(dataset), None, cfg, progress=False, plot=False, save_to=str(tmp_path),
+                 tokenizer=tokenizer, extra={"note": "chapter 7"})
+    assert h.interrupted and h.step == [1, 2, 3]
+    monkeypatch.setattr(module, "Trainer", StopsAfterStep3.__bases__[0])
+    torch.manual_seed(123)                          # the checkpoint restores the generator, not this
+    model, tok, state = load_checkpoint(tmp_path)
+    assert state["info"]["step"] == 3 and tok is not None
+    h = pretrain(model, loader(dataset), None, cfg, progress=False, plot=False, state=state,
+                 save_to=str(tmp_path), tokenizer=tok)
+    assert h.stopped_by == "steps" and h.step == list(range(1, 10))
+    for (k, a), b in zip(straight.state_dict().items(), model.state_dict().values()):
+        assert torch.equal(a, b), k
+    assert load_checkpoint(tmp_path)[2]["info"]["step"] == 9
+    with pytest.raises(TypeError, match="state must be a dict"):
+        pretrain(model, loader(dataset), None, cfg, progress=False, plot=False, state=[3])
+    with pytest.raises(ValueError, match="save_to"):
+        pretrain(model, loader(dataset), None, cfg, progress=False, plot=False, save_to="")
 
-def test_mlm_loss_fractional_weights_zero_weights_and_gradients():
-    logits, labels, weights = _logits_labels_weights()
-    w = weights * torch.linspace(0.5, 1.5, 4)
-    per_slot = F.cross_entropy(logits.reshape(-1, 7), labels.reshape(-1), reduction="none")
-    expected = (per_slot * w.reshape(-1)).sum() / w.sum()
-    assert torch.allclose(mlm_loss(logits, labels, w), expected, atol=1e-6)
-    zero = mlm_loss(logits, labels, torch.zeros(3, 4))
-    assert torch.isfinite(zero) and float(zero) == 0.0
-    # padding slots get no gradient
-    logits.requires_grad_(True)
-    mlm_loss(logits, labels, weights).backward()
-    assert torch.all(logits.grad[weights == 0] == 0)
-    assert torch.all(logits.grad[weights == 1].abs().sum(-1) > 0)
 
-def test_mlm_loss_errors():
-    logits, labels, weights = _logits_labels_weights()
-    with pytest.raises(ValueError, match=r"\(batch, max_preds, vocab\)"):
-        mlm_loss(logits[0], labels, weights)
-    with pytest.raises(TypeError, match="mlm_labels must be an integer tensor"):
-        mlm_loss(logits, labels.float(), weights)
-    with pytest.raises(TypeError, match="mlm_weights must be a floating-point"):
-        mlm_loss(logits, labels, weights.long())
-    with pytest.raises(ValueError, match=r"mlm_weights must have shape \(batch=3, max_preds=4\)"):
-        mlm_loss(logits, labels, weights[:, :3])
-    with pytest.raises(ValueError, match=r"mlm_labels must have shape"):
-        mlm_loss(logits, labels[:2], weights)
-    with pytest.raises(ValueError, match=r"ids in 0\.\.6"):
-        mlm_loss(logits, labels + 7, weights)
-    with pytest.raises(TypeError, match="mlm_logits"):
-        mlm_loss(logits.tolist(), labels, weights)
-
-def test_nsp_loss():
-    g = torch.Generator().manual_seed(0)
-    logits = torch.randn(6, 2, generator=g)
-    labels = torch.tensor([0, 1, 1, 0, 0, 1])
-    expected = sum(-float(torch.log_softmax(logits[i], 0)[labels[i]]) for i in range(6)) / 6
-    assert float(nsp_loss(logits, labels)) == pytest.approx(expected, abs=1e-6)
-    with pytest.raises(ValueError, match=r"\(batch, 2\)"):
-        nsp_loss(torch.randn(6, 3), labels)
-    with pytest.raises(ValueError, match=r"\(batch=6,\)"):
-        nsp_loss(logits, labels[:5])
-    with pytest.raises(ValueError, match="0 \\(IsNext\\) or 1 \\(NotNext\\)"):
-        nsp_loss(logits, labels + 1)
-    with pytest.raises(TypeError, match="integer"):
-        nsp_loss(logits, labels.float())
+def test_init_bert_weights_draws_small_normal_weights_and_resets_the_norms(tokenizer):
+    """BERT's initialisation as the course writes it: every linear and embedding weight (the
+    learned positions too) from N(0, 0.02²), biases 0, layer norms 1 and 0."""
+    model = small_model(tokenizer)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(5.0)
+    torch.manual_seed(0)
+    assert init_bert_weights(model) is model
+    weights = torch.cat([m.weight.detach().flatten() for m in model.modules()
+                         if isinstance(m, (torch.nn.Linear, torch.nn.Embedding))])
+    assert weights.numel() > 10_000 and abs(float(weights.mean())) < 1e-3
+    assert 0.019 < float(weights.std()) < 0.021
+    for name, p in model.named_parameters():
+        if name.endswith("bias"):
+            assert torch.all(p == 0), name
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert norms and all(torch.all(m.weight == 1) for m in norms)
+    assert not any(torch.all(p == 5.0) for p in model.parameters())      # nothing left out
+    with pytest.raises(ValueError, match="std must be > 0"):
+        init_bert_weights(model, std=0)

@@ -1,4 +1,4 @@
-"""Tests for bertcourse.hf_weights: loading Hugging Face BERT checkpoints into the course model.
+"""Tests for bertcourse.pretrained_bert: loading Hugging Face BERT checkpoints into the course model.
 
 The oracle is ``transformers`` itself: every model loaded here is compared with the Hugging
 Face model built from the same folder. Small random checkpoints are generated in
@@ -20,14 +20,13 @@ from safetensors.torch import load_file, save_file
 import transformers   # the oracle: a test dependency (pyproject [test], requirements.txt)
 from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
 
-import bertcourse.hf_weights as hf_weights_module
+import bertcourse.pretrained_bert as pretrained_bert_module
 from bertcourse.attention import DotProductAttention, store_attention_weights
-from bertcourse.bert import BERTModel, get_config
-from bertcourse.analysis import attention_maps, fill_mask
-from bertcourse.hf_weights import (IGNORED_BUFFERS, NAME_MAP, CheckpointError, _expected_hf_name,
-                                   config_from_hf, course_name, head_statistics,
-                                   load_pretrained, mapping_table, mean_pool, minilm_folder,
-                                   read_checkpoint, typical_heads)
+from bertcourse.bert import BERTModel, get_config, mean_pool
+from bertcourse.inspection import attention_maps, fill_mask, head_statistics, typical_heads
+from bertcourse.pretrained_bert import (IGNORED_BUFFERS, NAME_MAP, CheckpointError, _expected_hf_name,
+                                        config_from_hf, course_name, load_pretrained, mapping_table,
+                                        minilm_folder, read_checkpoint)
 
 TOL = 1e-5
 
@@ -665,7 +664,7 @@ def test_hub_errors_are_translated(tmp_path, monkeypatch):
         calls.append(kwargs)
         raise ConnectionError("Name or service not known")
 
-    monkeypatch.setattr(hf_weights_module, "snapshot_download", no_network)
+    monkeypatch.setattr(pretrained_bert_module, "snapshot_download", no_network)
     with pytest.raises(RuntimeError, match=r"needs an internet connection \(ConnectionError: Name or service"):
         load_pretrained("bert-base-uncased", download=True, cache_dir=tmp_path)
     assert calls[0]["local_files_only"] is False and calls[0]["cache_dir"] == tmp_path
@@ -677,7 +676,7 @@ def test_hub_errors_are_translated(tmp_path, monkeypatch):
     def unknown(repo_id, **kwargs):
         raise RepositoryNotFoundError("404")
 
-    monkeypatch.setattr(hf_weights_module, "snapshot_download", unknown)
+    monkeypatch.setattr(pretrained_bert_module, "snapshot_download", unknown)
     with pytest.raises(RuntimeError, match="no public model 'someone/no-such-bert'"):
         load_pretrained("someone/no-such-bert", download=True, cache_dir=tmp_path)
 
@@ -689,7 +688,7 @@ def test_a_name_is_a_folder_unless_download_is_asked_for(tmp_path, monkeypatch):
     def no_call(*args, **kwargs):
         raise AssertionError("snapshot_download must not be called without download=True")
 
-    monkeypatch.setattr(hf_weights_module, "snapshot_download", no_call)
+    monkeypatch.setattr(pretrained_bert_module, "snapshot_download", no_call)
     monkeypatch.chdir(tmp_path)
     for name in ("my_checkpoint", "bert-base-uncased", "someone/tiny-bert"):
         with pytest.raises(FileNotFoundError) as info:
@@ -720,7 +719,7 @@ def test_hub_repo_with_bin_weights_only(tmp_path, monkeypatch):
         patterns.append(allow_patterns)
         return str(tmp_path)          # the folder has no safetensors, only the .bin
 
-    monkeypatch.setattr(hf_weights_module, "snapshot_download", fake_snapshot)
+    monkeypatch.setattr(pretrained_bert_module, "snapshot_download", fake_snapshot)
     p = load_pretrained("someone/old-bert", download=True)
     assert len(patterns) == 2 and "pytorch_model.bin*" in patterns[1]
     assert p.report.weights_file == "pytorch_model.bin"

@@ -1,10 +1,10 @@
-"""bertcourse.baselines: count-based MLM baselines, NSP chance and the NSP cues."""
+"""bertcourse.pretraining_baselines: count-based MLM baselines, NSP chance and the NSP cues."""
 
 import pytest
 import torch
 from tiny_bert import loader
 
-from bertcourse.baselines import (
+from bertcourse.pretraining_baselines import (
     NSP_CUES,
     baselines,
     count_based_accuracy,

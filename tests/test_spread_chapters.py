@@ -120,7 +120,7 @@ def test_seed_0_prints_what_chapter_3_printed():
 
 
 def test_seed_0_prints_what_chapter_7_printed():
-    from bertcourse.baselines import NSP_CUES
+    from bertcourse.pretraining_baselines import NSP_CUES
 
     v, out = reference("7"), printed("7")
     t = v["training"]

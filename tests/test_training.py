@@ -12,6 +12,7 @@ from bertcourse.checkpoints import load_checkpoint, save_checkpoint
 from bertcourse.data import PretrainDataset
 from bertcourse.pretrain import pretrain, pretraining_step
 from bertcourse.training import (
+    evaluation_batches,
     History,
     TrainConfig,
     Trainer,
@@ -309,3 +310,19 @@ def test_saved_for_backward_counts_what_autograd_keeps_and_changes_nothing():
         saved_for_backward("model", step, x)
     with pytest.raises(TypeError, match="step_fn must be a function"):
         saved_for_backward(model, None, x)
+
+
+def test_evaluation_batches_is_eval_mode_without_gradients_and_restores_the_mode(tokenizer, dataset):
+    """The one evaluation loop: at most max_batches batches, on the model's device, dropout off and
+    no gradients while it runs, and the model's mode as it was afterwards (also after an error)."""
+    model = small_model(tokenizer).train()
+    seen = []
+    for batch in evaluation_batches(model, loader(dataset, 4, shuffle=False), max_batches=2):
+        seen.append((model.training, torch.is_grad_enabled(), batch["tokens"].device.type))
+    assert seen == [(False, False, "cpu")] * 2 and model.training
+    with pytest.raises(RuntimeError, match="boom"):
+        for _ in evaluation_batches(model, loader(dataset, 4, shuffle=False)):
+            raise RuntimeError("boom")
+    assert model.training and torch.is_grad_enabled()
+    with pytest.raises(ValueError, match="max_batches must be > 0"):
+        list(evaluation_batches(model, loader(dataset), max_batches=0))

@@ -102,7 +102,7 @@ def test_hide_input_checks_hides_only_the_checks_at_the_top():
 
 
 def test_show_source_can_hide_the_checks_of_package_code():
-    from bertcourse.hf_weights import mean_pool
+    from bertcourse.bert import mean_pool
     from bertcourse.transformer import EncoderBlock, PositionWiseFFN
     from bertcourse.utils import HIDDEN_CHECKS
     full, short = show_source(mean_pool), show_source(mean_pool, checks=False)

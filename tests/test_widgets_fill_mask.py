@@ -8,7 +8,7 @@ import torch
 from bertcourse.bert import BERTModel, get_config
 from bertcourse.data import train_wordpiece
 from bertcourse.pretrain import init_bert_weights
-from bertcourse.analysis import MASK, encode_words, fill_mask, fill_mask_tokens, mask_word
+from bertcourse.inspection import MASK, encode_words, fill_mask, fill_mask_tokens, mask_word
 from bertcourse.widgets.fill_mask import FillMaskPlayground, draw_fill_mask
 
 SENTENCES = [
@@ -169,7 +169,7 @@ def test_widget_follows_its_controls(model, tokenizer):
 
 def test_attention_maps_are_the_models_weights_and_settings_are_restored(model, tokenizer):
     from bertcourse.attention import store_attention_weights
-    from bertcourse.analysis import attention_maps
+    from bertcourse.inspection import attention_maps
     from bertcourse.widgets.fill_mask import draw_attention_grid
     store_attention_weights(model, False)
     model.train()

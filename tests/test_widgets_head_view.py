@@ -8,8 +8,9 @@ import torch
 
 from transformers import BertModel
 
-from bertcourse.analysis import attention_maps
-from bertcourse.hf_weights import PATTERNS, head_statistics, load_pretrained
+from bertcourse.inspection import attention_maps
+from bertcourse.inspection import PATTERNS, head_statistics
+from bertcourse.pretrained_bert import load_pretrained
 from bertcourse.widgets.head_view import (ALL_TOKENS, PAIR_FILTERS, HeadView, draw_head_survey,
                                           draw_head_view, head_view_data, pair_mask)
 

@@ -92,7 +92,7 @@ def interrupt_cli(cmd: list, started: str, seconds: float, env: dict | None = No
 
 @contextlib.contextmanager
 def command_in_this_process():
-    """``with command_in_this_process(): code = pretrain_main([...])``: a command's main function
+    """``with command_in_this_process(): code = main([...])``: a command's main function
     run in the test process (a fresh Python and torch import per case would cost seconds), which
     is left as it was: PyTorch's thread count (``--threads``) and the random generators the
     commands seed."""

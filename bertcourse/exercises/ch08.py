@@ -17,9 +17,9 @@ In the notebook::
   *A man bites a dog.* and *A dog bites a man.* The check runs the experiment itself
   (:func:`sentence_cosine`).
 
-The references are the package's own functions (:func:`bertcourse.hf_weights.course_name`,
-:func:`~bertcourse.hf_weights.mean_pool`, :func:`bertcourse.attention.entropy` (chapter 1's
-attention widget shows it), :func:`~bertcourse.hf_weights.head_statistics`).
+The references are the package's own functions (:func:`bertcourse.pretrained_bert.course_name`,
+:func:`~bertcourse.bert.mean_pool`, :func:`bertcourse.attention.entropy` (chapter 1's
+attention widget shows it), :func:`~bertcourse.inspection.head_statistics`).
 """
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ import math
 import torch
 
 from ..attention import entropy
-from ..hf_weights import course_name, head_statistics, load_pretrained, mean_pool
+from ..inspection import head_statistics
+from ..bert import mean_pool
+from ..pretrained_bert import course_name, load_pretrained
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, Symptom, equal_values, predicted_choice, randn, run_cases
 
@@ -76,7 +78,7 @@ Q1_DIAGNOSES = [
         "attention.output.* is the attention's W_o and addnorm1.")),
     (Symptom(lambda got, hf: not (isinstance(got, str) and (got.endswith(".weight") or got.endswith(".bias")))),
      N_("keep the suffix: the .weight or .bias at the end stays the same.")),
-    (Symptom(lambda got, hf: True), N_("look the layer up in the table NAME_MAP (bertcourse.hf_weights.mapping_table()).")),
+    (Symptom(lambda got, hf: True), N_("look the layer up in the table NAME_MAP (bertcourse.pretrained_bert.mapping_table()).")),
 ]
 
 
@@ -97,7 +99,7 @@ q1 = Exercise(
         N_("A dict from the HF layer ('attention.self.query', 'intermediate.dense', 'output.LayerNorm', …) "
            "to the course layer ('attention.W_q', 'ffn.dense1', 'addnorm2.ln', …) does most of the work; "
            "remove a leading 'bert.' first."),
-        N_("The table is printed in the notebook: bertcourse.hf_weights.mapping_table(). Watch out for "
+        N_("The table is printed in the notebook: bertcourse.pretrained_bert.mapping_table(). Watch out for "
            "'attention.output.dense' (W_o) vs 'output.dense' (ffn.dense2)."),
     ],
     solution=N_('''

@@ -20,8 +20,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..probing import bag_of_words as _ref_bag_of_words
-from ..probing import few_shot_accuracies, words
+from ..finetuning_baselines import bag_of_words as _ref_bag_of_words
+from ..finetuning_baselines import few_shot_accuracies, words
 from ..training import lr_factor
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, as_number, call_answer, message_of, predicted_dict, run_cases
@@ -130,7 +130,7 @@ def _bow_counts(texts, vocab):
 
 
 def _bow_split(texts, vocab):
-    """you split on spaces; use words(text) from bertcourse.probing, which lower-cases and
+    """you split on spaces; use words(text) from bertcourse.finetuning_baselines, which lower-cases and
     separates punctuation ('phone!' is the word 'phone')."""
     X = torch.zeros(len(texts), len(vocab))
     for r, t in enumerate(texts):
@@ -163,13 +163,13 @@ q2 = Exercise(
     hints=[
         N_("The result is a (len(texts), len(vocab)) float tensor of zeros; row r gets a 1 in column "
            "vocab[w] for every word w of texts[r] that is in vocab."),
-        N_("Use words(text) (from bertcourse.probing) to get the lower-cased words; a word that occurs "
+        N_("Use words(text) (from bertcourse.finetuning_baselines) to get the lower-cased words; a word that occurs "
            "twice still gives 1, and words not in vocab are skipped."),
         N_("X = torch.zeros(len(texts), len(vocab)); for r, t in enumerate(texts): for w in words(t): "
            "if w in vocab: X[r, vocab[w]] = 1.0"),
     ],
     solution=N_('''
-from bertcourse.probing import words
+from bertcourse.finetuning_baselines import words
 
 def bag_of_words(texts, vocab):
     X = torch.zeros(len(texts), len(vocab))

@@ -1,7 +1,7 @@
 """Chapter 9: fine-tune BERT on real review sentences, offline.
 
 What pretraining is for. The data (:mod:`bertcourse.reviews`) are 3,000 review sentences
-shipped with the package; the baselines (:mod:`bertcourse.probing`) are a bag of words and a
+shipped with the package; the baselines (:mod:`bertcourse.finetuning_baselines`) are a bag of words and a
 linear probe on frozen features. This module is the fine-tuning itself, one section each:
 
 1. **The classifier.** :class:`BERTClassifier`: a BERT encoder, a pooled sentence vector
@@ -12,14 +12,15 @@ linear probe on frozen features. This module is the fine-tuning itself, one sect
    :func:`classification_step`, :func:`evaluate_classifier`, :func:`finetune` (BERT's
    recipe: AdamW, a small learning rate, warm-up, 2 to 4 epochs in the paper; one epoch here,
    for time) and
-   :func:`init_head_from_probe` (start the head from a fitted linear probe); how far training
-   moved the encoder: :func:`sentence_vectors` (compare them before and after) and
+   :func:`init_head_from_probe` (start the head from a fitted linear probe) and the recipe that
+   does both, :func:`probe_then_finetune`; how far training moved the encoder:
+   :func:`~bertcourse.inspection.sentence_vectors` (compare them before and after) and
    :func:`weights_moved`.
 3. **Looking at predictions.** :func:`predict_proba`, :func:`token_contributions`
    (occlusion: remove one token, see how the probability moves), :func:`misclassified`.
 4. **The model family** (:data:`MODEL_FAMILY`): BERT, RoBERTa, ALBERT, ELECTRA, DistilBERT
    with the figures of their papers, and :func:`encoder_parameters` to count them.
-5. **Command line** (in :mod:`bertcourse.cli`, with every command):
+5. **Command line** (this package's ``__main__.py``):
    ``python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment``.
 """
 from __future__ import annotations
@@ -39,25 +40,28 @@ from torch.utils.data import DataLoader
 
 from .._checks import (check_bool, check_choice, check_finite_number, check_instance, check_labels, check_list_of,
                        check_positive_int, check_tensor, check_texts, check_tokenizer_fits, shape_str)
-from ..analysis import hf_tokenizer
-from ..bert import BERTConfig, BERTEncoder, Pooler
+from ..bert import BERTConfig, BERTEncoder, Pooler, accuracy, mean_pool
 from ..checkpoints import TOKENIZER_FILE, load_weights, read_config, save_checkpoint
 from ..distributed import device_of, move_to
-from ..hf_weights import Pretrained, load_pretrained, mean_pool
+from ..inspection import POOLINGS, sentence_vectors
+from ..pretrained_bert import Pretrained, load_pretrained
 from ..memory import release_memory
 from ..pretrain import init_bert_weights
-from ..probing import POOLINGS, LogisticRegression
+from ..precision import cpu_has_fast_bf16
+from ..finetuning_baselines import WEIGHT_DECAYS, LogisticRegression, select_weight_decay
 from ..reviews import Review, SentimentDataset, collate_reviews, encode_texts, review_loader, special_ids
 from ..training import TrainConfig, Trainer, evaluation_batches, evaluation_mode
+from ..wordpiece import hf_tokenizer
 
 __all__ = [
     # the classifier
     "POOLINGS", "ClassifierConfig", "BERTClassifier", "UntrainedClassifierError", "build_classifier",
     "save_classifier", "load_classifier",
     # training and evaluation
-    "RECIPE", "classification_step", "evaluate_classifier", "finetune", "release_memory", "init_head_from_probe",
+    "RECIPE", "classification_loss", "classification_step", "evaluate_classifier", "finetune", "release_memory",
+    "init_head_from_probe", "fit_probe", "probe_then_finetune",
     # how far training moved the encoder (Pitfall 3)
-    "sentence_vectors", "weights_moved",
+    "weights_moved",
     # predictions
     "predict_proba", "token_contributions", "misclassified",
     # the model family
@@ -217,7 +221,7 @@ def build_classifier(source="minilm", num_classes: int = 2, pooling: str = "mean
       ``pooling="cls"``) of chapter 8, loaded offline;
     * ``"scratch"``: the same architecture and tokenizer with random weights (BERT's
       initialisation, seeded by ``seed``): what the network can learn from our sentences alone;
-    * a :class:`~bertcourse.hf_weights.Pretrained` (from ``load_pretrained``), whose model is
+    * a :class:`~bertcourse.pretrained_bert.Pretrained` (from ``load_pretrained``), whose model is
       copied (the original is left untouched).
 
     The new head is initialised from ``seed``. The classifier is in training mode.
@@ -292,6 +296,15 @@ def _check_batch(batch, keys=("tokens", "mask", "labels")) -> None:
                         + (f"keys {sorted(batch)}" if isinstance(batch, dict) else type(batch).__name__))
 
 
+def classification_loss(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """A sentence classifier's loss: the cross-entropy of ``logits`` ``(batch, num_classes)``
+    against ``labels`` ``(batch,)`` (class indices), averaged (or summed, ``reduction="sum"``)."""
+    check_choice("reduction", reduction, ("mean", "sum"))
+    check_tensor("logits", logits, ndim=2, expected="(batch, num_classes)", floating=True)
+    check_labels("labels", labels, logits.shape[-1], n=logits.shape[0])
+    return nn.functional.cross_entropy(logits, labels, reduction=reduction)
+
+
 def classification_step(model: BERTClassifier, batch: dict) -> dict:
     """Forward and loss of one batch, for :class:`~bertcourse.training.Trainer`:
     ``{"loss": mean cross-entropy (0-d tensor), "acc": batch accuracy}``. Counts the step in
@@ -299,10 +312,10 @@ def classification_step(model: BERTClassifier, batch: dict) -> dict:
     _check_batch(batch)
     logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
     check_labels("batch['labels']", batch["labels"], logits.shape[-1], n=logits.shape[0])
-    loss = nn.functional.cross_entropy(logits, batch["labels"])
+    loss = classification_loss(logits, batch["labels"])
     if torch.is_grad_enabled() and model.training:
         model.trained_steps += 1
-    acc = (logits.argmax(-1) == batch["labels"]).float().mean()
+    acc = accuracy(logits, batch["labels"])
     return {"loss": loss, "acc": acc.detach()}
 
 
@@ -320,8 +333,8 @@ def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = N
         for batch in evaluation_batches(model, map(_checked, loader), amp=amp):
             logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
             check_labels("batch['labels']", batch["labels"], logits.shape[-1], n=logits.shape[0])
-            loss_sum += float(nn.functional.cross_entropy(logits, batch["labels"], reduction="sum"))
-            correct += int((logits.argmax(-1) == batch["labels"]).sum())
+            loss_sum += float(classification_loss(logits, batch["labels"], reduction="sum"))
+            correct += int(accuracy(logits, batch["labels"], reduction="sum"))
             total += len(batch["labels"])
     finally:
         release_memory()
@@ -501,25 +514,37 @@ def init_head_from_probe(model: BERTClassifier, probe: LogisticRegression) -> BE
     return model
 
 
+def fit_probe(model: BERTClassifier, tokenizer, train, validation, amp: bool = False):
+    """A linear probe for ``model``'s head: a logistic regression on the frozen pooled features
+    (:func:`~bertcourse.inspection.sentence_vectors`, the classifier's pooling) of the reviews
+    ``train``, its weight decay chosen among :data:`~bertcourse.finetuning_baselines.WEIGHT_DECAYS` on
+    ``validation``. Returns ``(probe, weight_decay, validation_accuracies)``; nothing is trained
+    in ``model``."""
+    check_instance("model", model, BERTClassifier, "see build_classifier")
+    check_bool("amp", amp)
+    features, labels = {}, {}
+    for name, reviews in (("train", train), ("validation", validation)):
+        check_list_of(name, reviews, Review, "Review (see load_sentiment())")
+        features[name] = sentence_vectors(model, tokenizer, [r.text for r in reviews], model.config.pooling, amp=amp)
+        labels[name] = torch.tensor([r.label for r in reviews])
+    return select_weight_decay(features["train"], labels["train"], features["validation"], labels["validation"],
+                               WEIGHT_DECAYS)
+
+
+def probe_then_finetune(model: BERTClassifier, tokenizer, train, validation, *, probe: LogisticRegression | None = None,
+                        amp="auto", **options):
+    """Chapter 9's recipe, "linear probing, then fine-tuning" (LP-FT): start the head from a
+    linear probe (``probe``, or one fitted here by :func:`fit_probe`), then :func:`finetune`
+    everything (``options`` are its keyword arguments). Returns the trainer. The command line
+    (``python -m bertcourse.finetune``) and chapter 9 both train this way."""
+    check_instance("model", model, BERTClassifier, "see build_classifier")
+    if probe is None:
+        probe = fit_probe(model, tokenizer, train, validation, amp=cpu_has_fast_bf16() if amp == "auto" else bool(amp))[0]
+    init_head_from_probe(model, probe)
+    return finetune(model, tokenizer, train, validation, amp=amp, **options)
+
+
 # How far training moved the encoder (Pitfall 3: a pretraining-sized learning rate)
-
-def sentence_vectors(encoder: BERTEncoder, batch: dict) -> torch.Tensor:
-    """The unit-length mean-pooled vector of each sentence of ``batch`` (a :func:`review_loader`
-    batch: ``tokens`` and ``mask``), ``(batch, num_hiddens)``: the sentence embedding
-    all-MiniLM-L6-v2 was trained to produce, from any encoder of its shape. Computed on the
-    encoder's device, with dropout off and without gradients; the encoder's mode is restored. The
-    mean cosine between two encoders' vectors of the same batch, ``(a * b).sum(-1).mean()``, says
-    how much fine-tuning changed what the encoder computes (1: nothing)."""
-    check_instance("encoder", encoder, BERTEncoder, "e.g. clf.encoder")
-    _check_batch(batch, keys=("tokens", "mask"))
-    tokens, mask = move_to((batch["tokens"], batch["mask"]), device_of(encoder))
-    with evaluation_mode(encoder), torch.no_grad():
-        hidden = encoder(tokens, None, mask)
-        vectors = nn.functional.normalize(mean_pool(hidden, mask), dim=-1)
-    del hidden
-    release_memory()        # the forward's buffers back to the system: chapter 9 runs in Binder's 1 GB
-    return vectors
-
 
 def weights_moved(model: nn.Module, reference: nn.Module) -> float:
     """How far training moved ``model`` from ``reference`` (the same architecture, as it was

@@ -7,19 +7,21 @@ plus the NSP loss (mean cross-entropy of the ``[CLS]`` classifier)::
 
 What this module adds around that one line:
 
-* :func:`nsp_loss` and :func:`pretraining_losses` (both heads, one batch; :func:`mlm_loss`,
-  chapter 5's, lives with the MLM head in :mod:`bertcourse.bert` and is re-exported here);
+* :func:`pretraining_losses` (both heads, one batch; the losses :func:`mlm_loss` and
+  :func:`nsp_loss` and :func:`mlm_accuracy` live with their heads in :mod:`bertcourse.bert`
+  and are re-exported here);
 * :func:`init_bert_weights` — BERT's N(0, 0.02) initialisation;
 * :func:`training_step` — forward, both losses, backward, clipping, AdamW step;
 * :func:`evaluate` — held-out MLM top-1 accuracy and NSP accuracy, in ``eval()`` mode;
 * :func:`pretrain` — the run, on the course's one training loop
   (:class:`bertcourse.training.Trainer`, with :func:`~bertcourse.training.make_optimizer`
-  and :func:`~bertcourse.training.lr_factor`, re-exported here).
+  and :func:`~bertcourse.training.lr_factor`, re-exported here), resumable and saved as a
+  checkpoint: the one way a run is built, by chapter 7, the command line and torchrun.
 
-Elsewhere: the layers' fast paths (``@fast_path`` methods, :mod:`bertcourse.kernels`), the
+Elsewhere: the layers' fast paths (``@fast_path`` methods, :mod:`bertcourse.fast_paths`), the
 batching that trims padding (:mod:`bertcourse.batching`), the baselines
-(:mod:`bertcourse.baselines`), checkpoints (:mod:`bertcourse.checkpoints`) and the command
-line (:mod:`bertcourse.cli`)::
+(:mod:`bertcourse.pretraining_baselines`), checkpoints (:mod:`bertcourse.checkpoints`) and the command
+line (this package's ``__main__.py``)::
 
     python -m bertcourse.pretrain --config tiny --seconds 90 --out runs/tiny
 """
@@ -28,15 +30,13 @@ from __future__ import annotations
 from typing import Iterable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .._checks import (check_bool, check_finite_number, check_instance, check_optimizer,
-                       check_tensor, shape_str)
+from .._checks import check_bool, check_finite_number, check_instance, check_optimizer, check_path
 from ..batching import trim_batch
-from ..bert import BERTModel, mlm_loss
-from ..data import IS_NEXT, NOT_NEXT, check_batch
-from ..distributed import device_of
+from ..bert import BERTModel, accuracy, mlm_accuracy, mlm_loss, nsp_loss
+from ..checkpoints import save_checkpoint
+from ..distributed import device_of, is_main_process
 from ..positional import LearnedPositionalEmbedding
 from ..precision import autocast
 from ..training import History, TrainConfig, Trainer, evaluation_batches, lr_factor, make_optimizer, optimizer_step
@@ -48,25 +48,8 @@ __all__ = ["mlm_loss", "nsp_loss", "pretraining_losses", "init_bert_weights", "t
 
 
 # ---------------------------------------------------------------------------------------
-# The losses
+# The losses of one batch
 # ---------------------------------------------------------------------------------------
-
-def nsp_loss(nsp_logits: torch.Tensor, nsp_labels: torch.Tensor) -> torch.Tensor:
-    """Next-sentence loss: mean cross-entropy of ``nsp_logits`` (batch, 2) against
-    ``nsp_labels`` (batch,) with 0 = IsNext, 1 = NotNext."""
-    check_tensor("nsp_logits", nsp_logits, ndim=2, expected="(batch, 2)", floating=True)
-    if nsp_logits.shape[1] != 2:
-        raise ValueError(f"nsp_logits must have shape (batch, 2), got shape {shape_str(nsp_logits)}")
-    batch = nsp_logits.shape[0]
-    if batch == 0:
-        raise ValueError("nsp_logits must hold at least one pair: got an empty batch, shape (0, 2)")
-    check_tensor("nsp_labels", nsp_labels, ndim=1, expected=f"(batch={batch},)", floating=False)
-    if nsp_labels.shape[0] != batch:
-        raise ValueError(f"nsp_labels must have shape (batch={batch},), got shape {shape_str(nsp_labels)}")
-    if nsp_labels.numel() and not bool(((nsp_labels == IS_NEXT) | (nsp_labels == NOT_NEXT)).all()):
-        raise ValueError(f"nsp_labels must be 0 (IsNext) or 1 (NotNext), got {sorted(set(nsp_labels.tolist()))}")
-    return F.cross_entropy(nsp_logits, nsp_labels)
-
 
 def _check_pretraining_model(model) -> None:
     if not isinstance(model, BERTModel) or model.mlm is None or model.nsp is None:
@@ -88,9 +71,8 @@ def pretraining_losses(model: BERTModel, batch: dict, amp: bool = False,
     """
     check_bool("amp", amp)
     check_bool("fused", fused)
-    check_batch(batch)
     _check_pretraining_model(model)
-    batch = trim_batch(batch)
+    batch = trim_batch(batch)                   # checks the batch (once per step)
     with autocast(amp, batch["tokens"].device.type):
         features, nsp_logits = model.pretraining_features(batch["tokens"], batch["segments"], batch["valid_lens"],
                                                           batch["pred_positions"], fast=fused)
@@ -155,29 +137,6 @@ def pretraining_step(fused: bool = True):
 # Evaluation
 # ---------------------------------------------------------------------------------------
 
-def mlm_accuracy(mlm_logits: torch.Tensor, mlm_labels: torch.Tensor, mlm_weights: torch.Tensor) -> torch.Tensor:
-    """Top-1 MLM accuracy over the *real* predictions: the fraction of slots with
-    ``mlm_weights > 0`` whose highest logit is the label (a 0-d float tensor; 0 when there
-    is no real prediction). ``mlm_logits`` (batch, num_preds, vocab), ``mlm_labels`` and
-    ``mlm_weights`` (batch, num_preds). Padding slots must not count: their label 0 is
-    ``[PAD]``, which the model learns never to predict, so they would look like errors."""
-    check_tensor("mlm_logits", mlm_logits, ndim=3, expected="(batch, num_preds, vocab)", floating=True)
-    exp = f"(batch={mlm_logits.shape[0]}, num_preds={mlm_logits.shape[1]})"
-    for name, x in (("mlm_labels", mlm_labels), ("mlm_weights", mlm_weights)):
-        check_tensor(name, x, ndim=2, expected=exp)
-        if tuple(x.shape) != tuple(mlm_logits.shape[:2]):
-            raise ValueError(f"{name} must have shape {exp}, got shape {shape_str(x)}")
-    real = mlm_weights > 0
-    correct = ((mlm_logits.argmax(dim=-1) == mlm_labels) & real).sum()
-    return correct.float() / real.sum().clamp(min=1)
-
-
-def _trimmed(batch: dict) -> dict:
-    """A checked batch without its unused padding columns (what the evaluation loops read)."""
-    check_batch(batch)
-    return trim_batch(batch)
-
-
 def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
              amp: bool = False) -> dict:
     """Held-out metrics: ``{"mlm_acc", "nsp_acc", "mlm_loss", "nsp_loss", "num_preds",
@@ -192,21 +151,17 @@ def evaluate(model: BERTModel, loader: Iterable, max_batches: int | None = None,
     _check_pretraining_model(model)
     mlm_correct = mlm_total = mlm_loss_sum = 0.0
     nsp_correct = nsp_total = nsp_loss_sum = 0.0
-    for batch in evaluation_batches(model, map(_trimmed, loader), max_batches, amp):
+    for batch in evaluation_batches(model, map(trim_batch, loader), max_batches, amp):
         _, mlm_logits, nsp_logits = model(batch["tokens"], batch["segments"],
                                           batch["valid_lens"], batch["pred_positions"])
         mlm_logits, nsp_logits = mlm_logits.float(), nsp_logits.float()
-        w = batch["mlm_weights"].float()
-        real = w > 0
-        labels = batch["mlm_labels"]
-        per_slot = F.cross_entropy(mlm_logits.reshape(-1, mlm_logits.shape[-1]), labels.reshape(-1),
-                                   reduction="none").reshape(labels.shape)
-        mlm_loss_sum += float((per_slot * w).sum())
-        mlm_correct += float(((mlm_logits.argmax(-1) == labels) & real).sum())
-        mlm_total += float(w.sum())
+        labels, weights = batch["mlm_labels"], batch["mlm_weights"]
+        mlm_loss_sum += float(mlm_loss(mlm_logits, labels, weights, reduction="sum"))
+        mlm_correct += float(mlm_accuracy(mlm_logits, labels, weights, reduction="sum"))
+        mlm_total += float(weights.float().sum())
         nsp_labels = batch["nsp_labels"]
-        nsp_loss_sum += float(F.cross_entropy(nsp_logits, nsp_labels, reduction="sum"))
-        nsp_correct += float((nsp_logits.argmax(-1) == nsp_labels).sum())
+        nsp_loss_sum += float(nsp_loss(nsp_logits, nsp_labels, reduction="sum"))
+        nsp_correct += float(accuracy(nsp_logits, nsp_labels, reduction="sum"))
         nsp_total += len(nsp_labels)
     if mlm_total == 0 or nsp_total == 0:
         raise ValueError("loader gave no predictions to evaluate (is it empty?)")
@@ -222,7 +177,7 @@ def nsp_predictions(model: BERTModel, loader: Iterable) -> torch.Tensor:
     Runs in ``eval()`` mode and restores the model's mode afterwards."""
     _check_pretraining_model(model)
     out = []
-    for batch in evaluation_batches(model, map(_trimmed, loader)):
+    for batch in evaluation_batches(model, map(trim_batch, loader)):
         encoded = model.encoder(batch["tokens"], batch["segments"], batch["valid_lens"])
         out.append(model.nsp(model.pooler(encoded)).argmax(-1))
     if not out:
@@ -236,7 +191,8 @@ def nsp_predictions(model: BERTModel, loader: Iterable) -> torch.Tensor:
 
 def pretrain(model: BERTModel, train_loader: Iterable, eval_loader: Iterable | None = None,
              cfg: TrainConfig | None = None, progress: bool = True, plot: bool = True,
-             fused: bool = True) -> History:
+             fused: bool = True, *, state: dict | None = None, save_to: str | None = None,
+             tokenizer=None, extra: dict | None = None) -> History:
     """Pretrain ``model`` with MLM + NSP on the shared loop; see
     :class:`~bertcourse.training.TrainConfig` and :class:`~bertcourse.training.Trainer`.
 
@@ -246,16 +202,32 @@ def pretrain(model: BERTModel, train_loader: Iterable, eval_loader: Iterable | N
     ``loss``, ``mlm_loss``, ``nsp_loss``, ``grad_norm``). Ctrl-C stops after the current step
     (the model keeps what it learned; ``history.stopped_by == "interrupt"``). It trains on
     ``cfg.device`` and comes back to where it was.
+
+    ``state``: a saved trainer state (the third value of
+    :func:`~bertcourse.checkpoints.load_checkpoint`): the run resumes where it stopped (step,
+    optimizer moments, schedule, data order, history) and trains what is left of the budget.
+    ``save_to``: a folder where the run is saved when it ends, interrupted or not (the model,
+    ``tokenizer``, the trainer state to resume from and ``extra`` in ``config.json``); under
+    torchrun only the first process writes it.
     """
     check_bool("progress", progress)
     check_bool("plot", plot)
     check_bool("fused", fused)
     _check_pretraining_model(model)
+    if state is not None:
+        check_instance("state", state, dict, "a trainer state, the third value of load_checkpoint")
+    if save_to is not None:
+        check_path("save_to", save_to, kind="folder", what="checkpoint folder")
     eval_fn = None if eval_loader is None else evaluate
     home = device_of(model)
     trainer = Trainer(model, train_loader, pretraining_step(fused), cfg, eval_loader=eval_loader,
                       eval_fn=eval_fn, desc="pretraining")
+    if state is not None:
+        trainer.load_state_dict(state)
     try:
-        return trainer.fit(progress=progress, plot=plot)
+        history = trainer.fit(progress=progress, plot=plot)
     finally:
         model.to(home)
+    if save_to is not None and is_main_process():
+        save_checkpoint(save_to, model, tokenizer, trainer, extra=extra)
+    return history

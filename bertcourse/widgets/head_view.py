@@ -17,17 +17,17 @@ Pure functions (tested directly): :func:`pair_mask`, :func:`head_view_data`. Dra
 from __future__ import annotations
 
 import ipywidgets as W
-import matplotlib
 import numpy as np
 import torch
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from .._checks import check_choice, check_int, check_tensor
-from ..analysis import attention_maps
-from ..hf_weights import PATTERNS, Pretrained
+from ..inspection import PATTERNS, attention_maps
+from ..pretrained_bert import Pretrained
 from ..i18n import gettext as _
 from . import FigureWidget
+from .drawing import draw_heatmap
 
 __all__ = ["PAIR_FILTERS", "ALL_TOKENS", "pair_mask", "head_view_data", "draw_head_view",
            "draw_head_survey", "HeadView"]
@@ -114,17 +114,10 @@ def draw_head_view(pieces: list[str], data: dict, token: int = ALL_TOKENS, title
     ax_lines.axis("off")
     ax_lines.set_title("queries (left) → keys (right)", fontsize=10)
 
-    shown = np.ma.masked_array(matrix.numpy(), mask=~kept.numpy())
-    cmap = matplotlib.colormaps["Blues"].with_extremes(bad="0.85")
-    im = ax_map.imshow(shown, cmap=cmap, vmin=0.0, vmax=1.0)
-    ax_map.set_xticks(range(n), pieces, rotation=90, fontsize=8)
-    ax_map.set_yticks(range(n), pieces, fontsize=8)
-    ax_map.set_xlabel("keys")
-    ax_map.set_ylabel("queries")
+    draw_heatmap(ax_map, matrix, pieces, pieces, hidden=~kept, rotation=90)
     if token != ALL_TOKENS:
         ax_map.axhline(token - 0.5, color="crimson", lw=1.2)
         ax_map.axhline(token + 0.5, color="crimson", lw=1.2)
-    fig.colorbar(im, ax=ax_map, fraction=0.046, pad=0.04)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -132,22 +125,18 @@ def draw_head_view(pieces: list[str], data: dict, token: int = ALL_TOKENS, title
 
 
 def draw_head_survey(stats: dict) -> Figure:
-    """One ``(layers, heads)`` heatmap per pattern of :func:`bertcourse.hf_weights.head_statistics`
+    """One ``(layers, heads)`` heatmap per pattern of :func:`bertcourse.inspection.head_statistics`
     (``fig.axes[k].images[0]`` holds ``stats[PATTERNS[k]]``), layers and heads labelled from 1."""
     fig = Figure(figsize=(13, 5.5))
     axes = fig.subplots(2, 3).flatten()
     for ax, pattern in zip(axes, PATTERNS):
-        s = stats[pattern].numpy()
-        L, H = s.shape
-        im = ax.imshow(s, cmap="viridis" if pattern == "entropy" else "Blues",
-                       vmin=0.0, vmax=None if pattern == "entropy" else 1.0)
-        ax.set_xticks(range(H), [str(h + 1) for h in range(H)], fontsize=8)
-        ax.set_yticks(range(L), [str(l + 1) for l in range(L)], fontsize=8)
-        ax.set_xlabel("head")
-        ax.set_ylabel("layer")
-        ax.set_title("entropy (nats): broad vs sharp" if pattern == "entropy" else f"share of attention on {pattern}",
-                     fontsize=10)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, shrink=0.6)
+        L, H = stats[pattern].shape
+        # shares lie in [0, 1]; an entropy has no such bound, so it gets its own colours and scale
+        entropy = pattern == "entropy"
+        draw_heatmap(ax, stats[pattern], [str(l + 1) for l in range(L)], [str(h + 1) for h in range(H)],
+                     cmap="viridis" if entropy else "Blues", vmax=None if entropy else 1.0, rotation=0,
+                     xlabel="head", ylabel="layer", title_size=10, colorbar=0.6,
+                     title="entropy (nats): broad vs sharp" if entropy else f"share of attention on {pattern}")
     axes[-1].axis("off")
     fig.tight_layout()
     return fig
