@@ -313,3 +313,67 @@ def test_q5_wrong_predictions_explain(answer, phrases):
 ])
 def test_q5_refuses_malformed_predictions(bad, phrase):
     assert_fails_with(q5, bad, phrase)
+
+
+# --- Q6: WordPiece's inner loop -----------------------------------------------------------
+# the mistakes written as a learner writes them
+
+def _shortest_first(word, vocab):
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(start + 1, len(word) + 1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                break
+        else:
+            return ["[UNK]"]
+        pieces.append(piece)
+        start = end
+    return pieces
+
+
+def _no_prefix(word, vocab):
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            if word[start:end] in vocab:
+                break
+        else:
+            return ["[UNK]"]
+        pieces.append(word[start:end])
+        start = end
+    return pieces
+
+
+def _partial_split(word, vocab):
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                break
+        else:
+            pieces.append("[UNK]")
+            break
+        pieces.append(piece)
+        start = end
+    return pieces
+
+
+def test_q6_reference_and_solution_pass():
+    from bertcourse.wordpiece import wordpiece_encode_word
+    assert ch04.q6.check(wordpiece_encode_word)
+    namespace = {}
+    exec(ch04.q6._solution, namespace)
+    assert_passes_with(ch04.q6, namespace["encode_word"])
+
+
+@pytest.mark.parametrize("wrong, phrase", [(_shortest_first, "shortest piece first"),
+                                           (_no_prefix, "'##'"),
+                                           (_partial_split, "WHOLE word")])
+def test_q6_mistakes(wrong, phrase):
+    assert_fails_with(ch04.q6, wrong, phrase)
+
+
+def test_q6_names_a_result_that_is_not_a_list_of_pieces():
+    assert_fails_with(ch04.q6, lambda word, vocab: " ".join(word), "a list of str")

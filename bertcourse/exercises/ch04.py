@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch04 import q1, q2, q3, q4, q5
+    from bertcourse.exercises.ch04 import q1, q2, q3, q4, q5, q6
 
 * ``q1`` — ``my_tokens_and_segments(tokens_a, tokens_b=None)``: ``[CLS] A [SEP]`` or
   ``[CLS] A [SEP] B [SEP]`` and the segment ids, like
@@ -16,6 +16,8 @@ In the notebook::
 * ``q5`` — ``prediction``: *before* running the experiment, predict what share of an
   encoder's parameters sits in its embedding layer, for BERT-base and for the chapter's
   tiny configuration. The check counts them itself (:func:`encoder_parameter_split`).
+* ``q6`` — ``encode_word(word, vocab)``: WordPiece's inner loop, greedy longest match first,
+  like :func:`bertcourse.wordpiece.wordpiece_encode_word`.
 
 Every reference answer calls :mod:`bertcourse.bert`, so the exercises check the learner
 against exactly the code the chapter explains, and each knows the typical wrong answers.
@@ -30,9 +32,10 @@ import torch
 from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
 from ..data import DEFAULT_VOCAB_SIZE
 from ..i18n import gettext as _, gettext_noop as N_
+from ..wordpiece import wordpiece_encode_word
 from .core import CheckFailed, Exercise, Symptom, as_number, equal_values, predicted_dict, run_cases, seeded
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "encoder_parameter_split", "Q5_CONFIGS", "Q5_TOLERANCE"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "encoder_parameter_split", "Q5_CONFIGS", "Q5_TOLERANCE"]
 
 
 def _int_list(x, what: str) -> list:
@@ -499,5 +502,91 @@ q5 = Exercise(
 # Tiny: embeddings (3,000 + 2 + 64) × 64 + 128 ≈ 196k; each of 2 blocks
 # 4·64² + 2·64·128 (+ biases, norms) ≈ 33k: 75 % embeddings.
 prediction = {"base": 0.22, "tiny": 0.75}
+'''),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q6: WordPiece's inner loop, greedy longest match first
+# ---------------------------------------------------------------------------------------
+
+# Small vocabularies in which each usual mistake gives another answer than the encoder.
+_Q6_PIECES = {"un", "##aff", "##able", "u", "##n", "##a", "##f", "##b", "##l", "##e", "aff", "able",
+              "play", "##ing", "p", "##l", "##y", "##i", "##g", "ing", "capital", "ab", "a", "##bc"}
+Q6_CASES = [("unaffable", _Q6_PIECES), ("playing", _Q6_PIECES), ("capital", _Q6_PIECES),
+            ("abc", _Q6_PIECES), ("playx", _Q6_PIECES), ("xyz", _Q6_PIECES), ("a", _Q6_PIECES)]
+
+
+def _q6_cases() -> list:
+    # a frozenset: the answer cannot change the shared vocabulary in place
+    return [(_("word={word!r}").format(word=word), (word, frozenset(vocab))) for word, vocab in Q6_CASES]
+
+
+# The encoder's loop with one knob per usual mistake (what a wrong answer computes). A comment, not a
+# docstring: Q6_DIAGNOSES names this function, and a diagnosis's docstring is its message.
+def _q6_greedy(word, vocab, longest: bool = True, prefix: str = "##", partial: bool = False) -> list:
+    pieces, start = [], 0
+    while start < len(word):
+        ends = range(len(word), start, -1) if longest else range(start + 1, len(word) + 1)
+        piece = next((prefix * (start > 0) + word[start:end] for end in ends
+                      if prefix * (start > 0) + word[start:end] in vocab), None)
+        if piece is None:
+            return pieces + ["[UNK]"] if partial else ["[UNK]"]
+        pieces.append(piece)
+        start += len(piece) - len(prefix) * (start > 0)
+    return pieces
+
+
+Q6_DIAGNOSES = [
+    (lambda word, vocab: _q6_greedy(word, vocab, longest=False),
+     N_("you take the shortest piece first; WordPiece takes the longest piece that is in the vocabulary "
+        "(try the end of the word first, then shorten).")),
+    (lambda word, vocab: _q6_greedy(word, vocab, prefix=""),
+     N_("a piece that continues a word is spelled with '##' in the vocabulary ('##able', not 'able'): "
+        "look up '##' + the rest for every piece but the first, and keep the '##' in the result.")),
+    (lambda word, vocab: _q6_greedy(word, vocab, partial=True),
+     N_("when no piece fits, the WHOLE word becomes ['[UNK]'], not the pieces found so far plus '[UNK]'.")),
+]
+
+
+def _str_list(x, what: str) -> list:
+    if not isinstance(x, (list, tuple)) or not all(isinstance(v, str) for v in x):
+        raise CheckFailed(_("{what}: expected a list of str (the pieces), got {type} {x!r}").format(
+            what=what, type=type(x).__name__, x=x))
+    return list(x)
+
+
+def _check_q6(answer) -> str:
+    run_cases(answer, wordpiece_encode_word, _q6_cases(), Q6_DIAGNOSES,
+              prepare=lambda got, where, *args: _str_list(got, _("on {where}").format(where=where)),
+              compare=equal_values(N_("on {where}: expected {expected}, got {got}")))
+    return _("correct on all {n} words, the one greedy cannot finish ('abc') and the unknown ones included").format(
+        n=len(Q6_CASES))
+
+
+q6 = Exercise(
+    name=N_("Q6 (WordPiece's inner loop)"),
+    var="encode_word",
+    checker=_check_q6,
+    hints=[
+        N_("Keep a start position. From it, try the longest rest of the word first and shorten it until the "
+           "piece is in the vocabulary; then continue after that piece."),
+        N_("Every piece but the first is looked up (and returned) as '##' + piece."),
+        N_("If no piece fits at some position, return ['[UNK]'] for the whole word: BERT does not keep the "
+           "pieces it found before."),
+    ],
+    solution=N_('''
+def encode_word(word, vocab):
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):          # the longest piece first
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                break
+        else:                                            # no piece fits: the whole word is unknown
+            return ["[UNK]"]
+        pieces.append(piece)
+        start = end
+    return pieces
 '''),
 )
