@@ -72,6 +72,7 @@ import torch
 
 from .._checks import check_bool, check_choice, check_finite_number, check_int, check_positive_int  # noqa: F401
 from ..i18n import gettext as _
+from ..learner_progress import record as record_progress
 from .mutation import changed_arguments, in_place_detail
 from .values import plain_equal
 
@@ -93,9 +94,6 @@ class CheckFailed(Exception):
 
 class NotAttempted(Exception):
     """Raised by a checker when the answer is still the starter (stub or placeholder)."""
-
-
-_NotAttempted = NotAttempted        # the name the checkers used before it was public
 
 
 class _Printed(str):
@@ -642,11 +640,13 @@ class Exercise:
         return f"<Exercise {self.name}: `{self.var}`>"
 
     def check(self, answer: Any = _MISSING) -> CheckResult:
-        """Check ``answer`` (default: the notebook variable named ``self.var``)."""
+        """Check ``answer`` (default: the notebook variable named ``self.var``). The result is
+        recorded when the learner tracks progress (``bertcourse.track_progress()``)."""
         if answer is _MISSING:
             answer = _find_in_notebook(self.var)
         result = self._evaluate(answer)
         print(result)
+        record_progress(self, result.status)
         return result
 
     def _not_attempted(self) -> CheckResult:
