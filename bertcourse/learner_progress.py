@@ -88,7 +88,8 @@ def _label(call: ast.Call) -> str | None:
 
 
 def _exercises_in(source: str) -> list[tuple[str, str]]:
-    """``[(name, label)]`` of the module-level names that ``source`` binds to ``Exercise(...)``."""
+    """``[(name, label)]`` of the module-level names that ``source`` binds to ``Exercise(...)`` or
+    ``Quiz(...)``."""
     found = []
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -99,7 +100,7 @@ def _exercises_in(source: str) -> list[tuple[str, str]]:
             continue
         func = value.func if isinstance(value, ast.Call) else None
         called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        if isinstance(target, ast.Name) and called == "Exercise":
+        if isinstance(target, ast.Name) and called in ("Exercise", "Quiz"):
             found.append((target.id, _label(value) or target.id))
     return found
 

@@ -32,6 +32,8 @@ with ``CI`` set it fails instead.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import io
 import json
 import os
 import pathlib
@@ -243,6 +245,25 @@ def shorten_training(name: str, cells) -> None:
         hits[0].source = hits[0].source.replace(old, new)
 
 
+def quiz_probe(name: str):
+    """``(source, expected)``: a code cell that answers the first question of chapter ``name``'s quiz
+    right and the second wrong, as a learner would, and the texts its output must hold (the right
+    answer's reason and the wrong option's reason); ``None`` for a chapter without a quiz."""
+    module = importlib.import_module(f"bertcourse.exercises.ch{name[:2]}")
+    quiz = getattr(module, "quiz", None)
+    if quiz is None:
+        return None
+    first, second = quiz.questions[:2]
+    wrong = next(letter for letter, o in zip(second.letters, second.options) if not o.correct) \
+        if second.options else second.answer + 2 * second.tolerance + 1
+    source = (f"# the browser test answers the quiz: question 1 right, question 2 wrong\n"
+              f"from bertcourse.exercises.ch{name[:2]} import quiz\n"
+              f"quiz.check({{1: {first.right_value()!r}, 2: {wrong!r}}})")
+    right_why = next(o.why for o in first.options if o.correct) if first.options else first.why
+    wrong_why = second.options[second.letters.index(wrong)].why if second.options else second.why_high
+    return source, [" ".join(text.split()) for text in ("1. right: " + right_why, "2. wrong: " + wrong_why)]
+
+
 def _copy_notebooks(dest: pathlib.Path) -> None:
     """notebooks/ into dest, reduced to the code cells the widgets need (:func:`widget_slice`;
     no markdown: JupyterLab renders and typesets every markdown cell, which cost 1-1.5 s of each
@@ -262,6 +283,9 @@ def _copy_notebooks(dest: pathlib.Path) -> None:
         keep = widget_slice(nb)
         nb.metadata.pop("widgets", None)
         nb.cells = [c for i, c in enumerate(nb.cells) if i in keep]      # code cells only
+        probe = quiz_probe(path.name)
+        if probe is not None:                   # last: a wrong answer must not stop a widget cell
+            nb.cells.append(nbformat.v4.new_code_cell(probe[0]))
         for cell in nb.cells:
             cell.outputs = []
             cell.execution_count = None
@@ -301,9 +325,24 @@ def test_the_copies_hold_only_the_sliced_code_cells_without_outputs(tmp_path):
         original = nbformat.read(ROOT / "notebooks" / path.name, as_version=4)
         shorten_training(path.name, original.cells)
         expected = [original.cells[i].source for i in sorted(widget_slice(original))]
+        probe = quiz_probe(path.name)
+        expected += [probe[0]] if probe else []         # and, last, the quiz answered once right, once wrong
         assert [c.source for c in nb.cells] == expected and expected, path.name
         assert all(c.cell_type == "code" and not c.outputs and c.execution_count is None for c in nb.cells)
         assert nb.metadata["kernelspec"]["name"] == "python3" and "widgets" not in nb.metadata
+
+
+def test_the_quiz_probe_answers_one_question_right_and_one_wrong():
+    """The probe's cell, run here: its output holds the right answer's reason and the wrong one's."""
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        probe = quiz_probe(path.name)
+        if probe is None:
+            continue
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(probe[0], {})
+        printed = " ".join(out.getvalue().split())
+        assert "[FAIL]" in printed and all(text in printed for text in probe[1]), (path.name, printed)
 
 
 def test_widget_slice_keeps_what_the_widgets_need():
@@ -744,6 +783,12 @@ def test_notebook_in_jupyterlab(course_notebook, lab_page, lab):
         assert not errors, f"{name}: error output in JupyterLab:\n" + "\n".join(errors)
         prompts = page.evaluate(STATE_JS)["prompts"]
         assert prompts and all(p[1:-2].isdigit() for p in prompts), f"{name}: not every code cell ran: {prompts}"
+        # The quiz, answered in the page: one answer right and one wrong, each with its reason.
+        probe = quiz_probe(name)
+        if probe is not None:
+            shown = "".join(o["text"] for c in cells if c["source"] == probe[0] for o in c["outputs"])
+            missing = [text for text in probe[1] if text not in " ".join(shown.split())]
+            assert not missing, f"{name}: the quiz's answers in the page lack {missing}; it printed {shown!r}"
 
         # 2. Every widget is a live ipywidgets view (views render asynchronously).
         def all_rendered():

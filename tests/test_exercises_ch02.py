@@ -179,3 +179,40 @@ def test_q5_wrong_predictions_explain(answer, phrases):
 ])
 def test_q5_refuses_malformed_predictions(bad, phrase):
     assert_fails_with(q5, bad, phrase)
+
+
+# --- the quiz -----------------------------------------------------------------------------
+
+QUIZ_RIGHT = {1: "c", 2: "b", 3: "b", 4: "a", 5: 32}
+QUIZ_WRONG = [pytest.param(k, letter, option.why, id=f"{k}{letter}")
+              for k, question in enumerate(ch02.quiz.questions, 1)
+              for letter, option in zip(question.letters, question.options) if not option.correct]
+
+
+def test_quiz_right_answers_pass_with_their_reasons():
+    result = ch02.quiz.check(QUIZ_RIGHT)
+    assert result.status == "pass" and "5 of 5 right" in result.message, result.message
+    for question in ch02.quiz.questions:
+        why = next(o.why for o in question.options if o.correct) if question.options else question.why
+        assert why in result.message
+    assert {k: q.right_value() for k, q in enumerate(ch02.quiz.questions, 1)} == QUIZ_RIGHT
+
+
+@pytest.mark.parametrize("number, letter, why", QUIZ_WRONG)
+def test_quiz_every_wrong_option_fails_with_its_own_reason(number, letter, why):
+    result = ch02.quiz.check({**QUIZ_RIGHT, number: letter})
+    assert result.status == "fail" and "4 of 5 right" in result.message, result.message
+    assert f"{number}. wrong: {why}" in result.message
+
+
+@pytest.mark.parametrize("guess, side", [(30.92, "why_low"), (64, "why_high")])
+def test_quiz_numeric_guess_too_low_or_too_high_gets_its_reason(guess, side):
+    question = ch02.quiz.questions[5 - 1]
+    result = ch02.quiz.check({**QUIZ_RIGHT, 5: guess})
+    assert result.status == "fail" and f"5. wrong: {getattr(question, side)}" in result.message, result.message
+
+
+def test_quiz_reasons_are_all_different():
+    reasons = [o.why for q in ch02.quiz.questions for o in q.options]
+    reasons += [r for q in ch02.quiz.questions if not q.options for r in (q.why, q.why_low, q.why_high)]
+    assert len(reasons) == len(set(reasons))

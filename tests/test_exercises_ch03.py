@@ -125,3 +125,40 @@ def test_q5_wrong_predictions_explain(answer, phrase):
 ])
 def test_q5_refuses_what_is_not_a_count(bad, phrase):
     assert_fails_with(q5, bad, phrase)
+
+
+# --- the quiz -----------------------------------------------------------------------------
+
+QUIZ_RIGHT = {1: "a", 2: "c", 3: "b", 4: "b", 5: 8}
+QUIZ_WRONG = [pytest.param(k, letter, option.why, id=f"{k}{letter}")
+              for k, question in enumerate(ch03.quiz.questions, 1)
+              for letter, option in zip(question.letters, question.options) if not option.correct]
+
+
+def test_quiz_right_answers_pass_with_their_reasons():
+    result = ch03.quiz.check(QUIZ_RIGHT)
+    assert result.status == "pass" and "5 of 5 right" in result.message, result.message
+    for question in ch03.quiz.questions:
+        why = next(o.why for o in question.options if o.correct) if question.options else question.why
+        assert why in result.message
+    assert {k: q.right_value() for k, q in enumerate(ch03.quiz.questions, 1)} == QUIZ_RIGHT
+
+
+@pytest.mark.parametrize("number, letter, why", QUIZ_WRONG)
+def test_quiz_every_wrong_option_fails_with_its_own_reason(number, letter, why):
+    result = ch03.quiz.check({**QUIZ_RIGHT, number: letter})
+    assert result.status == "fail" and "4 of 5 right" in result.message, result.message
+    assert f"{number}. wrong: {why}" in result.message
+
+
+@pytest.mark.parametrize("guess, side", [(5, "why_low"), (9, "why_high")])
+def test_quiz_numeric_guess_too_low_or_too_high_gets_its_reason(guess, side):
+    question = ch03.quiz.questions[5 - 1]
+    result = ch03.quiz.check({**QUIZ_RIGHT, 5: guess})
+    assert result.status == "fail" and f"5. wrong: {getattr(question, side)}" in result.message, result.message
+
+
+def test_quiz_reasons_are_all_different():
+    reasons = [o.why for q in ch03.quiz.questions for o in q.options]
+    reasons += [r for q in ch03.quiz.questions if not q.options for r in (q.why, q.why_low, q.why_high)]
+    assert len(reasons) == len(set(reasons))

@@ -377,3 +377,40 @@ def test_q6_mistakes(wrong, phrase):
 
 def test_q6_names_a_result_that_is_not_a_list_of_pieces():
     assert_fails_with(ch04.q6, lambda word, vocab: " ".join(word), "a list of str")
+
+
+# --- the quiz -----------------------------------------------------------------------------
+
+QUIZ_RIGHT = {1: "b", 2: "c", 3: "d", 4: 0.0353, 5: "a"}
+QUIZ_WRONG = [pytest.param(k, letter, option.why, id=f"{k}{letter}")
+              for k, question in enumerate(ch04.quiz.questions, 1)
+              for letter, option in zip(question.letters, question.options) if not option.correct]
+
+
+def test_quiz_right_answers_pass_with_their_reasons():
+    result = ch04.quiz.check(QUIZ_RIGHT)
+    assert result.status == "pass" and "5 of 5 right" in result.message, result.message
+    for question in ch04.quiz.questions:
+        why = next(o.why for o in question.options if o.correct) if question.options else question.why
+        assert why in result.message
+    assert {k: q.right_value() for k, q in enumerate(ch04.quiz.questions, 1)} == QUIZ_RIGHT
+
+
+@pytest.mark.parametrize("number, letter, why", QUIZ_WRONG)
+def test_quiz_every_wrong_option_fails_with_its_own_reason(number, letter, why):
+    result = ch04.quiz.check({**QUIZ_RIGHT, number: letter})
+    assert result.status == "fail" and "4 of 5 right" in result.message, result.message
+    assert f"{number}. wrong: {why}" in result.message
+
+
+@pytest.mark.parametrize("guess, side", [(0.02, "why_low"), (0.06, "why_high")])
+def test_quiz_numeric_guess_too_low_or_too_high_gets_its_reason(guess, side):
+    question = ch04.quiz.questions[4 - 1]
+    result = ch04.quiz.check({**QUIZ_RIGHT, 4: guess})
+    assert result.status == "fail" and f"4. wrong: {getattr(question, side)}" in result.message, result.message
+
+
+def test_quiz_reasons_are_all_different():
+    reasons = [o.why for q in ch04.quiz.questions for o in q.options]
+    reasons += [r for q in ch04.quiz.questions if not q.options for r in (q.why, q.why_low, q.why_high)]
+    assert len(reasons) == len(set(reasons))

@@ -302,6 +302,10 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "exercises.core.CheckResult": RECORD,
     "exercises.core.Exercise": Exempt("built once per question by the course, with a checker function"),
     "exercises.core.Symptom": OBJECTS,
+    "exercises.quiz.Option": Exempt("a record the course's chapters write; tested in test_quiz.py"),
+    "exercises.quiz.Question": Exempt("checked when written (exactly one right option; a numeric question's reasons): "
+                                      "test_quiz.py"),
+    "exercises.quiz.Quiz": Exempt("built once per chapter by the course; its answers are tested in test_quiz.py"),
     "exercises.core.as_number": Fuzz(given={"got": lambda e: 1.0}, skip={"where": "any text"}),
     "exercises.core.call_answer": Exempt("calls the learner's answer: tested in test_exercises.py"),
     "exercises.core.compare_tensors": Fuzz(given={"got": lambda e: torch.zeros(2), "expected": lambda e: torch.zeros(2),

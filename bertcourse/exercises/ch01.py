@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch01 import q1, q2, q3, q4, q5
+    from bertcourse.exercises.ch01 import q1, q2, q3, q4, q5, quiz
 
 * ``q1`` — ``attention_weights(Q, K)``: the weights ``softmax(Q K^T / sqrt(d))``.
 * ``q2`` — ``my_masked_softmax(scores, valid_lens)``: softmax over keys where key ``j`` is
@@ -13,6 +13,8 @@ In the notebook::
 * ``q5`` — ``prediction``: *before* running the experiment, predict the mean entropy of
   attention weights over 16 keys at ``d = 256`` when the ``1/sqrt(d)`` scale is left out.
   The check runs the experiment itself (:func:`mean_attention_entropy`).
+* ``quiz`` — ``quiz_answers``: a letter (or a number) for each question on what the chapter
+  measured and why (:class:`~bertcourse.exercises.quiz.Quiz`).
 
 Every reference answer calls :mod:`bertcourse.attention`, so the exercises check the
 learner against exactly the code the chapter explains. Each exercise also knows the
@@ -29,8 +31,9 @@ from ..attention import MultiHeadAttention, dot_product_attention, entropy, mask
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, as_number, check_bool, check_positive_int, equal_values,
                    predicted_number, randn, run_cases, seeded)
+from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "mean_attention_entropy", "Q5_D", "Q5_KEYS", "Q5_TOLERANCE"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "mean_attention_entropy", "Q5_D", "Q5_KEYS", "Q5_TOLERANCE"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -413,3 +416,97 @@ prediction = 0.2
 '''),
     fields={"keys": Q5_KEYS, "d": Q5_D},
 )
+
+
+# ---------------------------------------------------------------------------------------
+# The quiz: what the chapter measured, and why
+# ---------------------------------------------------------------------------------------
+
+quiz = Quiz(N_("Quiz (chapter 1)"), [
+    Question(
+        N_("Section 2 measured the softmax over 16 random keys: at d = 512 its largest weight averaged 0.946 "
+           "without the 1/√d scale and 0.247 with it. Why does the unscaled softmax saturate as d grows?"),
+        options=(
+            Option(N_("Wider random vectors are more alike, so the query finds a matching key more often."),
+                   why=N_("The queries and keys are independent random draws: no key matches the query better at "
+                          "d = 512 than at d = 4. What grows with d is the spread of the scores.")),
+            Option(N_("The variance of q · k grows like d, so the scores spread over several √d and the largest "
+                      "one takes almost all the weight."),
+                   why=N_("Var(q · k) = d for unit-variance components (measured: Var(q · k) / d between 0.993 and "
+                          "1.034). Dividing by √d brings it back to 1, and the largest scaled weight stayed between "
+                          "0.2 and 0.3 at every width. A saturated softmax has gradients close to 0."), correct=True),
+            Option(N_("A wider model compares the query with more keys."),
+                   why=N_("There were 16 keys at every width; only d changed. The score of each key got a larger "
+                          "variance, not the number of keys.")),
+            Option(N_("Float32 rounding: large dot products lose precision."),
+                   why=N_("Scores of size √512 ≈ 23 are far from float32's limits, and the largest unscaled weight "
+                          "grew steadily from d = 2 (0.308) on. The softmax's exponential amplifies a wider spread "
+                          "of the scores.")),
+        )),
+    Question(
+        N_("Section 3 hid all 4 keys of one query. What did the softmax give when the hidden scores were filled "
+           "with the finite number -10⁶?"),
+        options=(
+            Option(N_("NaN in every weight."),
+                   why=N_("That was the fill with -∞: softmax(-∞, …, -∞) = 0/0 = NaN, which poisons everything "
+                          "downstream. A finite fill never divides by zero.")),
+            Option(N_("Uniform weights, 0.25 on each key: the query averages the padding."),
+                   why=N_("Four equal scores give four equal weights, so the output is the mean of the padded "
+                          "values, without an error to warn you. bertcourse gives such a row all-zero weights "
+                          "instead, so its output is the zero vector."), correct=True),
+            Option(N_("All-zero weights, so the output is the zero vector."),
+                   why=N_("That is bertcourse's decision, made on purpose for a query with no visible key. A plain "
+                          "softmax of finite scores always sums to 1.")),
+            Option(N_("All the weight on the first key."),
+                   why=N_("Equal scores give equal weights: no score is larger than the others, so no key takes all "
+                          "the weight.")),
+        )),
+    Question(
+        N_("Section 4 counted the parameters of MultiHeadAttention(64, heads, bias=True) for 1, 2, 4, 8 and 16 heads. "
+           "What did the count do?"),
+        options=(
+            Option(N_("It grew in proportion to the number of heads."),
+                   why=N_("That is the myth of pitfall 1, heads × 3 × d²: for BERT-base it gives 21,233,664, about "
+                          "9 times the 2,362,368 of every model summary. Each head works in d/h dimensions, not d.")),
+            Option(N_("It fell as the heads got narrower."),
+                   why=N_("The heads get narrower but more numerous: h matrices of d × d/h make d² weights per "
+                          "projection whatever h is.")),
+            Option(N_("It stayed at 16,640 = 4d² + 4d for every number of heads."),
+                   why=N_("Splitting into heads is only a reshape: the h matrices W_q^(i) side by side form one d × d "
+                          "matrix. Four projections (W_q, W_k, W_v, W_o) of d² weights and d biases each, whatever "
+                          "h is."), correct=True),
+            Option(N_("It stayed at 3d² + 3d, for the queries, keys and values."),
+                   why=N_("That forgets the output projection W_o, a fourth d × d matrix: 4 · 64² + 4 · 64 = "
+                          "16,640.")),
+        )),
+    Question(
+        N_("Pitfall 2 passed bertcourse's mask (True = attend) to nn.MultiheadAttention as key_padding_mask. What "
+           "happened?"),
+        options=(
+            Option(N_("An error about the mask's meaning."),
+                   why=N_("Both masks are boolean (batch, keys) tensors: PyTorch cannot know which meaning was meant, "
+                          "and runs without a complaint.")),
+            Option(N_("Nothing: a boolean mask is a boolean mask."),
+                   why=N_("key_padding_mask means True = ignore, the opposite of bertcourse's True = attend: the "
+                          "outputs changed, and one sequence became NaN.")),
+            Option(N_("The padded sequence put all its weight on the padding, and the sequence without padding "
+                      "became NaN."),
+                   why=N_("The mask is inverted: the real tokens are hidden and the padding visible (weight 1 on the "
+                          "padding for every query). A sequence without padding has every key hidden, which gives "
+                          "NaN. Fix: key_padding_mask=~visible."), correct=True),
+            Option(N_("Only the padded sequence changed; the one without padding came out right."),
+                   why=N_("Without padding, the inverted mask is True at every key: every key is ignored, and the "
+                          "output of that sequence was NaN.")),
+        )),
+    Question(
+        N_("Section 5 let FlopCounterMode count a whole self-attention layer (12 heads, projections included) at "
+           "n = 128, d = 768. How many million multiply-adds did it count?"),
+        answer=327.2, tolerance=10,
+        why=N_("4nd² = 302.0 M for the projections W_q, W_k, W_v, W_o plus 2n²d = 25.2 M for the pairwise part: more "
+               "than the RNN layer's 151.0 M. What self-attention buys is parallelism and short paths, not fewer "
+               "operations."),
+        why_low=N_("Too low: 12.6 M is the table's n²d row, which counts only the pairwise comparison. The four "
+                   "projections alone cost 4nd² = 302.0 M, over 90 % of the layer."),
+        why_high=N_("Too high: the layer is its four projections, 4nd² = 302.0 M, plus the pairwise part, "
+                    "2n²d = 25.2 M. (The CNN layer with k = 3 counted 226.5 M, the RNN layer 151.0 M.)")),
+])

@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch02 import q1, q2, q3, q4, q5
+    from bertcourse.exercises.ch02 import q1, q2, q3, q4, q5, quiz
 
 * ``q1`` — ``position_encoding(i, d)``: the row ``P[i, :]`` of the sinusoid table, from
   the closed form.
@@ -16,6 +16,8 @@ In the notebook::
   outputs a self-attention layer *without positions* gives for the 6 orderings of three words,
   read at the first position and as the mean over the positions. The check runs the
   experiment itself (:func:`distinct_outputs`).
+* ``quiz`` — ``quiz_answers``: a letter (or a number) for each question on what the chapter
+  measured and why (:class:`~bertcourse.exercises.quiz.Quiz`).
 
 Every reference answer calls :mod:`bertcourse.positional`.
 """
@@ -32,8 +34,9 @@ from ..positional import frequencies, relative_rotation, sinusoidal_encoding
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, check_bool, check_choice, check_finite_number, check_positive_int,
                    expect_raises, predicted_dict, randn, run_cases)
+from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "distinct_outputs", "Q5_WORDS", "Q5_READOUTS"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "distinct_outputs", "Q5_WORDS", "Q5_READOUTS"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -383,3 +386,90 @@ q5 = Exercise(
 prediction = {"first": 3, "mean": 1}
 '''),
 )
+
+
+# ---------------------------------------------------------------------------------------
+# The quiz: what the chapter measured, and why
+# ---------------------------------------------------------------------------------------
+
+quiz = Quiz(N_("Quiz (chapter 2)"), [
+    Question(
+        N_("Section 1 fed 'dog bites man' and 'man bites dog' to a self-attention layer without positions. How did "
+           "the output vector of 'dog' compare between the two sentences?"),
+        options=(
+            Option(N_("Different: as the subject 'dog' attends to other words than as the object."),
+                   why=N_("Both sentences hold the same words and no position is attached: each query meets the same "
+                          "keys, so it gets the same weights and the same output, only in another row.")),
+            Option(N_("Different, because the projections mix the positions."),
+                   why=N_("The projections act on each token's vector alone, with the same weights for every row; "
+                          "they never see a position.")),
+            Option(N_("Identical: permuting the input rows permutes the output rows the same way."),
+                   why=N_("Nothing in softmax(QKᵀ/√d)V refers to where a token stands, so subject and object get the "
+                          "same vector. With the sinusoids added, the two vectors of 'dog' differed by 0.110 "
+                          "(relative)."), correct=True),
+            Option(N_("Identical, but only by chance for these random word vectors."),
+                   why=N_("Section 1 also checked ten random permutations of a random input: "
+                          "attention(X[:, perm]) == attention(X)[:, perm] every time. It is a property of the layer, "
+                          "not luck.")),
+        )),
+    Question(
+        N_("Pitfall 1 (d = 64, token table with standard deviation 1/√d) scaled the sum, (E + P)·√d, instead of "
+           "the tokens, E·√d + P. What mean cosine similarity did two different tokens at position 3 get then?"),
+        options=(
+            Option(N_("About 0.33, the same as scaling the tokens: the order of the operations does not matter."),
+                   why=N_("0.33 is the right order, E·√d + P. Scaling the sum multiplies the positions too, so P "
+                          "stays √d times larger than the tokens.")),
+            Option(N_("About 0.97, the same as no scaling at all: every token at position 3 looks almost alike."),
+                   why=N_("A cosine similarity does not change when both vectors are multiplied by √d, so "
+                          "(E + P)·√d is as similar as E + P. The position, with entries of size about 1, drowns the "
+                          "tokens, with entries of size about 1/√d."), correct=True),
+            Option(N_("About 0: two different random tokens are unrelated."),
+                   why=N_("The tokens are unrelated, but both carry the same position vector P₃, which dominates "
+                          "unless the tokens alone are scaled up: 0.97.")),
+        )),
+    Question(
+        N_("Pitfall 2: a table with rows for positions 0..7 is sliced at decoding step t = 8, x_t + table[:, t:t+1]. "
+           "What happened?"),
+        options=(
+            Option(N_("An IndexError."),
+                   why=N_("Python slicing never fails: past the end it returns an empty slice. Indexing "
+                          "table[:, 8] would raise; slicing does not.")),
+            Option(N_("The result had shape (1, 0, 16): empty, and no error."),
+                   why=N_("table[:, 8:9] is empty, and broadcasting a length-1 axis against a length-0 axis gives an "
+                          "empty result. Downstream that becomes NaN losses or outputs that silently stop; "
+                          "PositionalEncoding checks the length against max_len instead."), correct=True),
+            Option(N_("The slice wrapped around and added the row of position 0."),
+                   why=N_("Slices do not wrap around (only negative indices count from the end): table[:, 8:9] is "
+                          "empty.")),
+            Option(N_("It added the last row, position 7, again."),
+                   why=N_("A slice is clipped to the end of the table, and 8:9 starts past the end: it is empty, "
+                          "not the last row.")),
+        )),
+    Question(
+        N_("Pitfall 3: d2l-zh's BERTEncoder adds self.pos_embedding.data[...] to its input. What gradient did the "
+           "position table get?"),
+        options=(
+            Option(N_("None: .data detaches the table, so the 'learned' positions stay at their random start."),
+                   why=N_("The forward pass computes the right numbers and the loss falls, since the rest of the "
+                          "model learns, but no gradient reaches the table. Indexing the parameter itself gave its "
+                          "rows a gradient."), correct=True),
+            Option(N_("The same as without .data: .data only avoids a copy."),
+                   why=N_(".data returns a tensor outside autograd: the printed gradient was None.")),
+            Option(N_("A gradient only in the rows of the positions the batch used, as for any learned table."),
+                   why=N_("That is what the parameter itself gets (section 6: rows 0-5 nonzero, the unused rows 6-9 "
+                          "exactly 0). Through .data nothing arrives at all: None.")),
+            Option(N_("An error at backward()."),
+                   why=N_("backward() runs without an error, which is what makes the bug dangerous: the table "
+                          "silently stays as it was initialised.")),
+        )),
+    Question(
+        N_("Section 4 (d = 64): the dot product P[i]·P[i] of a row with itself was the same for every position i. "
+           "What was it?"),
+        answer=32, tolerance=0.5,
+        why=N_("Each column pair contributes sin² + cos² = 1, and there are d/2 = 32 pairs: every row has the same "
+               "length, so the encoding tells positions apart by direction, not by size."),
+        why_low=N_("Too low: a row's squared length is the sum of sin² + cos² = 1 over its d/2 = 32 pairs. The "
+                   "smaller values, 30.92, 23.26 and 17.07, are P[i]·P[i+k] for k = 1, 7 and 30."),
+        why_high=N_("Too high: 64 would need each of the d entries to be ±1, but a sine and a cosine of the same "
+                    "angle share sin² + cos² = 1: d/2 = 32.")),
+])

@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch03 import q1, q2, q3, q4, q5
+    from bertcourse.exercises.ch03 import q1, q2, q3, q4, q5, quiz
 
 * ``q1`` — ``add_norm(X, Y, gamma, beta, eps)``: residual connection, then layer norm.
 * ``q2`` — ``ffn(X, W1, b1, W2, b2)``: the position-wise feed-forward network (ReLU), with
@@ -13,6 +13,8 @@ In the notebook::
 * ``q5`` — ``prediction``: *before* running the experiment, predict at how many of the 8
   target positions a decoder's output changes when the target token at position 3 changes.
   The check runs the experiment itself (:func:`changed_positions`).
+* ``quiz`` — ``quiz_answers``: a letter (or a number) for each question on what the chapter
+  measured and why (:class:`~bertcourse.exercises.quiz.Quiz`).
 
 Every reference answer calls :mod:`bertcourse.transformer` / :mod:`bertcourse.attention`.
 """
@@ -27,8 +29,9 @@ from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN, TransformerDec
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, as_number, check_bool, check_choice, check_int, check_positive_int,
                    equal_values, predicted_number, randn, run_cases, seeded)
+from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "changed_positions", "Q5_TGT_LEN", "Q5_POSITION"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "changed_positions", "Q5_TGT_LEN", "Q5_POSITION"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -387,3 +390,94 @@ prediction = 5
 '''),
     fields={"position": Q5_POSITION, "last": Q5_TGT_LEN - 1},
 )
+
+
+# ---------------------------------------------------------------------------------------
+# The quiz: what the chapter measured, and why
+# ---------------------------------------------------------------------------------------
+
+quiz = Quiz(N_("Quiz (chapter 3)"), [
+    Question(
+        N_("Section 2 batched a 2-token sentence once with a 6-token neighbour and once with a 4-token one, padded "
+           "with zeros. How much did the sentence's normalised tokens change between the two batches?"),
+        options=(
+            Option(N_("Layer norm: not at all (0.0000); batch norm: by up to 0.5430."),
+                   why=N_("Layer norm normalises each position over its own d features, so nothing else in the batch "
+                          "enters. Batch norm normalises each feature over the batch and the positions: the neighbour "
+                          "and the padding (4 of the 12 slots) enter its statistics."), correct=True),
+            Option(N_("Neither changed: both normalise the sentence's own numbers."),
+                   why=N_("Batch norm's mean of feature 0 counted all 12 slots, padding included: 0.487, against "
+                          "0.731 for the real tokens only. Its result depends on the neighbour.")),
+            Option(N_("Both changed, since both see the padded batch."),
+                   why=N_("Layer norm's statistics are the d numbers of one position: neither a padding slot nor "
+                          "another sentence enters them. The change was 0.0000.")),
+            Option(N_("Layer norm changed; batch norm did not."),
+                   why=N_("The other way round: batch norm mixes statistics across the batch (a change of up to "
+                          "0.5430), layer norm does not (0.0000).")),
+        )),
+    Question(
+        N_("Section 7 trained 4 + 4 blocks at a learning rate of 3·10⁻² for 40 steps, from the same initial weights. "
+           "What did post-norm without warm-up do?"),
+        options=(
+            Option(N_("It diverged: the loss became NaN."),
+                   why=N_("It did not blow up: its loss stayed on the frequency line (2.27 nats per character), the "
+                          "loss of a model that ignores its input.")),
+            Option(N_("It learned as well as pre-norm: where the layer norm sits does not matter."),
+                   why=N_("With the same weights, batches and learning rate, pre-norm kept learning (about 1.25) while "
+                          "post-norm stayed on the frequency line. The order changes the gradients at the start.")),
+            Option(N_("It got stuck at the loss of predicting the character frequencies, while pre-norm learned; "
+                      "with 20 warm-up steps post-norm learned too."),
+                   why=N_("At initialisation post-norm's gradients near the output are large, so a large learning rate "
+                          "from the first step derails it. Warm-up rescues it (about 0.67, even below pre-norm in "
+                          "this short run): pre-norm is more forgiving, not simply better."), correct=True),
+            Option(N_("It learned, and warm-up made no difference."),
+                   why=N_("Without warm-up post-norm stayed on the frequency line (2.27 nats per character); only with "
+                          "20 warm-up steps did it learn.")),
+        )),
+    Question(
+        N_("Pitfall 1 trained the date model without the causal mask: its teacher-forced validation loss was about as "
+           "low as the real model's. Why did it get almost no date right when generating?"),
+        options=(
+            Option(N_("It learned the training dates by heart."),
+                   why=N_("Its loss was low on unseen validation dates too (0.06 with teacher forcing): it learned a "
+                          "shortcut that works whenever the answer is in its input, not the training set.")),
+            Option(N_("It copied the answer: with teacher forcing the input at step t+1 is the label of step t, and "
+                      "at inference there is no next token to peek at."),
+                   why=N_("Its decoder self-attention put much of its weight on future positions, and changing only "
+                          "the input at step t+1 changed its prediction at step t (24 % of the time). Test a sequence "
+                          "model by generating, never only by its teacher-forced loss."), correct=True),
+            Option(N_("Without the causal mask, cross-attention cannot find the source words."),
+                   why=N_("Cross-attention has no causal mask in either model: removing the mask changed only the "
+                          "decoder's self-attention, which then read the future target positions.")),
+            Option(N_("It was trained for too few steps."),
+                   why=N_("Its losses show it learned what it was asked (0.08 in training, 0.06 on validation). What "
+                          "it learned was to copy the next input, which does not exist at inference; more steps only "
+                          "perfect the copying.")),
+        )),
+    Question(
+        N_("Section 8 decoded 200 validation examples greedily with and without the key/value cache. What did the "
+           "cache change?"),
+        options=(
+            Option(N_("The tokens, a little: the cache approximates the full computation."),
+                   why=N_("Cached and uncached decoding gave the same tokens on all 200 examples: feeding the "
+                          "positions one by one gives exactly the full computation.")),
+            Option(N_("The work: step t feeds only the newest token and reuses the keys and values of positions "
+                      "0..t-1 and of the encoder."),
+                   why=N_("The query of position t still sees positions 0..t: cache['self'] keeps the earlier keys and "
+                          "values, cache['cross'] the encoder's, projected once. Same tokens, less work."),
+                   correct=True),
+            Option(N_("It lets step t see positions after t."),
+                   why=N_("The cache holds only the past, positions 0..t-1. The causal mask, with more keys than "
+                          "queries, is aligned bottom-right, so the newest query sees the cached keys and itself.")),
+        )),
+    Question(
+        N_("The experiment of exercise Q5 also changed the source token at position 2, with a target of 8 positions. "
+           "At how many target positions did the decoder's output logits change?"),
+        answer=8, tolerance=0,
+        why=N_("All 8: cross-attention lets every target position read the whole source, which has no causal mask. "
+               "A changed target token at position 3 reached only positions 3 to 7."),
+        why_low=N_("Too few: the causal mask limits what a changed target token reaches, but every target position "
+                   "reads the whole source through cross-attention: all 8 changed."),
+        why_high=N_("Too many: the target has only 8 positions, and all 8 changed, since cross-attention reads the "
+                    "whole source at every position.")),
+])

@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch04 import q1, q2, q3, q4, q5, q6
+    from bertcourse.exercises.ch04 import q1, q2, q3, q4, q5, q6, quiz
 
 * ``q1`` — ``my_tokens_and_segments(tokens_a, tokens_b=None)``: ``[CLS] A [SEP]`` or
   ``[CLS] A [SEP] B [SEP]`` and the segment ids, like
@@ -18,6 +18,8 @@ In the notebook::
   tiny configuration. The check counts them itself (:func:`encoder_parameter_split`).
 * ``q6`` — ``encode_word(word, vocab)``: WordPiece's inner loop, greedy longest match first,
   like :func:`bertcourse.wordpiece.wordpiece_encode_word`.
+* ``quiz`` — ``quiz_answers``: a letter (or a number) for each question on what the chapter
+  measured and why (:class:`~bertcourse.exercises.quiz.Quiz`).
 
 Every reference answer calls :mod:`bertcourse.bert`, so the exercises check the learner
 against exactly the code the chapter explains, and each knows the typical wrong answers.
@@ -34,8 +36,9 @@ from ..data import DEFAULT_VOCAB_SIZE
 from ..i18n import gettext as _, gettext_noop as N_
 from ..wordpiece import wordpiece_encode_word
 from .core import CheckFailed, Exercise, Symptom, as_number, equal_values, predicted_dict, run_cases, seeded
+from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "encoder_parameter_split", "Q5_CONFIGS", "Q5_TOLERANCE"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "quiz", "encoder_parameter_split", "Q5_CONFIGS", "Q5_TOLERANCE"]
 
 
 def _int_list(x, what: str) -> list:
@@ -590,3 +593,89 @@ def encode_word(word, vocab):
     return pieces
 '''),
 )
+
+
+# ---------------------------------------------------------------------------------------
+# The quiz: what the chapter measured, and why
+# ---------------------------------------------------------------------------------------
+
+quiz = Quiz(N_("Quiz (chapter 4)"), [
+    Question(
+        N_("Section 1: in the untrained encoder, bank | money and bank | river have cosine 0.997; bank | money and "
+           "bank among 200 contexts of random tokens, 0.991 to 0.998. What does that show?"),
+        options=(
+            Option(N_("The encoder already tells the money bank from the river bank."),
+                   why=N_("Random tokens move bank just as far, and the river sentence lies inside their range. "
+                          "An untrained encoder reacts to any change of context, meaningful or not.")),
+            Option(N_("The output depends on the other tokens, but the difference means nothing yet."),
+                   why=N_("Attention mixes the other tokens into every position (the mechanics), but with "
+                          "random weights a river moves bank no further than noise does. Meaning needs training "
+                          "(chapters 7 and 8)."), correct=True),
+            Option(N_("The two output vectors are identical, because bank's two input vectors are."),
+                   why=N_("The input vectors are identical (cosine 1.0: same token, segment and position), but "
+                          "after two blocks they differ (0.997): attention mixes in the other tokens.")),
+            Option(N_("The vectors differ because bank stands at a different position in each sentence."),
+                   why=N_("The word bank stands at position 7 in both sentences, so even its position embedding is the "
+                          "same; only the other words differ.")),
+        )),
+    Question(
+        N_("Pitfall 2 gives the first [SEP] of a pair segment 1 instead of 0. What changes?"),
+        options=(
+            Option(N_("The encoder raises an error about the segment ids."),
+                   why=N_("Segment 1 is a valid id at any position; the wrong version runs without an error, "
+                          "which is what makes it dangerous.")),
+            Option(N_("Every token of sentence B gets another input vector."),
+                   why=N_("The tokens of B have segment 1 in both versions. The comparison found one position "
+                          "whose input vector differs.")),
+            Option(N_("Exactly one input vector, the first [SEP]'s, and nothing fails."),
+                   why=N_("Only that position's segment embedding changes (row 1 instead of row 0). A "
+                          "pretrained model gets a slightly wrong input for every pair, silently."), correct=True),
+            Option(N_("The position embeddings of sentence B shift by one."),
+                   why=N_("Positions do not depend on the segment ids; only the segment embedding of the first "
+                          "[SEP] changes.")),
+        )),
+    Question(
+        N_("Pitfall 1 adds the position table as pos_embedding.weight.data. What did the chapter measure?"),
+        options=(
+            Option(N_("The forward pass gives other numbers than BERTEncoder.embed."),
+                   why=N_("The two outputs are exactly equal; .data changes nothing in the forward pass, which "
+                          "is why the bug hides.")),
+            Option(N_("backward() raises a RuntimeError."),
+                   why=N_("backward() runs without an error; autograd simply never reaches the detached table.")),
+            Option(N_("The table gets a gradient in the rows of the used positions only."),
+                   why=N_("That is the correct version, BERTEncoder.embed (a gradient in rows 0..15, the 16 "
+                          "positions used). With .data the gradient is None.")),
+            Option(N_("The position table gets no gradient (None), so an SGD step leaves it at its random start."),
+                   why=N_(".data is the tensor detached from autograd, so the table never learns while the "
+                          "loss still falls. The gradient check of tests/test_bert.py catches it."), correct=True),
+        )),
+    Question(
+        N_("Section 3: each of the three tables starts at N(0, 0.02²). What standard deviation did their raw sum, "
+           "token + segment + position, have before the layer norm?"),
+        answer=0.0353, tolerance=0.003,
+        why=N_("0.0353 ≈ 0.02·√3. Independent random vectors add their variances, 3 × 0.02², so the "
+               "standard deviation grows by √3, not by 3. The layer norm then brings every position to variance 1."),
+        why_low=N_("Too low: 0.02 is one table. Adding three independent tables adds their variances, 3 × 0.02², so "
+                   "the standard deviation is 0.02·√3 ≈ 0.035."),
+        why_high=N_("Too high: 3 × 0.02 = 0.06 would need three tables whose entries always have the same sign; "
+                    "independent ones add their variances: 0.02·√3 ≈ 0.035. (After the layer norm it is 1.)")),
+    Question(
+        N_("Section 4.2 trained two vocabularies of 3,000 pieces on the same text. Held-out words took 2.57 pieces "
+           "with one and 1.06 with the other. Which rule gave 1.06, and why?"),
+        options=(
+            Option(N_("Merging the most frequent pair (the tokenizers library): it covers the corpus's word types "
+                      "almost whole."),
+                   why=N_("Frequent pairs build the frequent words first; with 3,000 pieces nearly every word "
+                          "is one piece, so every later chapter gets shorter sequences."), correct=True),
+            Option(N_("The score rule, freq(ab) / (freq(a) × freq(b)): it prefers pairs whose parts rarely occur "
+                      "apart."),
+                   why=N_("That rule gave 2.57. Its first merges go to pairs that always occur together (of, sq, "
+                          "qu, then the letters of rare made-up names), so it builds words up one piece at a time.")),
+            Option(N_("Neither: the encoder is the same, so both give the same pieces."),
+                   why=N_("The encoder (greedy, longest match first) is the same, but the vocabularies differ "
+                          "(only 554 tokens are in both), and so do the pieces.")),
+            Option(N_("The score rule, because the other one leaves words unknown."),
+                   why=N_("Neither vocabulary leaves a held-out word unknown (0 and 0), since single characters "
+                          "are pieces too. The score rule gave 2.57.")),
+        )),
+])

@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch05 import q1, q2, q3, q4, q5
+    from bertcourse.exercises.ch05 import q1, q2, q3, q4, q5, quiz
 
 * ``q1`` — ``num_predictions(num_candidates, mask_prob)``: how many tokens are chosen
   (15 % rounded half up, at least one).
@@ -15,6 +15,8 @@ In the notebook::
   positions still see both neighbours (neither is ``[MASK]``) when 40 % of the tokens are
   chosen instead of 15 %. The check runs the experiment itself
   (:func:`both_neighbours_visible`).
+* ``quiz`` — ``quiz_answers``: a letter (or a number) for each question on what the chapter
+  measured and why (:class:`~bertcourse.exercises.quiz.Quiz`).
 
 The references are the package's own :func:`bertcourse.data.num_mlm_preds`, the rule
 inside :func:`bertcourse.data.mask_tokens` (``tests/test_exercises_ch05.py`` replays
@@ -36,8 +38,9 @@ from ..i18n import gettext as _, gettext_noop as N_
 from ..utils import cached
 from .core import (CheckFailed, Exercise, as_number, check_finite_number, check_positive_int, equal_values,
                    predicted_number, randn, run_cases, seeded)
+from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "both_neighbours_visible", "Q5_MASK_PROB", "Q5_TOLERANCE"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "both_neighbours_visible", "Q5_MASK_PROB", "Q5_TOLERANCE"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -410,3 +413,91 @@ prediction = 0.5
 '''),
     fields={"mask_prob": Q5_MASK_PROB},
 )
+
+
+# ---------------------------------------------------------------------------------------
+# The quiz: what the chapter measured, and why
+# ---------------------------------------------------------------------------------------
+
+quiz = Quiz(N_("Quiz (chapter 5)"), [
+    Question(
+        N_("Why does BERT replace only 80 % of the chosen tokens by [MASK], and not all of them?"),
+        options=(
+            Option(N_("To make the loss smaller: an unchanged token is easy to predict."),
+                   why=N_("The aim is not a lower loss but a model that works on inputs without [MASK]; the loss "
+                          "of the kept tokens is a side effect.")),
+            Option(N_("To save computation: a random or unchanged token needs no prediction."),
+                   why=N_("Every chosen token is predicted, the kept and the random ones too: the model cannot tell "
+                          "which visible tokens were chosen.")),
+            Option(N_("Because [MASK] would give the label away."),
+                   why=N_("[MASK] hides the token and says nothing about it. Its problem is that it never appears "
+                          "after pretraining.")),
+            Option(N_("[MASK] never appears at fine-tuning time; with 10 % random and 10 % unchanged tokens, the "
+                      "model must keep a good representation of every visible token."),
+                   why=N_("If only [MASK] positions were predicted, the model could pass every real token through "
+                          "unexamined. Random tokens make it check each token against its context; kept ones make the "
+                          "visible token itself a right answer."), correct=True),
+        )),
+    Question(
+        N_("Section 3 masked 10,000 pairs: 0.1530 of the candidates were chosen, a little above 15 %. Why?"),
+        options=(
+            Option(N_("Chance: with more sequences the share would come closer to 0.15."),
+                   why=N_("The number chosen is not random: num_mlm_preds fixes it for each sequence, so more "
+                          "sequences of the same lengths give the same share.")),
+            Option(N_("The count is rounded per sequence, halves up and at least one: for short sequences that "
+                      "moves the share away from 15 %."),
+                   why=N_("10 candidates give 2 predictions (20 %), 13 give 2 (15.4 %), 17 give 3 (17.6 %); over "
+                          "this corpus the rounding goes up a little more often than down."), correct=True),
+            Option(N_("[CLS] and [SEP] are counted in the length, as in Google's code."),
+                   why=N_("The course counts only the candidates: [CLS] and [SEP] are neither chosen nor counted.")),
+            Option(N_("The random 10 % sometimes draws the original token."),
+                   why=N_("That changes what the input shows at a chosen position, not how many positions are "
+                          "chosen.")),
+        )),
+    Question(
+        N_("A common way to write the rule (section 8) draws a second number for the tokens that did not become "
+           "[MASK] and replaces them with a random token 'with probability 0.1'. What shares of [MASK] / random / "
+           "unchanged did it give?"),
+        options=(
+            Option(N_("80 / 10 / 10, the same as mask_tokens."),
+                   why=N_("The 0.1 applies only to the remaining 20 %, so random gets 0.2 × 0.1 = 2 %; the "
+                          "proportions test found random and unchanged about 39 and 38 standard errors off.")),
+            Option(N_("80 / 18 / 2."),
+                   why=N_("That swaps the two: the second draw picks a random token with probability 0.1, so random "
+                          "is the small share, 2 %, and 18 % stay unchanged.")),
+            Option(N_("80 / 2 / 18."),
+                   why=N_("0.2 × 0.1 = 2 % random and 0.2 × 0.9 = 18 % unchanged (measured 0.0204 and 0.1773). "
+                          "Nothing fails: only a proportions test with a stated tolerance catches it."), correct=True),
+            Option(N_("72 / 10 / 18."),
+                   why=N_("The first draw, u < 0.8 → [MASK], is the same as in mask_tokens, so [MASK] stays at 80 % "
+                          "(measured 0.8023). Only the other 20 % are split wrongly: 2 / 18.")),
+        )),
+    Question(
+        N_("d2l's pretraining code (section 8) averages the cross-entropy over all slots (reduction='mean') and "
+           "then multiplies by the weights. On the batch with 9 real predictions in 20 slots, what happened?"),
+        options=(
+            Option(N_("The loss was the plain mean over all 20 slots, and the padding slots got gradients."),
+                   why=N_("(ℓ̄·w).sum() / w.sum() = ℓ̄: the weights cancel. Every padding slot ([CLS], label [PAD]) "
+                          "got a gradient of 0.1, which trains the model to predict [PAD]."), correct=True),
+            Option(N_("The same loss as mlm_loss: the weights remove the padding slots."),
+                   why=N_("29.94 against 32.67: the 11 padding slots are averaged in. The check of "
+                          "tests/test_pretrain.py catches the difference.")),
+            Option(N_("A wrong value, but the padding slots got no gradient, since their weight is 0."),
+                   why=N_("The weights cancel before they can block anything: the gradient was 0.1 on every slot, "
+                          "padding included (mlm_loss: 0 on the padding slots).")),
+            Option(N_("A shape error: the weights do not match the loss."),
+                   why=N_("A mean is one number, which multiplies a tensor of any shape: the bug runs without an "
+                          "error, and the model even trains.")),
+        )),
+    Question(
+        N_("Section 5: with PyTorch's default initialisation (token table N(0, 1), tied to the MLM decoder) and "
+           "d = 64, what standard deviation did the MLM logits have?"),
+        answer=8.06, tolerance=0.5,
+        why=N_("The layer norm before the decoder makes ‖h‖² = d, so a logit E_v · h with N(0, 1) entries has variance "
+               "d and standard deviation √64 = 8 (measured 8.06): a confident, wrong softmax, and a loss of 32.67 "
+               "instead of ln V ≈ 8.0."),
+        why_low=N_("Too low: 0.16 = 0.02·√d is what init_bert_weights gives. With N(0, 1) entries a logit E_v · h, "
+                   "with ‖h‖² = d after the layer norm, has variance d: standard deviation √64 = 8."),
+        why_high=N_("Too high: the variance of a logit is d = 64, so its standard deviation is √d = 8; the layer norm "
+                    "makes ‖h‖² = d, and each N(0, 1) entry of E_v contributes h_i² to the variance.")),
+])

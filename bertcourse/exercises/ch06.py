@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch06 import q1, q2, q3, q4, q5, q1_pairs
+    from bertcourse.exercises.ch06 import q1, q2, q3, q4, q5, quiz, q1_pairs
 
 * ``q1`` — ``pair_labels``: the labels (0 = IsNext, 1 = NotNext) of six pairs drawn from
   the corpus by :func:`bertcourse.data.make_nsp_pair` (``q1_pairs()`` lists them).
@@ -14,6 +14,8 @@ In the notebook::
 * ``q5`` — ``prediction``: *before* running the experiment, predict at how many positions
   the NSP loss's gradient is non-zero, in the last block's output and in the embeddings.
   The check runs the experiment itself (:func:`nsp_gradient_positions`).
+* ``quiz`` — ``quiz_answers``: a letter (or a number) for each question on what the chapter
+  measured and why (:class:`~bertcourse.exercises.quiz.Quiz`).
 
 The references are the package's :func:`bertcourse.data.make_nsp_pair` (through the pair
 sampler :func:`bertcourse.data.sample_pair`), :func:`bertcourse.data.truncate_pair`,
@@ -32,8 +34,9 @@ from ..data import IS_NEXT, NOT_NEXT, PretrainDataset, generate_corpus, get_toke
 from ..pretrain import nsp_loss
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, check_positive_int, equal_values, predicted_dict, randn, run_cases, seeded
+from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "q1_pairs", "nsp_gradient_positions", "Q5_KEYS"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "q1_pairs", "nsp_gradient_positions", "Q5_KEYS"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -459,3 +462,92 @@ q5 = Exercise(
 prediction = {"last layer": 1, "embeddings": 21}
 '''),
 )
+
+
+# ---------------------------------------------------------------------------------------
+# The quiz: what the chapter measured, and why
+# ---------------------------------------------------------------------------------------
+
+quiz = Quiz(N_("Quiz (chapter 6)"), [
+    Question(
+        N_("Section 3 replaced every hidden state but [CLS] with random numbers. What happened to the NSP logits, "
+           "and how can the head still judge the whole pair?"),
+        options=(
+            Option(N_("They changed a little: the pooler averages all the states."),
+                   why=N_("The pooler reads X[:, 0] only: the logits changed by exactly 0.0.")),
+            Option(N_("They did not change, so the NSP head cannot use sentence B."),
+                   why=N_("The [CLS] state itself depends on every token: changing the last token of B in the input "
+                          "moved it (by 0.22).")),
+            Option(N_("They did not change at all; the head sees the pair through the [CLS] state, which attention "
+                      "fills from every token of A and B."),
+                   why=N_("The change was 0.0, yet replacing one token of B in the input moved the encoder's [CLS] "
+                          "state: attention carries the whole pair into [CLS]."), correct=True),
+            Option(N_("They changed a lot, because the padding states count too."),
+                   why=N_("Nothing but [CLS] reaches the head: the scrambled states, padding included, changed the "
+                          "logits by 0.0.")),
+        )),
+    Question(
+        N_("Section 5's hand-written rule was right on 70.3 % of its pairs. Scored against the same labels written "
+           "in d2l's convention (1 = IsNext), what accuracy did it get, as a share between 0 and 1?"),
+        answer=0.297, tolerance=0.01,
+        why=N_("1 − 0.703 = 0.297. Mixing the conventions turns every right answer into a wrong one and every wrong "
+               "one into a right one: no error, only the accuracy 1 − acc."),
+        why_low=N_("Too low: every answer flips, right to wrong and wrong to right, so the accuracy becomes exactly "
+                   "1 − 0.703 = 0.297; it does not fall to 0."),
+        why_high=N_("Too high (a share between 0 and 1 is asked): neither 0.703 nor 0.5. Every answer flips, right "
+                    "to wrong and wrong to right, so the accuracy is exactly 1 − 0.703 = 0.297.")),
+    Question(
+        N_("d2l's NSP demo flattens the whole sequence, seq × hidden numbers, into the classifier. What did "
+           "pitfall 1 measure?"),
+        options=(
+            Option(N_("It cannot train: no gradient reaches it."),
+                   why=N_("It runs, and it even trains; its problems lie elsewhere.")),
+            Option(N_("Its size grows with max_len, it fails on a batch padded to another length, and zeroing the "
+                      "padding states changes its logits."),
+                   why=N_("786,434 parameters at max_len 512 against 1,538, a RuntimeError at 21 positions, other "
+                          "logits with zeroed padding: one weight per (position, dimension). BERT's head reads only "
+                          "[CLS]."), correct=True),
+            Option(N_("It behaves like BERT's head, only with more parameters."),
+                   why=N_("It fails on another length and changes its answer when the padding states are zeroed; "
+                          "BERT's head does neither.")),
+            Option(N_("It gives the same logits when the padding states are zeroed, because padding is masked."),
+                   why=N_("The attention mask keeps padding out of attention, but the flat classifier reads the "
+                          "padding states directly: its logits changed, the logits of BERT's head did not.")),
+        )),
+    Question(
+        N_("The course truncates a pair at the end of the longer sentence (Google's fine-tuning rule), not at the "
+           "front or back at random (Google's pretraining rule). Why does that change nothing in chapter 7's "
+           "pretraining?"),
+        options=(
+            Option(N_("Both rules keep the same tokens."),
+                   why=N_("They keep the same number of tokens, but the random rule keeps a window that can start "
+                          "anywhere: it cut the start of A for 22 of 28 values of max_len.")),
+            Option(N_("The random rule would cut the shorter sentence first."),
+                   why=N_("Both rules shorten the longer sentence first; they differ only in which end loses a "
+                          "token.")),
+            Option(N_("Chapter 7 pretrains with max_len = 512, like BERT."),
+                   why=N_("It pretrains with max_len = 64; and no pair of this corpus is longer than 45 tokens.")),
+            Option(N_("No pair is cut: the longest training sentence has 21 tokens, so a pair has at most 45 tokens, "
+                      "fewer than max_len = 64."),
+                   why=N_("Measured in section 2: either rule matters only for pairs longer than max_len, and this "
+                          "corpus has none at 64."), correct=True),
+        )),
+    Question(
+        N_("A three-line rule that knows only shared content words and pronoun agreement was right on 70.3 % of "
+           "14,824 pairs. What does that say?"),
+        options=(
+            Option(N_("The order of the sentences leaves clues in their words, so NSP gives a real signal on this "
+                      "corpus."),
+                   why=N_("Paragraphs stay on one entity and refer back with pronouns. ALBERT's point: a random B "
+                          "is often caught by its topic alone, the easy part."), correct=True),
+            Option(N_("Nothing: 70 % is within chance."),
+                   why=N_("Chance is 50 %, with a standard error of 0.4 %: 70.3 % is about 50 standard errors "
+                          "above it.")),
+            Option(N_("The labels are unbalanced: always answering IsNext would get 70 % too."),
+                   why=N_("The pairs are half and half (0.5001 IsNext over 20,000 pairs): always answering IsNext "
+                          "gets 50 %.")),
+            Option(N_("A BERT can reach at most 70 % on NSP here."),
+                   why=N_("The rule uses two clues only; a BERT can learn these and subtler ones (is B the first "
+                          "sentence of a paragraph? does a chain of facts continue?).")),
+        )),
+])

@@ -3,7 +3,7 @@ reading a wrong prediction.
 
 In the notebook::
 
-    from bertcourse.exercises.ch07 import q1, q2, q3, q4, q5
+    from bertcourse.exercises.ch07 import q1, q2, q3, q4, q5, quiz
 
 * ``q1`` — ``mlm_loss_by_hand(mlm_logits, mlm_labels, mlm_weights)``: the MLM loss, the
   mean cross-entropy over the *real* predictions only.
@@ -18,6 +18,8 @@ In the notebook::
   experiment, predict the first MLM loss of the tiny BERT built *without*
   :func:`bertcourse.pretrain.init_bert_weights`, compared with ``ln |V|``. The check runs
   the experiment itself (:func:`first_mlm_loss`).
+* ``quiz`` — ``quiz_answers``: a letter (or a number) for each question on what the chapter
+  measured and why (:class:`~bertcourse.exercises.quiz.Quiz`).
 
 The references are the package's own functions (:func:`bertcourse.pretrain.mlm_loss`,
 :func:`bertcourse.pretrain.mlm_accuracy`, :func:`bertcourse.data.num_mlm_preds`), so
@@ -37,8 +39,9 @@ from ..pretrain import init_bert_weights, mlm_accuracy, mlm_loss
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, as_number, check_bool, check_positive_int, equal_values,
                    predicted_choice, randn, run_cases, seeded)
+from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "first_mlm_loss", "Q5_CHOICES"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "first_mlm_loss", "Q5_CHOICES"]
 
 
 def _mlm_case(batch: int, preds: int, vocab: int, seed: int, real: list | None = None, scale: float = 1.0):
@@ -425,3 +428,96 @@ q5 = Exercise(
 prediction = "higher"
 '''),
 )
+
+
+# ---------------------------------------------------------------------------------------
+# The quiz: what the chapter measured, and why
+# ---------------------------------------------------------------------------------------
+
+quiz = Quiz(N_("Quiz (chapter 7)"), [
+    Question(
+        N_("Pitfall 1: the trained model scored higher on training pairs with their training masks than on "
+           "held-out pairs, but with fresh masks the same training pairs scored no better than held-out pairs. "
+           "What does the gap measure?"),
+        options=(
+            Option(N_("The training sentences are easier than the held-out ones."),
+                   why=N_("The same training sentences with fresh masks scored no better than held-out text; only "
+                          "their training masks made them easier.")),
+            Option(N_("Memory of which word was under which blank: static masking showed every pair about 7 "
+                      "times with the same blanks."),
+                   why=N_("The gap disappears with fresh blanks, so the model remembers the masks, not just the "
+                          "sentences. Report held-out pairs; dynamic masking draws new blanks every epoch."),
+                   correct=True),
+            Option(N_("Dropout: the model was in training mode on the training pairs."),
+                   why=N_("The model was trained without dropout, and evaluate switches to eval() itself; only the "
+                          "masks differ between the two evaluations of the training pairs.")),
+            Option(N_("Held-out paragraphs leaked into the training split."),
+                   why=N_("0 of the 146 held-out paragraphs are training paragraphs (tests/test_corpus.py checks it); "
+                          "and a leak would raise the held-out score, not the training one.")),
+        )),
+    Question(
+        N_("Section 1 compared two ways to choose MLM blanks over the 28,606 training pairs: a fixed count per pair "
+           "(the course, d2l, Google) and a coin per token with p = 0.15 (Hugging Face). Both choose about 15 % of "
+           "the tokens. What differs?"),
+        options=(
+            Option(N_("The coins choose fewer tokens in all."),
+                   why=N_("15.1 % against 15.3 %: both choose 15 % on average. The difference is how the blanks are "
+                          "spread over the pairs.")),
+            Option(N_("With a fixed count, short pairs sometimes get no blank."),
+                   why=N_("num_mlm_preds gives every pair at least one blank (0.0 % without); it is the coin rule "
+                          "that leaves pairs empty.")),
+            Option(N_("With coins, about one pair in ten gets no blank, and a 13-token pair gets 0 to 7 blanks "
+                      "instead of exactly 2."),
+                   why=N_("A pair of n candidates gets no blank with probability 0.85^n, about 10 % for pairs this "
+                          "short. A fixed count gives every pair a steady number of blanks and a fixed-size "
+                          "pred_positions tensor."), correct=True),
+            Option(N_("In BERT's long sequences the coin rule also often leaves a sequence without a blank."),
+                   why=N_("0.85^128 ≈ 10⁻⁹: in sequences of 128 or 512 tokens that almost never happens; it matters "
+                          "for short pairs like ours.")),
+        )),
+    Question(
+        N_("Section 4 sorted the held-out NSP pairs by what could give a random B away. Which pairs did the tiny "
+           "BERT get wrong most often?"),
+        options=(
+            Option(N_("Real next sentences (B follows A)."),
+                   why=N_("It recognised most of them (more than 0.75, which the notebook asserts).")),
+            Option(N_("A random B that opens a paragraph ('let us talk about velora, ...')."),
+                   why=N_("An opening sentence follows nothing, and the model recognised most of these (more than 0.75).")),
+            Option(N_("A random B about another kind of thing ('she' after a sentence about a country)."),
+                   why=N_("Its words give it away, and the model caught most of these (more than half).")),
+            Option(N_("A random B about the same kind of thing (a capital after a sentence about another "
+                      "country)."),
+                   why=N_("Fewer than half were caught: only a name or the facts give such a B away, the finer things "
+                          "a briefly trained model knows least. ALBERT's point in miniature: NSP mostly tests the "
+                          "topic."), correct=True),
+        )),
+    Question(
+        N_("Section 7 read the vector of silver (and of gold) at the same position in many training sentences, "
+           "where the word is a metal or a colour. What did the cosine similarities show?"),
+        options=(
+            Option(N_("Before training all the vectors were practically identical; after training, two vectors of "
+                      "the same sense were closer than two of different senses."),
+                   why=N_("Untrained: every cosine above 0.99. Predicting masked words alone made the vector follow "
+                          "its context, and the contexts of one sense are alike (flag, export)."), correct=True),
+            Option(N_("They stayed identical after training: the token, segment and position embeddings are the "
+                      "same."),
+                   why=N_("The inputs at that position are identical, but the outputs mix in the other tokens: after "
+                          "training, pairs of different senses had a cosine below 0.95.")),
+            Option(N_("After training, a metal silver and a colour silver were closer than two colour silvers."),
+                   why=N_("The other way round: pairs of the same sense were closer than pairs of different senses, "
+                          "for both words.")),
+            Option(N_("The untrained model already separated the two senses; training changed nothing."),
+                   why=N_("Untrained, every cosine was above 0.99 whatever the sense: the untrained encoder hardly "
+                          "mixes in its context.")),
+        )),
+    Question(
+        N_("Section 2: the learning rate is η · min(1, (t + 1)/w) · (1 − t/T), with w = 50 warm-up steps and "
+           "T = 1,600 steps. What is its largest value, as a multiple of η?"),
+        answer=0.969, tolerance=0.01,
+        why=N_("The peak is at the end of the warm-up, t = w − 1 = 49, where the decay has already taken "
+               "(w − 1)/T ≈ 3 %: η · (1 − 49/1,600) ≈ 0.97 η."),
+        why_low=N_("Too low: the decay is linear over all 1,600 steps, so at the peak, at the end of the warm-up "
+                   "(t = 49), it has taken only 49/1,600 ≈ 3 %: 0.97 η."),
+        why_high=N_("Too high: the rate never quite reaches η. The decay runs during the warm-up too, so at the "
+                    "peak (t = 49) it has already taken 49/1,600 ≈ 3 %: 0.97 η.")),
+])

@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch08 import q1, q2, q3, q4, q5
+    from bertcourse.exercises.ch08 import q1, q2, q3, q4, q5, quiz
 
 * ``q1`` — ``to_course_name(hf_name)``: translate a Hugging Face weight name to the name
   of the same parameter in the course's ``BERTModel``.
@@ -16,6 +16,8 @@ In the notebook::
   experiment, predict the cosine similarity of the MiniLM sentence embeddings of
   *A man bites a dog.* and *A dog bites a man.* The check runs the experiment itself
   (:func:`sentence_cosine`).
+* ``quiz`` — five questions on what the chapter measured, and why (answers in
+  ``quiz_answers``, a letter or a number each; see :mod:`bertcourse.exercises.quiz`).
 
 The references are the package's own functions (:func:`bertcourse.pretrained_bert.course_name`,
 :func:`~bertcourse.bert.mean_pool`, :func:`bertcourse.attention.entropy` (chapter 1's
@@ -34,8 +36,9 @@ from ..bert import mean_pool
 from ..pretrained_bert import course_name, load_pretrained
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, Symptom, equal_values, predicted_choice, randn, run_cases
+from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4", "q5", "sentence_cosine", "Q5_PAIR", "Q5_CHOICES"]
+__all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "sentence_cosine", "Q5_PAIR", "Q5_CHOICES"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -429,3 +432,87 @@ q5 = Exercise(
 prediction = "high"
 '''),
 )
+
+
+# ---------------------------------------------------------------------------------------
+# The quiz: what the chapter measured, and why
+# ---------------------------------------------------------------------------------------
+
+quiz = Quiz(N_("Quiz (chapter 8)"), [
+    Question(
+        N_("all-MiniLM-L6-v2's checkpoint has no cls.* tensor: no MLM head and no NSP head. What does "
+           "load_pretrained(\"minilm\") do about them?"),
+        options=(
+            Option(N_("It adds randomly initialised MLM and NSP heads, so that fill-mask still runs."),
+                   why=N_("No: random heads would look loaded and fill in [MASK] with nonsense. The loader does not "
+                          "silently leave random heads in the model; for fill-mask the chapter names a checkpoint "
+                          "that has the heads (bert-base-uncased, online).")),
+            Option(N_("It builds the model without them (model.mlm is None), and its report lists both heads as "
+                      "ABSENT."),
+                   why=N_("Right: the report says what was loaded (the pooler) and what is absent, rather than "
+                          "silently leaving random heads in the model. MiniLM was trained for sentence embeddings: "
+                          "it cannot fill in [MASK]."), correct=True),
+            Option(N_("It raises a CheckpointError, because the heads' parameters are not filled."),
+                   why=N_("No: a CheckpointError is for a tensor with no place, a parameter nobody fills, a shape "
+                          "that does not fit or two different tensors for one tied weight. The model is built "
+                          "without the heads, so all of its 22,713,216 parameters are filled.")),
+        )),
+    Question(
+        N_("Section 3: 'Hi.' (4 tokens) padded to 14 in a batch gives the same vectors, to 1e-5, as 'Hi.' alone. "
+           "What makes that so?"),
+        options=(
+            Option(N_("BERT's attention looks only backwards, and the padding comes after the real tokens."),
+                   why=N_("No: BERT's self-attention looks both ways; every token attends to keys on both sides, "
+                          "padding included, unless something keeps it out.")),
+            Option(N_("The position embeddings: the real tokens keep positions 0 to 3 in both cases."),
+                   why=N_("Their positions are indeed the same, but that is not enough: without a mask the real "
+                          "tokens would also attend to the 10 padded positions. The mask keeps them out.")),
+            Option(N_("The attention mask: the padded keys get weight exactly 0."),
+                   why=N_("Right: with the mask the real tokens attend only to each other, as they do alone. "
+                          "Section 3 checked it on 'Hi.', to 1e-5."), correct=True),
+        )),
+    Question(
+        N_("The survey found head L1.H3 putting 99% of its attention on the previous token. Which measurement "
+           "shows that it is a real specialist, not an artefact of the short sentences?"),
+        options=(
+            Option(N_("The average head gives only about 10% to the previous token."),
+                   why=N_("Right: on the same sentences the average head gives the previous token about 10%, so "
+                          "short sentences alone do not make a head look at its neighbour. L1.H3 is also the "
+                          "sharpest head (entropy 0.02 nats)."), correct=True),
+            Option(N_("L1.H3 has the highest entropy of all 72 heads."),
+                   why=N_("No, the lowest: 0.02 nats, nearly all its weight on one key. The broadest head is L4.H12 "
+                          "(2.42 nats).")),
+            Option(N_("All heads of layer 1 are sharp, so a sharp head there is expected."),
+                   why=N_("The opposite: layer 1 is the broad layer (9 of its 12 heads above 2 nats), apart from "
+                          "its one sharp previous-token head.")),
+        )),
+    Question(
+        N_("Averaged over all 72 heads and the survey's tokens, what share of the attention goes to [CLS]? "
+           "(a number in percent, e.g. 25 for 25%)"),
+        answer=47, tolerance=5, unit="%",
+        why=N_("Right, about 47%: from layer 2 on, heads park their weight on [CLS], a token that is always there. "
+               "In this distilled model [SEP] gets only 5% (studies of BERT-base found [SEP] as the sink)."),
+        why_low=N_("Too low: about 47%, almost half. [CLS] is a sink: in layers 2 to 5 the heads put more than half "
+                   "of their attention on it on average (0.51 to 0.58); only layer 1 (0.22) and layer 6 (0.36) give "
+                   "it less."),
+        why_high=N_("Too high: about 47%, a little under half. Layer 1 gives [CLS] only 0.22 and layer 6 0.36, and "
+                    "the positional heads look elsewhere (L1.H3: 99% on the previous token)."),
+    ),
+    Question(
+        N_("Section 7 followed the vector of 'bank' in four money and four river sentences, layer by layer. How "
+           "does the gap between the same-sense and the cross-sense cosines change, and why?"),
+        options=(
+            Option(N_("It stays about 0: only the position of 'bank' differs between the sentences."),
+                   why=N_("That holds at layer 0 only (gap 0.00: the input representation, token + segment + "
+                          "position). From layer 1 on the gap is 0.06 to 0.12, in every layer.")),
+            Option(N_("It grows from 0 to 0.06-0.12: attention mixes in the context, and the trained weights pull "
+                      "the vectors apart by meaning."),
+                   why=N_("Right: at the input 'bank' is 'bank'; from the first layer on a money-bank is closer to "
+                          "the other money-banks than to the river-banks. One word, two vectors: what word2vec and "
+                          "GloVe cannot give."), correct=True),
+            Option(N_("It is largest at layer 0 and then shrinks: the position embeddings already separate the two "
+                      "senses."),
+                   why=N_("No: at layer 0 the gap is 0.00; a position says where 'bank' stands, not what it means. "
+                          "The gap appears from layer 1 on, once attention has mixed in the context.")),
+        )),
+])

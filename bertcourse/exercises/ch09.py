@@ -2,7 +2,7 @@
 
 In the notebook::
 
-    from bertcourse.exercises.ch09 import q1, q2, q3, q4
+    from bertcourse.exercises.ch09 import q1, q2, q3, q4, quiz
 
 * ``q1`` — ``learning_rate(step, steps, warmup_steps, peak)``: the fine-tuning schedule,
   linear warm-up times linear decay (the course's :func:`bertcourse.training.lr_factor`).
@@ -11,6 +11,8 @@ In the notebook::
   putting the model's mode back.
 * ``q4`` — ``prediction``: *before* running the experiment, predict the test accuracy of the
   bag of words and of the MiniLM probe when they get only 100 training sentences.
+* ``quiz`` — five questions on what the chapter measured, and why (answers in
+  ``quiz_answers``, a letter or a number each; see :mod:`bertcourse.exercises.quiz`).
 
 Every check gives the learner's code fresh copies of its inputs (the core's rule), so an
 answer that changes its arguments in place cannot spoil the next case, and is told so.
@@ -25,8 +27,9 @@ from ..finetuning_baselines import few_shot_accuracies, words
 from ..training import lr_factor
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, as_number, call_answer, message_of, predicted_dict, run_cases
+from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4", "Q4_SIZE"]
+__all__ = ["q1", "q2", "q3", "q4", "quiz", "Q4_SIZE"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -363,3 +366,93 @@ q4 = Exercise(
 prediction = {"bag of words": 0.6, "probe": 0.83}
 '''),
 )
+
+
+# ---------------------------------------------------------------------------------------
+# The quiz: what the chapter measured, and why
+# ---------------------------------------------------------------------------------------
+
+quiz = Quiz(N_("Quiz (chapter 9)"), [
+    Question(
+        N_("A linear probe on MiniLM's mean-pooled vector beat a probe on its [CLS] pooler output on validation. "
+           "Why did the chapter expect mean pooling to suit all-MiniLM-L6-v2?"),
+        options=(
+            Option(N_("Its checkpoint says it was trained as encoder -> mean over the tokens -> normalise; its "
+                      "pooler was never trained for that objective."),
+                   why=N_("Right: the sentence-transformers pipeline in its folder is Transformer -> Pooling -> "
+                          "Normalize, with the mean mode on and the [CLS] mode off; the pooler's weights were "
+                          "carried along from the base checkpoint."), correct=True),
+            Option(N_("Mean pooling gives the probe more features to fit."),
+                   why=N_("No: both probes are the same logistic regression on 384 features (770 parameters); only "
+                          "the vector it reads differs.")),
+            Option(N_("BERT's paper classifies from the mean of the tokens' states, not from [CLS]."),
+                   why=N_("The other way round: BERT's paper reads the final [CLS] state, and Google's code puts "
+                          "the pooler in between. What suits this model is how it was trained, which its own "
+                          "configuration states.")),
+        )),
+    Question(
+        N_("Fine-tuned from the pretrained weights, the MiniLM network reached 0.923 on test; the same network "
+           "from random weights 0.670, below even the bag of words (0.793). Why is the network from scratch so "
+           "weak?"),
+        options=(
+            Option(N_("Its learning rate was too small: it needed 1e-3."),
+                   why=N_("No: of 1e-4, 3e-4 and 1e-3, 1e-3 diverged to chance; 3e-4, the rate used, was the best "
+                          "on validation when the word-embedding table trained too.")),
+            Option(N_("It trained on other batches, for fewer steps, than the fine-tuned network."),
+                   why=N_("No: the two share the sentences and their batches (16 sentences, 150 steps), the trained "
+                          "parameters, the optimiser and the schedule's shape; they differ only in the start and "
+                          "the learning rate.")),
+            Option(N_("11 million trained parameters and 2,400 sentences are a bad match: from random weights, "
+                      "these sentences are all it learns from."),
+                   why=N_("Right: the pretrained network starts from weights that already place similar sentences "
+                          "close together; the random one has one epoch of 2,400 sentences. Pretraining was worth "
+                          "more than 0.10 on the same network in every run measured."), correct=True),
+        )),
+    Question(
+        N_("Fine-tuning ended 0.013 to 0.030 above the linear probe on frozen features, in every run measured. Why "
+           "does the chapter still call the two within noise?"),
+        options=(
+            Option(N_("Fine-tuning was behind the probe in some of the runs."),
+                   why=N_("No: it was ahead in every run measured. The question is whether a lead of 4 to 9 test "
+                          "sentences would hold on other sentences, and a gap under two standard errors of the "
+                          "difference cannot tell.")),
+            Option(N_("The gap is 4 to 9 of the 300 test sentences: less than two standard errors of the "
+                      "difference (0.024 here)."),
+                   why=N_("Right: ahead on these 300 sentences every time, but by too little to tell whether it "
+                          "would be on others. So little, because MiniLM's mean-pooled vector was itself trained "
+                          "to place similar sentences close together."), correct=True),
+            Option(N_("The probe trains only 770 parameters, so its accuracy cannot be compared with fine-tuning's."),
+                   why=N_("The number of trained parameters does not decide whether a gap is noise; the test set "
+                          "does: one sentence is 0.0033, and the standard error of an accuracy near 0.9 on 300 "
+                          "sentences is about 0.02.")),
+        )),
+    Question(
+        N_("Section 4's schedule multiplies a linear warm-up (W = 15 of T = 150 steps) by a linear decay that "
+           "starts at step 0. Its highest learning rate is what fraction of lr? (a number, e.g. 0.5)"),
+        answer=0.907, tolerance=0.01,
+        why=N_("Right: the decay already runs during the warm-up, so the rate peaks at the warm-up's last step, "
+               "t = W - 1 = 14, at lr * (1 - 14/150), about 0.91 * lr."),
+        why_low=N_("Too low: the peak comes at the end of the warm-up, step 14, when the decay has taken off only "
+                   "14/150, about 9%: lr * (1 - 14/150), about 0.91 * lr."),
+        why_high=N_("Too high: 1 would be Hugging Face's get_linear_schedule_with_warmup, which starts the decay only "
+                    "after the warm-up. Ours decays from step 0, during the warm-up too: the peak, at step 14, is "
+                    "lr * (1 - 14/150), about 0.91 * lr."),
+    ),
+    Question(
+        N_("Activation checkpointing cut what a (16, 64) batch keeps for the backward pass from 219 MB to 12 MB. "
+           "What does it cost?"),
+        options=(
+            Option(N_("Slightly different gradients: the recomputed activations get new dropout masks."),
+                   why=N_("No: PyTorch's checkpoint replays the random state, so dropout drops the same units; a "
+                          "test checks that the gradients are equal to the last bit.")),
+            Option(N_("The word-embedding table can no longer train."),
+                   why=N_("That is the other remedy: freezing the word-embedding table (3 x 45 MB less) is a "
+                          "separate switch, train_word_embeddings=False. Checkpointing changes no trained "
+                          "parameter.")),
+            Option(N_("Time: one more forward pass per step, to get each block's activations back in the backward "
+                      "pass."),
+                   why=N_("Right: only each block's input is kept, and the backward pass runs the block's forward "
+                          "once more. The same computation, the same gradients; with memory to spare, leave it "
+                          "off: it is faster."), correct=True),
+        )),
+])

@@ -3,7 +3,7 @@ the learning rate.
 
 In the notebook::
 
-    from bertcourse.exercises.ch10 import q1, q2, q3, q4
+    from bertcourse.exercises.ch10 import q1, q2, q3, q4, quiz
 
 * ``q1`` — ``global_batch_and_steps(num_pairs, world_size, batch_size)``: predict, before the
   experiment, the global batch and the optimizer steps of one epoch, as ``(global_batch,
@@ -15,6 +15,8 @@ In the notebook::
   the gradients ``grads[rank][i]`` of each process.
 * ``q4`` — ``lr_choice``: a letter; the learning rate of AdamW when the global batch grows
   (the square-root rule; the linear rule is SGD's).
+* ``quiz`` — five questions on what the chapter measured, and why (answers in
+  ``quiz_answers``, a letter or a number each; see :mod:`bertcourse.exercises.quiz`).
 
 The references are the package's own functions where it has them
 (:func:`bertcourse.distributed.data_parallel_plan`, :func:`bertcourse.batching.shard_batches`).
@@ -26,8 +28,9 @@ import math
 from ..distributed import data_parallel_plan
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, as_number, call_answer, compare_tensors, equal_values, randn, run_cases, seeded
+from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4"]
+__all__ = ["q1", "q2", "q3", "q4", "quiz"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -276,3 +279,90 @@ q4 = Exercise(
 lr_choice = "B"   # sqrt(4) = 2x for AdamW (the square-root rule), with a warm-up; then check the loss curve
 '''),
 )
+
+
+# ---------------------------------------------------------------------------------------
+# The quiz: what the chapter measured, and why
+# ---------------------------------------------------------------------------------------
+
+quiz = Quiz(N_("Quiz (chapter 10)"), [
+    Question(
+        N_("Section 1 split a batch of 16 pairs into two halves of 8. The plain mean of the halves' gradients "
+           "differed from the gradient on all 16 by 9% of the largest gradient. Why?"),
+        options=(
+            Option(N_("Rounding: the float32 sums were added in another order."),
+                   why=N_("No: weighted by the number of predictions, the halves' gradients agree with the full "
+                          "batch's to below 1e-5 of the largest gradient. Rounding cannot explain 9%.")),
+            Option(N_("Dropout drew different masks in the two halves."),
+                   why=N_("No: the model was in eval() mode, without dropout, so every computation repeats "
+                          "exactly.")),
+            Option(N_("The MLM loss is a mean over the real predictions, and the halves had 20 and 16 of them: the "
+                      "plain mean gives each half the same say."),
+                   why=N_("Right: averaging the ranks' means weighs a prediction of the smaller half more. Weighted "
+                          "by the predictions, the equation holds again."), correct=True),
+            Option(N_("The NSP loss: the two halves hold different numbers of pairs."),
+                   why=N_("No: each half holds 8 pairs, so the mean over pairs averages exactly. It is the MLM "
+                          "loss, a mean over a varying number of predictions, that differs.")),
+        )),
+    Question(
+        N_("The exact version (global_mean_loss) divides each rank's MLM loss sum by the global number of "
+           "predictions, and then multiplies it by N. Why the factor N?"),
+        options=(
+            Option(N_("DDP then averages the ranks' gradients, dividing their sum by N once more: the factor N "
+                      "cancels that."),
+                   why=N_("Right: the mean over the ranks of the gradients of N * S_r / (global count) is the "
+                          "gradient of the global batch's mean. Without N every step would be N times too small."),
+                   correct=True),
+            Option(N_("It is the linear scaling rule: N times the learning rate for an N times larger global "
+                      "batch."),
+                   why=N_("No: the learning rate is a separate choice (and for AdamW the chapter starts from sqrt(N) "
+                          "times). The factor N only makes the averaged gradient exactly the global batch's.")),
+            Option(N_("It gives a rank with more predictions a larger say."),
+                   why=N_("The division by the global count already does that: every prediction, on whichever rank, "
+                          "counts the same. The factor N cancels DDP's averaging over the ranks.")),
+        )),
+    Question(
+        N_("Every rank builds the length-bucket sampler with the same seed, then takes its own share. What would "
+           "a seed per rank do?"),
+        options=(
+            Option(N_("Nothing bad: different orders give each rank more variety."),
+                   why=N_("No: two independent orders do not split the epoch between the ranks; some pairs are "
+                          "read twice, others never.")),
+            Option(N_("The ranks would draw different orders: their shards would overlap, and some pairs would "
+                      "never be seen."),
+                   why=N_("Right: with one shared order, each rank takes every N-th batch: disjoint shares that "
+                          "together are the epoch (the first batches of rank 0 and rank 1 shared 0 pairs). Dropout "
+                          "masks, on the other hand, differ between ranks."), correct=True),
+            Option(N_("The model copies would drift apart."),
+                   why=N_("No: whatever they read, every rank takes the same step with the same averaged gradient, "
+                          "so the copies stay identical. The harm is in the data: overlapping shards, pairs never "
+                          "seen.")),
+        )),
+    Question(
+        N_("Section 6: plotted against pairs seen, the two-process run (global batch 256) needs more pairs than one "
+           "process (128) for the same loss, at least early on. Why?"),
+        options=(
+            Option(N_("Its two shards overlap, so it reads some pairs twice."),
+                   why=N_("No: the shares are disjoint (the first batches of rank 0 and rank 1 shared 0 pairs).")),
+            Option(N_("Averaging over two ranks makes the gradient noisier."),
+                   why=N_("The opposite: the averaged gradient of B pairs is less noisy than that of b; its variance "
+                          "shrinks like 1/B.")),
+            Option(N_("At the same learning rate, a step of 256 pairs moves the weights about as far as a step of "
+                      "128: twice the data per step, without bigger steps."),
+                   why=N_("Right: against steps the two-process curve is as low or lower (its less noisy gradient "
+                          "points a little better), but each step costs twice the pairs. That is why the learning "
+                          "rate should grow with the global batch."), correct=True),
+        )),
+    Question(
+        N_("Section 7: the ring all-reduce of BERT-base's gradients (about 110 million parameters, 440 MB in "
+           "float32) over 8 processes on 10 Gbit/s Ethernet (1.25 GB/s). About how many seconds does one "
+           "all-reduce take? (a number, in seconds)"),
+        answer=0.616, tolerance=0.06, unit=" s",
+        why=N_("Right: each rank sends and receives 2(N - 1)/N = 1.75 times the 440 MB, 770 MB, which takes about "
+               "0.62 s at 1.25 GB/s, every step. Over 100 Gbit/s InfiniBand it is ten times less."),
+        why_low=N_("Too low: the ring makes each rank send and receive 2(N - 1)/N = 1.75 times the 440 MB, not a "
+                   "share of it: 770 MB at 1.25 GB/s takes about 0.62 s."),
+        why_high=N_("Too high: what each rank sends hardly grows with N (the factor 2(N - 1)/N stays below 2): "
+                    "1.75 x 440 MB = 770 MB at 1.25 GB/s, about 0.62 s. (6.2 s on 1 Gbit/s Ethernet.)"),
+    ),
+])

@@ -96,7 +96,7 @@ class NotAttempted(Exception):
     """Raised by a checker when the answer is still the starter (stub or placeholder)."""
 
 
-class _Printed(str):
+class Printed(str):
     """Text that has already been printed. It is a plain ``str`` in every other way, but
     Jupyter does not echo it a second time when it is a cell's last expression."""
 
@@ -689,7 +689,7 @@ class Exercise:
         i = min(self._hints_shown, len(self.hints) - 1)
         self._hints_shown += 1
         hint = _(self.hints[i]).format(**self.fields) if self.fields is not None else _(self.hints[i])
-        text = _Printed(_("Hint {i}/{n}: {hint}").format(i=i + 1, n=len(self.hints), hint=hint))
+        text = Printed(_("Hint {i}/{n}: {hint}").format(i=i + 1, n=len(self.hints), hint=hint))
         print(text)
         return text
 
@@ -697,4 +697,4 @@ class Exercise:
         """Print the reference solution (its comments in the current language)."""
         text = _(self._solution).strip("\n")
         print(text)
-        return _Printed(text)
+        return Printed(text)
