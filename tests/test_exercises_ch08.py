@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from bertcourse.exercises import ch08
-from bertcourse.exercises.ch08 import q1, q2, q3, q4, q5, quiz
+from bertcourse.exercises.ch08 import q1, q2, q3, q4, q5
 from bertcourse.pretrained_bert import course_name
 from test_exercises import assert_fails_with, assert_leaves_global_rng_alone, assert_passes_with
 
@@ -146,47 +146,3 @@ def test_q5_choices_outside_the_list_are_refused_with_the_options(bad):
 
 def test_q5_experiment_leaves_the_global_rng_alone():
     assert assert_leaves_global_rng_alone(lambda: q5.check("high"), ch08._q5_cosine)
-
-
-# --- the quiz ---------------------------------------------------------------------------------
-
-RIGHT = {1: "b", 2: "c", 3: "a", 4: 47, 5: "b"}
-
-
-def test_quiz_right_answers_pass_with_their_reasons():
-    assert [q.right_value() for q in quiz.questions] == list(RIGHT.values())
-    result = quiz.check(RIGHT)
-    assert result.status == "pass" and "5 of 5 right" in result.message, result.message
-    for q in quiz.questions:
-        why = next(o.why for o in q.options if o.correct) if q.options else q.why
-        assert why in result.message
-
-
-WRONG_OPTIONS = [(k, letter) for k, q in enumerate(quiz.questions, 1)
-                 for letter, option in zip(q.letters, q.options) if not option.correct]
-
-
-@pytest.mark.parametrize("k, letter", WRONG_OPTIONS, ids=[f"{k}{letter}" for k, letter in WRONG_OPTIONS])
-def test_quiz_each_wrong_option_fails_with_its_own_reason(k, letter):
-    why = quiz.questions[k - 1].options["abcdef".index(letter)].why
-    result = quiz.check({**RIGHT, k: letter})
-    assert result.status == "fail" and "4 of 5 right" in result.message, result.message
-    assert f"  {k}. wrong: {why}" in result.message
-
-
-def test_quiz_has_five_questions_one_of_them_numeric():
-    assert len(quiz.questions) == 5 and len(WRONG_OPTIONS) >= 8          # 2 or 3 wrong options each
-    assert sum(not q.options for q in quiz.questions) == 1
-
-
-@pytest.mark.parametrize("guess, verdict", [
-    (47, "right"), (44, "right"), (52, "right"), (0.47, "why_low"), (30, "why_low"), (90, "why_high"),
-    (60, "why_high"),
-])
-def test_quiz_numeric_question_explains_too_low_and_too_high(guess, verdict):
-    q = quiz.questions[3]
-    result = quiz.check({**RIGHT, 4: guess})
-    if verdict == "right":
-        assert result.status == "pass", result.message
-    else:
-        assert result.status == "fail" and f"  4. wrong: {getattr(q, verdict)}" in result.message

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from bertcourse.exercises import ch09
-from bertcourse.exercises.ch09 import q1, q2, q3, q4, quiz
+from bertcourse.exercises.ch09 import q1, q2, q3, q4
 from bertcourse.finetuning_baselines import bag_of_words, few_shot_accuracies, words
 from bertcourse.training import lr_factor
 
@@ -149,47 +149,3 @@ def test_q4_passes_close_predictions_and_explains_far_ones(measured):
 def test_q4_refuses_malformed_predictions(bad, words_in_message):
     result = q4.check(bad)
     assert result.status == "fail" and words_in_message in result.message, result.message
-
-
-# --- the quiz ---------------------------------------------------------------------------------
-
-RIGHT = {1: "a", 2: "c", 3: "b", 4: 0.907, 5: "c"}
-
-
-def test_quiz_right_answers_pass_with_their_reasons():
-    assert [q.right_value() for q in quiz.questions] == list(RIGHT.values())
-    result = quiz.check(RIGHT)
-    assert result.status == "pass" and "5 of 5 right" in result.message, result.message
-    for q in quiz.questions:
-        why = next(o.why for o in q.options if o.correct) if q.options else q.why
-        assert why in result.message
-
-
-WRONG_OPTIONS = [(k, letter) for k, q in enumerate(quiz.questions, 1)
-                 for letter, option in zip(q.letters, q.options) if not option.correct]
-
-
-@pytest.mark.parametrize("k, letter", WRONG_OPTIONS, ids=[f"{k}{letter}" for k, letter in WRONG_OPTIONS])
-def test_quiz_each_wrong_option_fails_with_its_own_reason(k, letter):
-    why = quiz.questions[k - 1].options["abcdef".index(letter)].why
-    result = quiz.check({**RIGHT, k: letter})
-    assert result.status == "fail" and "4 of 5 right" in result.message, result.message
-    assert f"  {k}. wrong: {why}" in result.message
-
-
-def test_quiz_has_five_questions_one_of_them_numeric():
-    assert len(quiz.questions) == 5 and len(WRONG_OPTIONS) >= 8          # 2 or 3 wrong options each
-    assert sum(not q.options for q in quiz.questions) == 1
-
-
-@pytest.mark.parametrize("guess, verdict", [
-    (0.907, "right"), (0.9, "right"), (0.91, "right"), (0.5, "why_low"), (0.85, "why_low"), (1, "why_high"),
-    (0.95, "why_high"),
-])
-def test_quiz_numeric_question_explains_too_low_and_too_high(guess, verdict):
-    q = quiz.questions[3]
-    result = quiz.check({**RIGHT, 4: guess})
-    if verdict == "right":
-        assert result.status == "pass", result.message
-    else:
-        assert result.status == "fail" and f"  4. wrong: {getattr(q, verdict)}" in result.message

@@ -10,7 +10,7 @@ import torch
 
 from bertcourse.distributed import data_parallel_plan
 from bertcourse.exercises import ch10
-from bertcourse.exercises.ch10 import q1, q2, q3, q4, quiz
+from bertcourse.exercises.ch10 import q1, q2, q3, q4
 from bertcourse.batching import LengthBucketSampler
 
 
@@ -77,47 +77,3 @@ def test_q4_answer_is_the_square_root_rule_for_adamw_and_names_the_sources():
     message = q4.check("B").message
     assert "Malladi et al., 2022" in message and "Goyal et al., 2017" in message
     assert "Malladi et al., 2022" in q4.check("E").message
-
-
-# --- the quiz ---------------------------------------------------------------------------------
-
-RIGHT = {1: "c", 2: "a", 3: "b", 4: "c", 5: 0.616}
-
-
-def test_quiz_right_answers_pass_with_their_reasons():
-    assert [q.right_value() for q in quiz.questions] == list(RIGHT.values())
-    result = quiz.check(RIGHT)
-    assert result.status == "pass" and "5 of 5 right" in result.message, result.message
-    for q in quiz.questions:
-        why = next(o.why for o in q.options if o.correct) if q.options else q.why
-        assert why in result.message
-
-
-WRONG_OPTIONS = [(k, letter) for k, q in enumerate(quiz.questions, 1)
-                 for letter, option in zip(q.letters, q.options) if not option.correct]
-
-
-@pytest.mark.parametrize("k, letter", WRONG_OPTIONS, ids=[f"{k}{letter}" for k, letter in WRONG_OPTIONS])
-def test_quiz_each_wrong_option_fails_with_its_own_reason(k, letter):
-    why = quiz.questions[k - 1].options["abcdef".index(letter)].why
-    result = quiz.check({**RIGHT, k: letter})
-    assert result.status == "fail" and "4 of 5 right" in result.message, result.message
-    assert f"  {k}. wrong: {why}" in result.message
-
-
-def test_quiz_has_five_questions_one_of_them_numeric():
-    assert len(quiz.questions) == 5 and len(WRONG_OPTIONS) >= 8          # 2 or 3 wrong options each
-    assert sum(not q.options for q in quiz.questions) == 1
-
-
-@pytest.mark.parametrize("guess, verdict", [
-    (0.616, "right"), (0.6, "right"), (0.62, "right"), (0.0616, "why_low"), (0.352, "why_low"),
-    (6.16, "why_high"), (2.46, "why_high"),
-])
-def test_quiz_numeric_question_explains_too_low_and_too_high(guess, verdict):
-    q = quiz.questions[4]
-    result = quiz.check({**RIGHT, 5: guess})
-    if verdict == "right":
-        assert result.status == "pass", result.message
-    else:
-        assert result.status == "fail" and f"  5. wrong: {getattr(q, verdict)}" in result.message

@@ -1,5 +1,7 @@
 """bertcourse.exercises.quiz: a chapter's quiz is checked like an exercise, and every answer,
 right or wrong, gets its reason."""
+import importlib
+
 import pytest
 
 from bertcourse.exercises.core import Exercise
@@ -72,3 +74,56 @@ def test_the_chinese_edition_translates_the_frame():
         set_language("en")
     assert "3 is odd." in result.message and "Hint" not in result.message
     assert result.message != QUIZ.check({1: "a", 2: ...}).message       # the frame is Chinese
+
+
+# --- every chapter's quiz -----------------------------------------------------------------------
+
+# The answer key, written down once more: a quiz whose right option moves fails here.
+ANSWER_KEYS = {
+    "ch01": {1: "b", 2: "b", 3: "c", 4: "c", 5: 327.2}, "ch02": {1: "c", 2: "b", 3: "b", 4: "a", 5: 32},
+    "ch03": {1: "a", 2: "c", 3: "b", 4: "b", 5: 8}, "ch04": {1: "b", 2: "c", 3: "d", 4: 0.0353, 5: "a"},
+    "ch05": {1: "d", 2: "b", 3: "c", 4: "a", 5: 8.06}, "ch06": {1: "c", 2: 0.297, 3: "b", 4: "d", 5: "a"},
+    "ch07": {1: "b", 2: "c", 3: "d", 4: "a", 5: 0.969}, "ch08": {1: "b", 2: "c", 3: "a", 4: 47, 5: "b"},
+    "ch09": {1: "a", 2: "c", 3: "b", 4: 0.907, 5: "c"}, "ch10": {1: "c", 2: "a", 3: "b", 4: "c", 5: 0.616},
+}
+
+
+def chapter_quiz(chapter: str) -> Quiz:
+    return importlib.import_module(f"bertcourse.exercises.{chapter}").quiz
+
+
+def wrong_answers(quiz: Quiz) -> list:
+    """``(question number, wrong answer, the reason it must get)`` for every wrong option, and for
+    a numeric question a guess below and one above its range."""
+    out = []
+    for k, q in enumerate(quiz.questions, 1):
+        if q.options:
+            out += [(k, letter, o.why) for letter, o in zip(q.letters, q.options) if not o.correct]
+        else:
+            step = q.tolerance + max(abs(q.answer), 1.0)
+            out += [(k, q.answer - step, q.why_low), (k, q.answer + step, q.why_high)]
+    return out
+
+
+@pytest.mark.parametrize("chapter", sorted(ANSWER_KEYS))
+def test_every_chapter_has_a_quiz_whose_answers_pass_with_their_reasons(chapter):
+    quiz = chapter_quiz(chapter)
+    assert 3 <= len(quiz.questions) <= 6 and sum(not q.options for q in quiz.questions) <= 1
+    assert {k: q.right_value() for k, q in enumerate(quiz.questions, 1)} == ANSWER_KEYS[chapter]
+    result = quiz.check(ANSWER_KEYS[chapter])
+    assert result.status == "pass", result.message
+    for q in quiz.questions:
+        assert (next(o.why for o in q.options if o.correct) if q.options else q.why) in result.message
+    reasons = [o.why for q in quiz.questions for o in q.options] + [
+        why for q in quiz.questions if not q.options for why in (q.why, q.why_low, q.why_high)]
+    assert len(set(reasons)) == len(reasons), f"{chapter}: two answers share a reason"
+
+
+@pytest.mark.parametrize("chapter", sorted(ANSWER_KEYS))
+def test_every_wrong_answer_of_every_quiz_gets_its_own_reason(chapter):
+    quiz = chapter_quiz(chapter)
+    n = len(quiz.questions)
+    for k, wrong, why in wrong_answers(quiz):
+        result = quiz.check({**ANSWER_KEYS[chapter], k: wrong})
+        assert result.status == "fail" and f"{n - 1} of {n} right" in result.message, (k, wrong, result.message)
+        assert f"  {k}. wrong: {why}" in result.message, (k, wrong, result.message)
