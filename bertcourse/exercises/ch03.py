@@ -439,18 +439,18 @@ quiz = Quiz(N_("Quiz (chapter 3)"), [
            "low as the real model's. Why did it get almost no date right when generating?"),
         options=(
             Option(N_("It learned the training dates by heart."),
-                   why=N_("Its loss was low on unseen validation dates too (0.06 with teacher forcing): it learned a "
+                   why=N_("Its loss was low on unseen validation dates too (about 0.06 with teacher forcing): it learned a "
                           "shortcut that works whenever the answer is in its input, not the training set.")),
             Option(N_("It copied the answer: with teacher forcing the input at step t+1 is the label of step t, and "
                       "at inference there is no next token to peek at."),
                    why=N_("Its decoder self-attention put much of its weight on future positions, and changing only "
-                          "the input at step t+1 changed its prediction at step t (24 % of the time). Test a sequence "
+                          "the input at step t+1 changed its prediction at step t (about a quarter of the time). Test a sequence "
                           "model by generating, never only by its teacher-forced loss."), correct=True),
             Option(N_("Without the causal mask, cross-attention cannot find the source words."),
                    why=N_("Cross-attention has no causal mask in either model: removing the mask changed only the "
                           "decoder's self-attention, which then read the future target positions.")),
             Option(N_("It was trained for too few steps."),
-                   why=N_("Its losses show it learned what it was asked (0.08 in training, 0.06 on validation). What "
+                   why=N_("Its losses show it learned what it was asked (about 0.08 in training, 0.06 on validation). What "
                           "it learned was to copy the next input, which does not exist at inference; more steps only "
                           "perfect the copying.")),
         )),
