@@ -36,7 +36,7 @@ import tempfile
 import unicodedata
 from dataclasses import dataclass
 
-from ._checks import check_path
+from ._checks import check_choice, check_path
 from .i18n import gettext as _, gettext_noop as N_
 
 __all__ = ["DEFAULT_PATH", "Chapter", "ExerciseProgress", "Progress", "ProgressFileError", "chapters",
@@ -256,11 +256,7 @@ def record(exercise: object, status: str) -> None:
     kernel records progress: ``status`` is ``CheckResult.status`` ("pass" -> done, "fail" ->
     tried, "not attempted" -> nothing). Called by ``Exercise.check()``; a file that cannot be
     written or read is reported in one line, and the check goes on."""
-    if not isinstance(status, str):
-        raise TypeError(f"record: status must be one of {list(CHECK_STATUS)} (a str), got "
-                        f"{type(status).__name__} ({status!r:.40})")
-    if status not in CHECK_STATUS:
-        raise ValueError(f"record: status must be one of {list(CHECK_STATUS)}, got {status!r}")
+    check_choice("status", status, CHECK_STATUS)
     if _tracked is None or CHECK_STATUS[status] is None:
         return
     where = _chapter_of(exercise)

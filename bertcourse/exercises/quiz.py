@@ -17,7 +17,7 @@ answer at all is "not attempted". Texts are marked with ``N_`` and translated wh
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, CheckResult, Exercise, NotAttempted, Printed, as_number
@@ -48,7 +48,7 @@ class Question:
     why: str = ""
     why_low: str = ""
     why_high: str = ""
-    unit: str = field(default="")
+    unit: str = ""
 
     def __post_init__(self):
         if not isinstance(self.text, str) or not self.text:

@@ -47,7 +47,6 @@ from ..inspection import POOLINGS, sentence_vectors
 from ..pretrained_bert import Pretrained, load_pretrained
 from ..memory import release_memory
 from ..pretrain import init_bert_weights
-from ..precision import cpu_has_fast_bf16
 from ..finetuning_baselines import WEIGHT_DECAYS, LogisticRegression, select_weight_decay
 from ..reviews import Review, SentimentDataset, collate_reviews, encode_texts, review_loader, special_ids
 from ..training import TrainConfig, Trainer, evaluation_batches, evaluation_mode
@@ -539,7 +538,7 @@ def probe_then_finetune(model: BERTClassifier, tokenizer, train, validation, *, 
     (``python -m bertcourse.finetune``) and chapter 9 both train this way."""
     check_instance("model", model, BERTClassifier, "see build_classifier")
     if probe is None:
-        probe = fit_probe(model, tokenizer, train, validation, amp=cpu_has_fast_bf16() if amp == "auto" else bool(amp))[0]
+        probe = fit_probe(model, tokenizer, train, validation, amp=TrainConfig(amp=amp).use_amp())[0]
     init_head_from_probe(model, probe)
     return finetune(model, tokenizer, train, validation, amp=amp, **options)
 
