@@ -13,6 +13,7 @@ end a table gives the time of each stage (test time, summed over the workers). E
 """
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 import uuid
@@ -23,6 +24,11 @@ ROOT = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))     # tests/ci.py: what "in CI" means, written once
 from ci import COLAB_NBVAL_TEST, colab_shard, in_ci, remove_run_folders  # noqa: E402
 WORKERS_IN_CI = 2           # CI's machine has 2 cores
+# The training chapters use every core (bertcourse.utils.set_threads), at most BERTCOURSE_THREADS.
+# Under pytest, notebooks run side by side (two workers, or a notebook beside the tests), and threads
+# that wait for a busy core make a step many times slower: one thread per kernel, unless the caller
+# sets another number (tools/kernel_sweep.py's 2-thread settings do).
+os.environ.setdefault("BERTCOURSE_THREADS", "1")
 SHARED = {  # the test files with one expensive session fixture each
     "test_browser.py": "browser (JupyterLab + Chromium)",
     "test_book.py": "book (Sphinx + Chromium)",

@@ -1,10 +1,12 @@
-"""Small helpers every notebook uses: seeding and showing the package's own source."""
+"""Small helpers every notebook uses: seeding, the number of threads, and showing the package's own source."""
 from __future__ import annotations
 
 import ast
 import contextlib
 import functools
 import inspect
+import math
+import os
 import random
 import textwrap
 
@@ -16,7 +18,7 @@ from pygments.lexers import PythonLexer
 
 from ._checks import check_bool, check_instance, check_int
 
-__all__ = ["set_seed", "evaluation_mode", "show_source", "hide_input_checks", "hide_fast_paths", "HIDDEN_CHECKS", "FAST_PATH", "SourceCode",
+__all__ = ["set_seed", "set_threads", "available_cores", "THREADS_VARIABLE", "evaluation_mode", "show_source", "hide_input_checks", "hide_fast_paths", "HIDDEN_CHECKS", "FAST_PATH", "SourceCode",
            "cached"]
 
 
@@ -26,6 +28,71 @@ def set_seed(seed: int = 0) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+THREADS_VARIABLE = "BERTCOURSE_THREADS"
+"""The environment variable that caps :func:`set_threads`: CI sets it to 1, because it runs two
+notebooks side by side on two cores, and threads that wait for a busy core slow a step down many
+times over (``benchmarks/README.md``, "Every core")."""
+
+
+def _cgroup_cpus() -> float | None:
+    """The CPU time this container may use, in cores (cgroup v2 ``cpu.max``, or v1's CFS quota),
+    or None when unlimited or unknown. Binder limits a session this way while its machine shows
+    many more cores."""
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") as f:
+            quota = int(f.read())
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us") as f:
+            period = int(f.read())
+        return None if quota <= 0 else quota / period
+    except (OSError, ValueError):
+        return None
+
+
+def available_cores() -> int:
+    """The cores this process may run on: the CPUs it is allowed on, fewer where the container's
+    CPU quota is smaller (Binder), at least 1."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:              # macOS, Windows
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpus()
+    if quota is not None:
+        cores = min(cores, math.floor(quota))
+    return max(1, cores)
+
+
+def set_threads(n: int | None = None) -> int:
+    """Let PyTorch compute on ``n`` threads (default: :func:`available_cores`), at most the
+    positive integer in the environment variable ``BERTCOURSE_THREADS`` when it is set; returns
+    the number set.
+
+    The chapters that train call it first, so a learner's laptop uses all its cores. The numbers
+    they assert hold on one thread and on several: their bounds were measured on 1, 2 and more
+    (``benchmarks/README.md``, "Every core")."""
+    if n is not None:
+        check_int("n", n, low=1)
+    cap = os.environ.get(THREADS_VARIABLE, "").strip()
+    if cap:
+        try:
+            cap_value = int(cap)
+        except ValueError:
+            cap_value = 0
+        if cap_value < 1:
+            raise ValueError(f"the environment variable {THREADS_VARIABLE} must be a positive integer "
+                             f"(the most threads to use), got {cap!r}")
+    threads = available_cores() if n is None else n
+    if cap:
+        threads = min(threads, cap_value)
+    torch.set_num_threads(threads)
+    return threads
 
 
 @contextlib.contextmanager

@@ -122,3 +122,56 @@ def test_show_source_can_hide_the_checks_of_package_code():
 def test_show_source_checks_must_be_a_bool(bad):
     with pytest.raises(TypeError, match=r"checks must be True or False"):
         show_source(masked_softmax, checks=bad)
+
+
+# ----------------------------------------------------------------------------------------
+# set_threads: every core, capped by BERTCOURSE_THREADS
+# ----------------------------------------------------------------------------------------
+
+@pytest.fixture
+def restore_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_set_threads_uses_every_core_up_to_the_cap(monkeypatch, restore_threads):
+    from bertcourse.utils import THREADS_VARIABLE, available_cores, set_threads
+    monkeypatch.delenv(THREADS_VARIABLE, raising=False)
+    monkeypatch.setattr("bertcourse.utils.available_cores", lambda: 3)
+    assert set_threads() == 3 == torch.get_num_threads()
+    monkeypatch.setenv(THREADS_VARIABLE, "2")
+    assert set_threads() == 2 == torch.get_num_threads()          # capped
+    assert set_threads(1) == 1 == torch.get_num_threads()         # asked for fewer
+    assert set_threads(5) == 2                                    # the cap holds for an explicit number too
+    monkeypatch.setenv(THREADS_VARIABLE, " 8 ")
+    assert set_threads() == 3                                     # a cap above the cores changes nothing
+    monkeypatch.undo()
+    assert available_cores() >= 1
+
+
+@pytest.mark.parametrize("cap", ["0", "-1", "two", "1.5"])
+def test_set_threads_names_a_bad_cap(monkeypatch, restore_threads, cap):
+    from bertcourse.utils import set_threads
+    monkeypatch.setenv("BERTCOURSE_THREADS", cap)
+    with pytest.raises(ValueError, match=f"BERTCOURSE_THREADS must be a positive integer .*got {cap!r}"):
+        set_threads()
+
+
+@pytest.mark.parametrize("n, error", [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError),
+                                      ("2", TypeError)])
+def test_set_threads_names_a_bad_count(n, error, restore_threads):
+    from bertcourse.utils import set_threads
+    with pytest.raises(error, match="n must be an int"):
+        set_threads(n)
+
+
+def test_available_cores_follows_the_containers_cpu_quota(monkeypatch):
+    import bertcourse.utils as utils
+    monkeypatch.setattr(utils.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.setattr(utils, "_cgroup_cpus", lambda: None)
+    assert utils.available_cores() == 16
+    monkeypatch.setattr(utils, "_cgroup_cpus", lambda: 2.0)      # Binder: a quota of 2 CPUs on a 16-core machine
+    assert utils.available_cores() == 2
+    monkeypatch.setattr(utils, "_cgroup_cpus", lambda: 0.5)      # half a CPU: still one thread
+    assert utils.available_cores() == 1
