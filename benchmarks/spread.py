@@ -17,8 +17,12 @@ that choose PyTorch's CPU kernels are read when torch is imported:
 * ``bf16`` (only when asked for, ``--configs bf16``): bf16 autocast whatever the measurement
   says, on this CPU's best kernels: what the notebook computes where bf16 is fast, measured on a
   CPU where it is slow (it needs native bf16 support: AVX512-BF16 or AMX).
+* ``native-2-threads``, ``fp32-avx2-2-threads`` (only when asked for): the first two on two
+  threads. The notebook uses every core (``bertcourse.utils.set_threads``), and two threads add
+  a sum in another order: its bounds must hold there too. Run them one at a time on a 2-core
+  machine (``--configs native-2-threads``, then the other).
 
-The worker repeats the notebook's calls (``notebooks/09_fine_tuning.ipynb``, one thread,
+The worker repeats the notebook's calls (``notebooks/09_fine_tuning.ipynb``, the configuration's threads,
 ``checkpointing=True``, ``train_word_embeddings=False``) with ``seed`` in place of the
 notebook's 0 wherever a seed is passed: ``set_seed``, the classifiers' initialisation, the
 trainer (batch order, dropout) and the few-label subsets. The split is always the notebook's (``load_sentiment(0)``: the same 300 test
@@ -49,11 +53,17 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "spread.json"
 FORCE_BF16 = "BERTCOURSE_SPREAD_BF16"      # set to 1 by the bf16 configuration
+AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+THREADS = "BERTCOURSE_THREADS"             # bertcourse.utils.set_threads: the notebook's thread count
 CONFIGS = {
-    "native": {},
-    "fp32-avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
-    "bf16": {FORCE_BF16: "1"},
+    "native": {THREADS: "1"},
+    "fp32-avx2": {**AVX2, THREADS: "1"},
+    "bf16": {FORCE_BF16: "1", THREADS: "1"},
+    # the notebook uses every core (set_threads): two threads split the sums differently
+    "native-2-threads": {THREADS: "2"},
+    "fp32-avx2-2-threads": {**AVX2, THREADS: "2"},
 }
+TWO_THREAD_CONFIGS = ("native-2-threads", "fp32-avx2-2-threads")
 DEFAULT_CONFIGS = ("native", "fp32-avx2")   # what the notebook itself chooses, and the laptop without bf16
 # in the notebook's order; "finetune" also runs section 8's learning-rate comparison (10 steps at 1e-3)
 METHODS = ("bow", "probe", "finetune", "scratch", "fewshot")
@@ -101,6 +111,8 @@ def emit(key: str, value) -> None:
 def worker(seed: int, methods: list[str]) -> None:
     import torch
 
+    from bertcourse.utils import set_threads
+
     from bertcourse.finetune import (build_classifier, evaluate_classifier, finetune, init_head_from_probe,
                                      probe_then_finetune, weights_moved)
     from bertcourse.inspection import sentence_vectors
@@ -111,7 +123,7 @@ def worker(seed: int, methods: list[str]) -> None:
     from bertcourse.precision import cpu_has_fast_bf16, cpu_supports_bf16
     from bertcourse.utils import set_seed
 
-    torch.set_num_threads(1)              # as the notebook
+    set_threads()                         # as the notebook: BERTCOURSE_THREADS, set by the configuration
     amp = cpu_has_fast_bf16()             # the notebook's AMP
     if os.environ.get(FORCE_BF16) == "1":
         if not cpu_supports_bf16():
@@ -224,6 +236,7 @@ def load(path: pathlib.Path) -> dict:
     if path.exists():
         data = json.loads(path.read_text())
         data["external"] = EXTERNAL
+        data["configs"] = {name: {"env": env} for name, env in CONFIGS.items()}
         return data
     return {"external": EXTERNAL, "about": "benchmarks/spread.py: chapter 9's test accuracies over seeds and CPU configurations "
                      "(test set: the 300 sentences of load_sentiment(0))",

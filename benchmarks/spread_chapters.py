@@ -7,16 +7,19 @@ spread and not from one run.
     python benchmarks/spread_chapters.py --table                        # the README's tables (every machine's file)
     python benchmarks/spread_chapters.py --table a.json b.json          # runs of several machines
 
-Each (chapter, configuration, seed) runs in a subprocess of its own with ``OMP_NUM_THREADS=1``,
-because the variables that choose PyTorch's CPU kernels are read when torch is imported; the
-configurations are chapter 9's (``benchmarks/spread.py``):
+Each (chapter, configuration, seed) runs in a subprocess of its own, because the variables that
+choose PyTorch's CPU kernels are read when torch is imported; the configurations are chapter 9's
+(``benchmarks/spread.py``):
 
 * ``native``: this CPU's best kernels, with the course's automatic precision; chapters 3, 7 and
   10 train in float32 whatever the CPU (``amp=False`` / ``--amp off`` in their cells), so here
   the kernels alone differ;
 * ``fp32-avx2``: ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2``.
+* ``native-2-threads``, ``fp32-avx2-2-threads``: the same on two threads (chapters 3 and 7 use
+  every core, ``bertcourse.utils.set_threads``; chapter 10 trains in one-thread processes and is
+  not run in them). Such a worker takes two cores: on a 2-core machine, ``--jobs 1``.
 
-A worker repeats the notebook's calls (one thread, the notebook's settings) with ``seed`` in
+A worker repeats the notebook's calls (the configuration's threads, the notebook's settings) with ``seed`` in
 place of the notebook's 0 where a seed drives *training*: ``set_seed`` before a model is built,
 the trainer's seed (batch order, dropout) and the batch sampler's. The data and the evaluation
 probes stay the notebook's (chapter 3's dates and its peeking probe, chapter 7's corpus,
@@ -52,11 +55,19 @@ sys.path.insert(0, str(HERE))
 import spread
 from spread import emit, locked, save  # chapter 9's study: the same results and files
 
-# chapter 9's two default configurations; its bf16 one does not apply: these chapters never use autocast
-CONFIGS = {name: spread.CONFIGS[name] for name in spread.DEFAULT_CONFIGS}
+# chapter 9's two default configurations, and the same on two threads (the notebooks use every core:
+# bertcourse.utils.set_threads); its bf16 one does not apply: these chapters never use autocast
+CONFIGS = {name: spread.CONFIGS[name] for name in (*spread.DEFAULT_CONFIGS, *spread.TWO_THREAD_CONFIGS)}
 
 DEFAULT_OUT = HERE / "spread_chapters.json"
 CHAPTERS = ("7", "3", "10")             # the longest first, so that --jobs finishes together
+# chapter 10 trains in processes of one thread each (one per core): the thread configurations do not apply
+ONE_THREAD_CHAPTERS = ("10",)
+
+
+def configs_for(chapter: str) -> list[str]:
+    """The configurations a chapter is measured in."""
+    return [c for c in CONFIGS if not (chapter in ONE_THREAD_CHAPTERS and c in spread.TWO_THREAD_CONFIGS)]
 
 
 def cpu_info() -> dict:
@@ -353,8 +364,9 @@ def worker(chapter: str, seed: int) -> None:
     import torch
 
     from bertcourse.training import cpu_has_fast_bf16
+    from bertcourse.utils import set_threads
 
-    torch.set_num_threads(1)              # as the notebooks
+    set_threads()                         # as the notebooks: BERTCOURSE_THREADS, set by the configuration
     # tokenizers trains chapter 7's and 10's WordPiece vocabulary: another version could change the data
     emit("setup", {**cpu_info(), "torch": torch.__version__, "tokenizers": importlib.metadata.version("tokenizers"),
                    "python": sys.version.split()[0], "cpu_capability": torch.backends.cpu.get_cpu_capability(),
@@ -609,7 +621,7 @@ def update(path: pathlib.Path, key: tuple, change) -> None:
 def run_one(chapter: str, config: str, seed: int, path: pathlib.Path, machine: tuple) -> bool:
     key = (chapter, config, seed, *machine)
     update(path, key, lambda run: (run.update(complete=False, values={}), run.pop("error", None)))
-    env = dict(os.environ, **CONFIGS[config], OMP_NUM_THREADS="1")
+    env = dict(os.environ, **CONFIGS[config], OMP_NUM_THREADS=CONFIGS[config][spread.THREADS])
     root = str(HERE.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--worker", "--chapter", chapter, "--seed", str(seed)]
@@ -669,7 +681,7 @@ def main(argv=None) -> int:
     machine = (cpu_info()["cpu"], torch_version())
     data = load(args.out)
     todo = [(c, config, s) for s in args.seeds for c in args.chapters for config in args.configs
-            if args.force or not (find(data, c, config, s, *machine) or {}).get("complete")]
+            if config in configs_for(c) and (args.force or not (find(data, c, config, s, *machine) or {}).get("complete"))]
     todo.sort(key=lambda t: CHAPTERS.index(t[0]))       # chapter 7 (the longest) first
     print(f"{len(todo)} runs to do on {machine[0]}, torch {machine[1]}, {args.jobs} at a time", flush=True)
     start, failed, skipped = time.perf_counter(), 0, 0

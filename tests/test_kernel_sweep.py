@@ -46,8 +46,17 @@ def test_notebooks_selects_editions_and_chapters():
 def test_a_setting_that_is_this_cpus_own_is_not_run_twice():
     assert kernel_sweep.settings_for_this_cpu(["native", "avx2", "default"], "AVX2") == ["native", "default"]
     assert kernel_sweep.settings_for_this_cpu(["native", "avx2", "default"], "AVX512") == ["native", "avx2", "default"]
-    with pytest.raises(ValueError, match=r"settings must be among \['avx2', 'default', 'native'\], got \['sse'\]"):
+    assert kernel_sweep.settings_for_this_cpu(list(kernel_sweep.SETTINGS), "AVX2") == [
+        "native", "default", "native-2-threads"]
+    with pytest.raises(ValueError, match=r"settings must be among \['avx2', 'avx2-2-threads', 'default', 'native', "
+                                         r"'native-2-threads'\], got \['sse'\]"):
         kernel_sweep.settings_for_this_cpu(["sse"], "AVX2")
+
+
+def test_kernel_settings_run_one_thread_and_the_thread_settings_two():
+    for name, (env, _) in kernel_sweep.SETTINGS.items():
+        assert env["BERTCOURSE_THREADS"] == ("2" if name.endswith("-2-threads") else "1"), name
+    assert kernel_sweep.SETTINGS["avx2-2-threads"][0]["ATEN_CPU_CAPABILITY"] == "avx2"
 
 
 def test_a_setting_that_did_not_take_effect_is_a_problem(tmp_path):
@@ -77,7 +86,7 @@ def tiny_notebook(tmp_path_factory) -> pathlib.Path:
 
 
 def _other_settings() -> list[str]:
-    settings = kernel_sweep.settings_for_this_cpu(list(kernel_sweep.SETTINGS), CURRENT)
+    settings = kernel_sweep.settings_for_this_cpu(list(kernel_sweep.KERNEL_SETTINGS), CURRENT)
     if settings == ["native"]:
         pytest.skip(f"this CPU ({CURRENT}) has no other kernel setting")
     return settings[1:]

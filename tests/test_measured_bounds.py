@@ -55,6 +55,12 @@ def test_each_configuration_ran_as_it_says():
     assert all(r["amp"] is False and r["cpu_capability"] == "AVX2" for r in DATA["runs"]["fp32-avx2"].values())
     assert all(isinstance(r["amp"], bool) and r["cpu_capability"] != "AVX2" for r in DATA["runs"]["native"].values())
     assert len({r["amp"] for r in DATA["runs"]["native"].values()}) == 1, "one CPU chooses one precision"
+    # the notebook uses every core (bertcourse.utils.set_threads): seeds 0-4 on two threads as well
+    for config in study.TWO_THREAD_CONFIGS:
+        recorded = DATA["runs"].get(config, {})
+        assert set(recorded) == {"0", "1", "2", "3", "4"}, (config, sorted(recorded))
+        assert all(r["threads"] == 2 and set(r["methods"]) == set(study.METHODS) for r in recorded.values()), config
+        assert all((r["cpu_capability"] == "AVX2") == config.startswith("fp32-avx2") for r in recorded.values())
     forced = [run for data in [DATA, *OTHER_MACHINES.values()] for run in data["runs"].get("bf16", {}).values()]
     assert all(r["amp"] is True and r["cpu_capability"] != "AVX2" for r in forced)
 

@@ -130,7 +130,8 @@ print(json.dumps({"python": platform.python_version()}))
 CAPABILITY_PROBE = """\
 import json, torch
 print(json.dumps({"capability": torch.backends.cpu.get_cpu_capability(),
-                  "mkldnn_bf16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())}))
+                  "mkldnn_bf16": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
+                  "threads": torch.get_num_threads()}))
 """
 
 

@@ -16,6 +16,9 @@ run each notebook under every kernel setting that any x86 CPU gets (:data:`SETTI
 * ``avx2``: PyTorch, oneDNN and MKL held to AVX2, as on most laptops and AMD Zen 1-3 machines;
 * ``default``: PyTorch's portable kernels, oneDNN held to SSE4.1 and MKL to SSE4.2, which is
   the kind of code path a CPU without AVX2, or another architecture, takes.
+* ``native-2-threads``, ``avx2-2-threads``: the first two with two threads for the chapters
+  that train (``bertcourse.utils.set_threads``): a learner's laptop uses all its cores, and a sum
+  split over threads is added in another order.
 
 This tool runs nbval, strict as ``pytest`` does (``tools/colab_check.py``'s ``run_nbval``), on
 each notebook under each setting, proves in the same kernel that the setting took effect, and
@@ -51,10 +54,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 EDITIONS = {"en": ROOT / "notebooks", "zh": ROOT / "notebooks" / "zh"}
 
 # The kernel settings any x86 machine can produce, by name: the environment variables and the
-# capability PyTorch must then report (None: whatever this CPU's best is).
-SETTINGS = {"native": ({}, None),
-            "avx2": (KERNEL_LIMITS["AVX2"], "AVX2"),
-            "default": (KERNEL_LIMITS["DEFAULT"], "DEFAULT")}
+# capability PyTorch must then report (None: whatever this CPU's best is). The kernel settings run
+# the notebooks on one thread; the "-2-threads" ones let the chapters that train use two
+# (bertcourse.utils.set_threads, capped by BERTCOURSE_THREADS), since a sum split over two threads
+# is added in another order too. (Two of them side by side share two cores: slower, same numbers.)
+ONE, TWO = {"BERTCOURSE_THREADS": "1"}, {"BERTCOURSE_THREADS": "2"}
+KERNEL_SETTINGS = {"native": ({**ONE}, None),
+                   "avx2": ({**KERNEL_LIMITS["AVX2"], **ONE}, "AVX2"),
+                   "default": ({**KERNEL_LIMITS["DEFAULT"], **ONE}, "DEFAULT")}
+SETTINGS = {**KERNEL_SETTINGS,
+            "native-2-threads": ({**TWO}, None),
+            "avx2-2-threads": ({**KERNEL_LIMITS["AVX2"], **TWO}, "AVX2")}
 
 
 @dataclass
@@ -63,6 +73,7 @@ class Finding:
     notebook: str                   # e.g. "zh/05_masked_language_modeling.ipynb"
     setting: str
     capability: str = ""            # what the kernel reported after the last cell
+    threads: int = 0                # the threads PyTorch computed on after the last cell
     seconds: float = 0.0
     cells: int = 0                  # nbval's cells (code cells) that ran
     differences: dict[str, list[str]] = field(default_factory=dict)   # {"Cell 25": [diff lines]}
@@ -101,7 +112,7 @@ def settings_for_this_cpu(names: list[str], current: str) -> list[str]:
     unknown = [n for n in names if n not in SETTINGS]
     if unknown:
         raise ValueError(f"settings must be among {sorted(SETTINGS)}, got {unknown}")
-    return [n for n in names if n == "native" or SETTINGS[n][1] != current]
+    return [n for n in names if SETTINGS[n][1] is None or SETTINGS[n][1] != current]
 
 
 def _label(path: pathlib.Path) -> str:
@@ -128,7 +139,8 @@ def sweep_one(path: pathlib.Path, setting: str, *, python: str = sys.executable,
     finding = Finding(_label(path), setting, seconds=round(result.seconds, 1))
     probe = result.probes.get(path.name, {})
     try:
-        finding.capability = read_probe(probe.get("stdout", ""))["capability"]
+        reported = read_probe(probe.get("stdout", ""))
+        finding.capability, finding.threads = reported["capability"], reported.get("threads", 0)
     except (KeyError, ValueError):
         finding.problem = f"the kernel did not report its capability: {probe or result.output[-1500:]}"
     if expected is not None and finding.capability and finding.capability != expected:
@@ -153,7 +165,7 @@ def sweep(paths: list[pathlib.Path], settings: list[str], jobs: int = 2, report=
             findings.append(finding)
             status = finding.problem.splitlines()[0] if finding.problem else (
                 f"{len(finding.differences)} differing cells" if finding.differences else "same")
-            report(f"{finding.setting:8s} {finding.notebook:44s} {finding.capability:11s} "
+            report(f"{finding.setting:16s} {finding.notebook:44s} {finding.capability:8s} {finding.threads} thr "
                    f"{finding.seconds:6.0f} s  {status}", flush=True)
     return findings
 
