@@ -185,6 +185,66 @@ def course_variants(cfg, batch, compile_too: bool = False):
 
 
 # ---------------------------------------------------------------------------------------
+# d2l's own code
+# ---------------------------------------------------------------------------------------
+
+D2L = "d2l's own BERT (d2l 1.0.3)"
+
+
+def import_d2l(path: str | None):
+    """``d2l.torch`` from an installed d2l (``pip install --no-deps d2l==1.0.3``, or
+    ``--target DIR`` and ``--d2l DIR``), or None. Its module imports torchvision (and scipy) for
+    its vision chapters; where they are missing, empty stand-ins let the module load: its BERT
+    classes do not use them."""
+    import sys
+    import types
+    if path:
+        sys.path.insert(0, path)
+    for name in ("torchvision", "torchvision.transforms", "scipy", "scipy.spatial"):
+        try:
+            __import__(name)
+        except ImportError:
+            sys.modules[name] = types.ModuleType(name)
+    sys.modules["torchvision"].transforms = sys.modules["torchvision.transforms"]
+    sys.modules["scipy"].spatial = sys.modules["scipy.spatial"]
+    if not hasattr(sys.modules["scipy.spatial"], "distance_matrix"):
+        sys.modules["scipy.spatial"].distance_matrix = None
+    try:
+        from d2l import torch as d2l
+    except ImportError as e:
+        print(f"skipped {D2L}: {e} (pip install --no-deps d2l==1.0.3)")
+        return None
+    return d2l
+
+
+def d2l_variant(cfg, batch, path: str | None):
+    """d2l's ``BERTModel`` and ``_get_batch_loss_bert`` as its chapter "Pretraining BERT" trains
+    them (``nn.CrossEntropyLoss()``, Adam, no clipping), at the same shape: 2 blocks, hidden 128,
+    2 heads, FFN 256, dropout 0.2, the same batch. Its MLM head also computes logits at the
+    predicted positions only, so the work per step is the same as the course's."""
+    d2l = import_d2l(path)
+    if d2l is None:
+        return {}
+    torch.manual_seed(0)
+    net = d2l.BERTModel(cfg.vocab_size, num_hiddens=cfg.num_hiddens, ffn_num_hiddens=cfg.ffn_num_hiddens,
+                        num_heads=cfg.num_heads, num_blks=cfg.num_blks, dropout=cfg.dropout, max_len=SEQ)
+    with torch.no_grad():                       # materialise its lazy layers
+        net(batch["tokens"][:2], batch["segments"][:2], batch["valid_lens"][:2], batch["pred_positions"][:2])
+    net.train()
+    trainer = torch.optim.Adam(net.parameters(), lr=0.01)
+    loss = torch.nn.CrossEntropyLoss()
+
+    def step():
+        trainer.zero_grad()
+        _, _, total = d2l._get_batch_loss_bert(net, loss, cfg.vocab_size, batch["tokens"], batch["segments"],
+                                               batch["valid_lens"], batch["pred_positions"],
+                                               batch["mlm_weights"], batch["mlm_labels"], batch["nsp_labels"])
+        total.backward()
+        trainer.step()
+    return {D2L: step}
+
+
+# ---------------------------------------------------------------------------------------
 # Hugging Face
 # ---------------------------------------------------------------------------------------
 
@@ -259,6 +319,9 @@ def main() -> None:
     p.add_argument("--hf-micro-batch", type=int, default=128,
                    help="pairs per Hugging Face forward/backward (default 128; same work per step)")
     p.add_argument("--skip-hf", action="store_true", help="do not time Hugging Face")
+    p.add_argument("--d2l", metavar="DIR", default=None,
+                   help="a folder holding the d2l package (pip install --no-deps --target DIR d2l==1.0.3); "
+                        "without it, d2l is timed when importable")
     p.add_argument("--compile", action="store_true", help="also time torch.compile of the fast path")
     p.add_argument("--profile", action="store_true", help="print the profile of the best variant")
     args = p.parse_args()
@@ -275,6 +338,7 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     batch = make_batch(cfg.vocab_size)
     variants = course_variants(cfg, batch, args.compile)
+    variants.update(d2l_variant(cfg, batch, args.d2l))
     if not args.skip_hf:
         variants.update(hf_variants(cfg, batch, args.hf_micro_batch))
     print(f"timing {len(variants)} variants: {args.warmup} warm-up + {args.rounds} timed steps each, in turns ...",
@@ -286,14 +350,15 @@ def main() -> None:
     print(f"\n{'variant':36s} {'s/step (wall)':>14s} {'s/step (CPU)':>13s} {'pairs/s':>9s} {'x reference':>12s}")
     for name, (wall, cpu) in results.items():
         print(f"{name:36s} {wall:14.3f} {cpu:13.3f} {BATCH / wall:9.0f} {ref / wall:12.2f}")
-    course = {n: r for n, r in results.items() if not n.startswith("HF")}
+    course = {n: r for n, r in results.items() if not n.startswith("HF") and n != D2L}
     best = min(course, key=lambda n: course[n][0])
     fp32 = [n for n in course if "bf16" not in n]
     best32 = min(fp32, key=lambda n: course[n][0])
     for label, name, target in (("best", best, TARGET_BEST), ("best float32", best32, TARGET_FP32)):
         ratio = ref / course[name][0]
         print(f"{label} variant: {name}, {BATCH / course[name][0]:.0f} pairs/s, {ratio:.2f}x the reference "
-              f"(target {target:.0f}x): {'met' if ratio >= target else 'NOT met'}")
+              f"(target {target:.0f}x): {'met' if ratio >= target else 'NOT met'}"
+              + (f"; {results[D2L][0] / course[name][0]:.2f}x d2l's own step" if D2L in results else ""))
     if args.profile:
         print(f"\nwhere the time of '{best}' goes (2 steps):")
         profile_step(variants[best])
