@@ -512,6 +512,8 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "learner_progress.record": Fuzz(given={"exercise": lambda e: None, "status": lambda e: "pass"}),
     # utils
     "utils.set_seed": Fuzz(),
+    "utils.set_threads": Fuzz(),
+    "utils.available_cores": NO_ARGS,
     "utils.show_source": Fuzz(given={"obj": lambda e: len}),
     "utils.hide_input_checks": Fuzz(given={"source": lambda e: "x = 1"}, kinds={"source": STR}),
     "utils.SourceCode": Fuzz(given={"source": lambda e: "x = 1"}, kinds={"source": STR}, skip={"name": "any name"}),
