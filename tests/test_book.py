@@ -178,10 +178,16 @@ def test_links_come_from_the_one_repository_setting(site):
 
 
 def test_readme_gives_the_site_address_from_the_repository_setting():
+    """The book's address once the course is published; none (and no placeholder) before."""
     import tomllib
-    owner, name = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["bertcourse"][
-        "repository"].split("/")
-    assert f"https://{owner}.github.io/{name}/" in (ROOT / "README.md").read_text(encoding="utf-8")
+    repository = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["bertcourse"]["repository"]
+    for readme in ("README.md", "README.zh-CN.md"):
+        text = (ROOT / readme).read_text(encoding="utf-8")
+        if repository == "ORG/REPO":        # unpublished (tools/run_notebooks.py's UNSET)
+            assert "github.io" not in text and "ORG" not in text, f"{readme}: an address while unpublished"
+        else:
+            owner, name = repository.split("/")
+            assert f"https://{owner.lower()}.github.io/{name}/" in text, readme
 
 
 # --------------------------------------------------------------------------- the browser

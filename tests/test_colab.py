@@ -104,8 +104,11 @@ def test_colab_cell_does_nothing_off_colab(course_notebook, run_notebooks, monke
     assert capsys.readouterr().out == ""
 
 
+FORK = ("someone/bert-fork", "v1.2")   # a published address: the cell of a published course
+
+
 def test_colab_cell_installs_only_the_course_package(course_notebook, run_notebooks, monkeypatch, capsys):
-    calls = _exec_colab_cell(run_notebooks.colab_cell(course_notebook.name), monkeypatch, on_colab=True)
+    calls = _exec_colab_cell(run_notebooks.colab_cell(course_notebook.name, *FORK), monkeypatch, on_colab=True)
     assert len(calls) == 1, f"expected one pip call on Colab, got {calls}"
     (argv,), kwargs = calls[0]
     assert argv[:4] == [sys.executable, "-m", "pip", "install"], argv
@@ -117,7 +120,7 @@ def test_colab_cell_installs_only_the_course_package(course_notebook, run_notebo
     requirements = [Requirement(a) for a in argv[4:] if not a.startswith("-")]
     assert [canonicalize_name(r.name) for r in requirements] == ["bertcourse"], argv
     (course,) = requirements
-    assert course.url == f"git+https://github.com/{run_notebooks.REPO}@{run_notebooks.REF}", course.url
+    assert course.url == "git+https://github.com/someone/bert-fork@v1.2", course.url
     wanted = {"pretrained"} if _uses_pretrained(course_notebook) else set()
     assert course.extras == wanted, (
         f"{course_notebook.name}: installs the extras {course.extras or 'none'}; it "
@@ -125,11 +128,31 @@ def test_colab_cell_installs_only_the_course_package(course_notebook, run_notebo
 
 
 def test_colab_cell_stops_with_what_to_try_when_pip_fails(run_notebooks, monkeypatch, capsys):
-    cell = run_notebooks.colab_cell("01_self_attention.ipynb")
+    cell = run_notebooks.colab_cell("01_self_attention.ipynb", *FORK)
     with pytest.raises(RuntimeError, match=r"pip could not install bertcourse @ git\+https://github\.com/.*"
                                            r"messages are above.*internet connection.*run this cell again"):
         _exec_colab_cell(cell, monkeypatch, on_colab=True, returncode=1)
     assert "pip says" in capsys.readouterr().out, "pip's own messages must be shown before the error"
+
+
+def test_colab_cell_of_an_unpublished_course_says_how_to_install_instead(run_notebooks, monkeypatch):
+    """With [tool.bertcourse] repository unset there is no address to pip install from: on Colab
+    the cell calls no pip, and, unless the learner has installed the package from an upload,
+    stops with a short message saying so and what to do instead; off Colab it does nothing."""
+    import importlib.util
+    for notebook, extra in (("01_self_attention.ipynb", ""), ("09_fine_tuning.ipynb", "[pretrained]")):
+        cell = run_notebooks.colab_cell(notebook, None, "main")
+        assert "git+" not in cell and "ORG" not in cell, cell
+        assert _exec_colab_cell(cell, monkeypatch, on_colab=False) == []
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+        with pytest.raises(RuntimeError, match=r"not published at a web address yet.*Upload the course as a zip "
+                                               r"file.*%pip install '/content/NAME\.zip" + re.escape(extra) + r"'"
+                                               r".*on your own machine"):
+            _exec_colab_cell(cell, monkeypatch, on_colab=True)
+        monkeypatch.undo()
+        assert _exec_colab_cell(cell, monkeypatch, on_colab=True) == [], "installed by the learner: nothing to do"
+    assert run_notebooks.colab_cell("01_self_attention.ipynb") == run_notebooks.colab_cell(
+        "01_self_attention.ipynb", run_notebooks.REPO, run_notebooks.REF), "the default is [tool.bertcourse]"
 
 
 # --------------------------------------------------------------------------- requirements

