@@ -169,11 +169,49 @@ def test_stub_function_is_not_attempted(stub, capsys):
 
 def test_learner_exception_is_a_failed_check_not_a_crash():
     def buggy(x):
+        return x[0].item() + "2"
+
+    result = make_exercise().check(buggy)
+    assert result.status == "fail"
+    assert result.message.startswith("on a vector, your code raised TypeError: unsupported operand")
+
+
+def test_a_shape_error_is_told_in_the_exercises_terms():
+    def buggy(x):
         return x @ torch.ones(7)
 
     result = make_exercise().check(buggy)
     assert result.status == "fail"
-    assert result.message.startswith("on a vector, your code raised RuntimeError:")
+    assert result.message.startswith(
+        "on a vector, the shapes or dtypes in your code do not fit together. Your function got x: shape (4,), "
+        "float32. It must return a tensor of shape (4,), float32. (The error: RuntimeError: inconsistent tensor size")
+    # a dtype error too, with every argument named after the reference's signature
+    with pytest.raises(CheckFailed, match=r"^on c, the shapes .* got a: shape \(2,\), int64; n = 3\. It must return "
+                                          r"a single number, a tensor of shape \(\), float32\. \(The error: "):
+        run_cases(lambda x, y: torch.softmax(x, 0).sum(), lambda a, n: a.float().sum() * n,
+                  [("c", (torch.tensor([1, 2]), 3))])
+    # call_answer has no reference: the answer's own names, and no result
+    with pytest.raises(CheckFailed, match=r"^on c, the shapes .* got v: shape \(3,\), float32\. \(The error: "):
+        call_answer(lambda v: v + torch.ones(2), (torch.ones(3),), "c")
+
+
+def test_a_mistake_that_raises_names_a_learners_code_that_raises_alike():
+    def sum_rows(m):
+        """you summed over the wrong axis."""
+        return m.sum(0)
+
+    def pairs(m):
+        """you paired each row with the wrong vector."""
+        return m + torch.ones(m.shape[0])
+
+    cases = [("a 2×3 matrix", (torch.ones(2, 3),))]
+    # torch swaps the sizes with the operands: (2) and (3) in either order is the same error
+    with pytest.raises(CheckFailed, match=r"\(The error: RuntimeError: The size of tensor a \(\d\) .* — you paired"):
+        run_cases(lambda m: torch.ones(m.shape[0]) + m, lambda m: m.sum(1), cases, [sum_rows, pairs])
+    # another size is not that mistake
+    with pytest.raises(CheckFailed) as failure:
+        run_cases(lambda m: m + torch.ones(4), lambda m: m.sum(1), cases, [sum_rows, pairs])
+    assert " — " not in str(failure.value)
 
 
 def test_checker_tripping_on_a_bad_value_is_a_failed_check():
@@ -499,6 +537,13 @@ def test_run_cases_on_plain_values_with_prepare_and_diagnoses():
     with pytest.raises(CheckFailed, match="^on n=2: not a count$"):
         run_cases(lambda n: "2", reference, cases, compare=compare,
                   prepare=lambda got, where, n: (_ for _ in ()).throw(CheckFailed(f"on {where}: not a count")))
+
+
+def test_a_symptoms_message_function_sees_the_learners_result():
+    compare = equal_values()
+    diagnoses = [(Symptom(lambda got, n: len(got) != n), lambda got, n: f"{len(got)} items for n={n}.")]
+    with pytest.raises(CheckFailed, match=r"— 3 items for n=2\.$"):
+        run_cases(lambda n: [0] * (n + 1), lambda n: [0] * n, [("n=2", (2,))], diagnoses, compare=compare)
 
 
 def test_equal_values_with_a_message_function():

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from bertcourse import i18n
 from bertcourse.attention import masked_softmax
 from bertcourse.exercises import ch01
 from bertcourse.exercises.ch01 import q1, q2, q3, q4, q5
@@ -99,6 +100,37 @@ def q2_no_mask(scores, valid_lens):
     return torch.softmax(scores, dim=-1)
 
 
+def q2_lens_column(scores, valid_lens):
+    """fails: valid_lens[:, None] makes a mask of shape (2, 4)"""
+    visible = torch.arange(scores.shape[-1]) < valid_lens[:, None]       # (batch, keys): one axis short
+    return torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1) * visible
+
+
+def q2_lens_column_where(scores, valid_lens):
+    """fails: one length per sequence, so the mask must be (2, 1, 4)"""
+    visible = torch.arange(scores.shape[-1]) < valid_lens[:, None]
+    return torch.where(visible, torch.softmax(torch.where(visible, scores, -1e6), dim=-1), 0.0)
+
+
+def test_q2_a_mask_one_axis_short_is_named_with_the_shapes():
+    # raised by torch as "The size of tensor a (2) must match the size of tensor b (3) ..." on the
+    # cases whose batch and queries differ (and neither is 1)
+    result = assert_fails_with(
+        q2, q2_lens_column,
+        "on batch=2, valid_lens=[2, 3] out of 4 keys, the shapes or dtypes in your code do not fit together. "
+        "Your function got scores: shape (2, 3, 4), float32; valid_lens: shape (2,), int64. It must return a "
+        "tensor of shape (2, 3, 4), float32. (The error: RuntimeError: The size of tensor a",
+        "against the scores (2, 3, 4) broadcasting lines its batch axis up with the queries axis",
+        "valid_lens[:, None, None]", "is for 2-D valid_lens, one length per query")
+    assert result.message.index("(The error:") < result.message.index("valid_lens[:, None] makes")
+    i18n.set_language("zh")
+    try:
+        chinese = q2.check(q2_lens_column)
+    finally:
+        i18n.set_language("en")
+    assert "形状或数据类型对不上" in chinese.message and "它的批量轴会和查询轴对齐" in chinese.message
+
+
 def q2_minus_1e6_then_zero(scores, valid_lens):
     # correct: -1e6 instead of the most negative float is fine (exp underflows to 0)
     visible = _visible(scores, valid_lens)
@@ -132,6 +164,9 @@ def q3_d2l_style(Q, K, V, valid_lens):
 
 @pytest.mark.parametrize("wrong, phrase", [
     (lambda d, heads, bias: heads * 3 * d * d, "heads × 3 × d² myth"),
+    # the version with biases that pitfall 1 quotes: (768 × 768 × 3 + 768 × 3) × 12
+    (lambda d, heads, bias: (d * d * 3 + d * 3) * heads, "myth with biases, (d² · 3 + d · 3) × heads"),
+    (lambda d, heads, bias: heads * (3 * d * d + (3 * d if bias else 0)), "myth with biases"),
     (lambda d, heads, bias: heads * (4 * d * d + (4 * d if bias else 0)), "multiplied by the number of heads"),
     (lambda d, heads, bias: 3 * d * d + (3 * d if bias else 0), "forgot the output projection"),
     (lambda d, heads, bias: 4 * d * d, "you forgot the biases"),
@@ -141,6 +176,15 @@ def q3_d2l_style(Q, K, V, valid_lens):
 def test_q4_mistakes(wrong, phrase):
     result = assert_fails_with(q4, wrong, phrase)
     assert "parameters, got" in result.message
+
+
+def test_q4_myth_with_biases_is_named_in_chinese_too():
+    i18n.set_language("zh")
+    try:
+        result = q4.check(lambda d, heads, bias: (d * d * 3 + d * 3) * heads)
+    finally:
+        i18n.set_language("en")
+    assert result.status == "fail" and "陷阱1引用的那个带偏置的错误说法" in result.message
 
 
 def test_q4_accepts_a_tensor_or_float_count_and_rejects_non_numbers():

@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from bertcourse import i18n
 from bertcourse.bert import MaskLM
 from bertcourse.data import SPECIAL_TOKENS, Vocab, mask_tokens, num_mlm_preds
 from bertcourse.pretrain import mlm_loss
@@ -102,6 +103,105 @@ def test_q2_mistakes():
     assert_fails_with(q2, inclusive, "check the boundaries")
     assert_fails_with(q2, lambda labels, u, r, m: torch.full_like(labels, m), "every chosen token became [MASK]")
     assert_fails_with(q2, lambda labels, u, r, m: labels, "first difference")
+
+
+def _bands(mask_below, random_below):
+    def apply(labels, u, random_ids, mask_id):
+        return torch.where(u < mask_below, torch.full_like(labels, mask_id),
+                           torch.where(u < random_below, random_ids, labels))
+    return apply
+
+
+@pytest.mark.parametrize("mask_below, random_below, nudge", [
+    (0.85, 0.9, "the [MASK] band is too wide: u = 0.8 fell in it"),
+    (0.75, 0.9, "the [MASK] band is too narrow: u = 0.7999 belongs to it"),
+    (0.8, 0.95, "the random-token band is too wide: u = 0.9 fell in it"),
+    (0.8, 0.88, "the random-token band is too narrow: u = 0.8999 belongs to it"),
+])
+def test_q2_a_near_miss_of_a_threshold_gets_a_nudge_without_the_answer(mask_below, random_below, nudge):
+    result = assert_fails_with(q2, _bands(mask_below, random_below), "first difference", nudge,
+                               "Check the threshold where the")
+    assert "0.8)" not in result.message and "u < 0.8" not in result.message and "u < 0.9" not in result.message
+
+
+def test_q2_no_nudge_when_it_is_not_a_matter_of_thresholds():
+    # the bands out of order ([MASK] from 0.2 on), or one band missing: numbers only
+    upside_down = lambda labels, u, r, m: torch.where(u >= 0.2, torch.full_like(labels, m), torch.where(u < 0.1, r, labels))
+    for wrong in (upside_down, lambda labels, u, r, m: labels, lambda labels, u, r, m: labels + 1):
+        result = assert_fails_with(q2, wrong, "first difference")
+        assert " — " not in result.message
+
+
+def test_q2_nudge_in_chinese():
+    i18n.set_language("zh")
+    try:
+        result = q2.check(_bands(0.85, 0.9))
+    finally:
+        i18n.set_language("en")
+    assert "[MASK]区间太宽了：u = 0.8落在了它里面" in result.message
+
+
+def q3_not_flattened(logits, labels, weights):
+    """fails: F.cross_entropy reads the classes from axis 1"""
+    per_slot = F.cross_entropy(logits, labels, reduction="none")            # (batch, max_preds, vocab) as is
+    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
+def q3_labels_not_flat(logits, labels, weights):
+    """fails: you flattened the logits to (batch · max_preds, vocab) rows but not the labels"""
+    per_slot = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels, reduction="none")
+    return (per_slot * weights).sum() / weights.sum()
+
+
+def q3_weights_not_flat(logits, labels, weights):
+    """fails: flatten the weights too, weights.reshape(-1)"""
+    per_slot = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
+    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
+@pytest.mark.parametrize("wrong, error", [
+    (q3_not_flattened, "RuntimeError: Expected target size [2, 7], got [2, 4]"),
+    (q3_labels_not_flat, "ValueError: Expected input batch_size (8) to match target batch_size (2)."),
+    (q3_weights_not_flat, "RuntimeError: The size of tensor a (8) must match the size of tensor b (4)"),
+])
+def test_q3_a_missing_reshape_is_named_with_the_shapes(wrong, error):
+    assert_fails_with(q3, wrong, "the shapes or dtypes in your code do not fit together. Your function got logits: "
+                      "shape (2, 4, 7), float32; labels: shape (2, 4), int64; weights: shape (2, 4), float32. It must "
+                      "return a single number, a tensor of shape (), float32.", f"(The error: {error}", ") — ")
+
+
+def q4_arange_row(X, pred_positions):
+    """fails: Make it a column of shape (batch, 1)"""
+    return X[torch.arange(X.shape[0]), pred_positions]
+
+
+def q4_positions_only(X, pred_positions):
+    """fails: X[pred_positions] indexes the first axis, the batch"""
+    return X[pred_positions]
+
+
+def q4_gather_flat_index(X, pred_positions):
+    """fails: torch.gather(X, 1, index) needs an index with as many axes as X"""
+    return torch.gather(X, 1, pred_positions)
+
+
+def test_q4_an_indexing_mistake_is_named_with_the_shapes():
+    assert_fails_with(q4, q4_arange_row,
+                      "the shapes or dtypes in your code do not fit together. Your function got X: shape (2, 6, 4), "
+                      "float32; pred_positions: shape (2, 3), int64. It must return a tensor of shape (2, 3, 4), float32.",
+                      "(The error: IndexError: shape mismatch: indexing tensors could not be broadcast together with "
+                      "shapes [2], [2, 3]) — torch.arange(batch) is a row of shape (batch,)")
+    # the same mistake where it broadcasts without an error: the wrong shape, and the same name
+    one_each = [case for case in ch05.Q4_CASES if case[1][1].shape[1] == 1]
+    with pytest.raises(ch05.CheckFailed, match=r"expected shape \(4, 1, 5\), got \(4, 4, 5\) — torch.arange"):
+        ch05.run_cases(q4_arange_row, ch05._ref_gather, one_each, ch05.Q4_DIAGNOSES)
+    i18n.set_language("zh")
+    try:
+        chinese = q4.check(q4_arange_row)
+    finally:
+        i18n.set_language("en")
+    assert "你的函数收到的是X：形状(2, 6, 4)，float32；pred_positions：形状(2, 3)，int64" in chinese.message
+    assert "它对齐的是num_preds轴，而不是批量轴" in chinese.message
 
 
 def test_q3_mistakes():

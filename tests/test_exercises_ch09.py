@@ -6,21 +6,21 @@ import pytest
 import torch
 
 from bertcourse.exercises import ch09
-from bertcourse.exercises.ch09 import q1, q2, q3, q4
+from bertcourse.exercises.ch09 import q2, q3, q4, q1
 from bertcourse.finetuning_baselines import bag_of_words, few_shot_accuracies, words
 from bertcourse.training import lr_factor
 
 
-# --- Q1: the schedule ------------------------------------------------------------------
+# --- Q2: the schedule ------------------------------------------------------------------
 
 def good_lr(step, steps, warmup_steps, peak):
     warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps)
     return peak * warm * (1 - step / steps)
 
 
-def test_q1_reference_is_the_trainers_schedule():
-    assert q1.check(good_lr)
-    for step, steps, warmup, peak in ch09.Q1_CASES:
+def test_q2_reference_is_the_trainers_schedule():
+    assert q2.check(good_lr)
+    for step, steps, warmup, peak in ch09.Q2_CASES:
         assert good_lr(step, steps, warmup, peak) == pytest.approx(peak * lr_factor(step, step / steps, warmup))
 
 
@@ -33,30 +33,30 @@ def test_q1_reference_is_the_trainers_schedule():
     (lambda step, steps, warmup_steps, peak: peak * step / warmup_steps if step < warmup_steps
      else peak * (steps - step) / (steps - warmup_steps), "get_linear_schedule_with_warmup"),
 ])
-def test_q1_names_typical_mistakes(wrong, words_in_message):
-    result = q1.check(wrong)
+def test_q2_names_typical_mistakes(wrong, words_in_message):
+    result = q2.check(wrong)
     assert result.status == "fail" and words_in_message in result.message, result.message
 
 
-def test_q1_cases_cover_the_edges():
-    steps = {(s, T, W) for s, T, W, _ in ch09.Q1_CASES}
+def test_q2_cases_cover_the_edges():
+    steps = {(s, T, W) for s, T, W, _ in ch09.Q2_CASES}
     assert (0, 75, 8) in steps and (7, 75, 8) in steps and (74, 75, 8) in steps and any(W == 0 for _, _, W in steps)
 
 
-# --- Q2: bag of words --------------------------------------------------------------------
+# --- Q3: bag of words --------------------------------------------------------------------
 
-def test_q2_reference_passes():
-    assert q2.check(bag_of_words)
+def test_q3_reference_passes():
+    assert q3.check(bag_of_words)
 
 
-# Q2's mistakes, written another way than the package's diagnoses
-def q2_counts(texts, vocab):
+# Q3's mistakes, written another way than the package's diagnoses
+def q3_counts(texts, vocab):
     """fails: you counted how often"""
     rows = [[float(words(text).count(w)) for w in sorted(vocab, key=vocab.get)] for text in texts]
     return torch.tensor(rows).reshape(len(texts), len(vocab))
 
 
-def q2_split_on_spaces(texts, vocab):
+def q3_split_on_spaces(texts, vocab):
     """fails: you split on spaces"""
     X = torch.zeros(len(texts), len(vocab))
     for r, text in enumerate(texts):
@@ -64,7 +64,7 @@ def q2_split_on_spaces(texts, vocab):
     return X
 
 
-# --- Q3: evaluation ------------------------------------------------------------------------
+# --- Q4: evaluation ------------------------------------------------------------------------
 
 def accuracy_loop(model, loader):
     correct = total = 0
@@ -74,7 +74,7 @@ def accuracy_loop(model, loader):
     return correct / total
 
 
-def test_q3_names_each_missing_part():
+def test_q4_names_each_missing_part():
     def no_eval(model, loader):
         with torch.no_grad():
             return accuracy_loop(model, loader)
@@ -98,14 +98,14 @@ def test_q3_names_each_missing_part():
         model.train()
         return out
 
-    assert "ran in training mode" in q3.check(no_eval).message
-    assert "gradients were on" in q3.check(no_grad_missing).message
+    assert "ran in training mode" in q4.check(no_eval).message
+    assert "gradients were on" in q4.check(no_grad_missing).message
     for wrong in (not_restored, always_train_afterwards):
-        result = q3.check(wrong)
+        result = q4.check(wrong)
         assert result.status == "fail" and "model.train(was_training)" in result.message, result.message
 
 
-def test_q3_wrong_accuracy_is_reported():
+def test_q4_wrong_accuracy_is_reported():
     def counts_batches(model, loader):
         was = model.training
         model.eval()
@@ -115,27 +115,27 @@ def test_q3_wrong_accuracy_is_reported():
         model.train(was)
         return out                                # a sum of batch means, not an accuracy
 
-    result = q3.check(counts_batches)
+    result = q4.check(counts_batches)
     assert result.status == "fail" and "expected accuracy" in result.message
 
 
-# --- Q4: the prediction -----------------------------------------------------------------------
+# --- Q1: the prediction -----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def measured():
-    return few_shot_accuracies(ch09.Q4_SIZE)
+    return few_shot_accuracies(ch09.Q1_SIZE)
 
 
-def test_q4_measured_values_tell_the_chapters_story(measured):
+def test_q1_measured_values_tell_the_chapters_story(measured):
     assert measured["probe"] > measured["bag of words"] + 0.1
     assert 0.75 <= measured["probe"] <= 0.9 and 0.5 <= measured["bag of words"] <= 0.7
 
 
-def test_q4_passes_close_predictions_and_explains_far_ones(measured):
-    assert q4.check({"bag of words": measured["bag of words"] + 0.05, "probe": measured["probe"] - 0.05})
-    result = q4.check({"bag of words": 0.5, "probe": 0.55})
+def test_q1_passes_close_predictions_and_explains_far_ones(measured):
+    assert q1.check({"bag of words": measured["bag of words"] + 0.05, "probe": measured["probe"] - 0.05})
+    result = q1.check({"bag of words": 0.5, "probe": 0.55})
     assert result.status == "fail" and "the probe only fits one linear layer" in result.message
-    result = q4.check({"bag of words": 0.95, "probe": measured["probe"]})
+    result = q1.check({"bag of words": 0.95, "probe": measured["probe"]})
     assert result.status == "fail" and "only knows the words of its 100 sentences" in result.message
     assert "measured" in result.message
 
@@ -146,6 +146,6 @@ def test_q4_passes_close_predictions_and_explains_far_ones(measured):
     ({"bag of words": ..., "probe": 0.8}, "is still ...: write your guess"),
     ({"bag of words": 80, "probe": 0.8}, "between 0 and 1"),
 ])
-def test_q4_refuses_malformed_predictions(bad, words_in_message):
-    result = q4.check(bad)
+def test_q1_refuses_malformed_predictions(bad, words_in_message):
+    result = q1.check(bad)
     assert result.status == "fail" and words_in_message in result.message, result.message

@@ -156,6 +156,21 @@ def _ms_off_by_one(scores, valid_lens):
     return masked_softmax(scores, visible.expand_as(scores))
 
 
+def _ms_lens_column(scores, valid_lens):
+    # valid_lens[:, None]: a (batch, keys) mask, which broadcasting lines up as (queries, keys)
+    visible = torch.arange(scores.shape[-1]) < valid_lens[:, None]
+    return torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1).masked_fill(~visible, 0.0)
+
+
+def _ms_lens_column_message(scores, valid_lens) -> str:
+    batch, queries, keys = scores.shape
+    return _("valid_lens[:, None] makes a mask of shape ({batch}, {keys}); against the scores ({batch}, {queries}, "
+             "{keys}) broadcasting lines its batch axis up with the queries axis. valid_lens here has shape "
+             "({batch},), one length per sequence, so the mask must be ({batch}, 1, {keys}): valid_lens[:, None, "
+             "None]. (valid_lens[:, :, None] is for 2-D valid_lens, one length per query, of shape (batch, "
+             "queries).)").format(batch=batch, queries=queries, keys=keys)
+
+
 Q2_CASES = [
     (N_("batch=2, valid_lens=[2, 3] out of 4 keys"),
      (randn(2, 3, 4, seed=11), torch.tensor([2, 3]))),
@@ -170,7 +185,7 @@ Q2_CASES = [
 ]
 
 Q2_DIAGNOSES = [_ms_no_mask, _ms_after_softmax, _ms_wrong_axis, _ms_uniform_empty_rows,
-                _ms_minus_inf, _ms_off_by_one]
+                _ms_minus_inf, _ms_off_by_one, (_ms_lens_column, _ms_lens_column_message)]
 
 
 def _check_q2(answer) -> str:
@@ -298,6 +313,10 @@ Q4_DIAGNOSES = [
     (lambda d, h, b: h * 3 * d * d, N_("you used the heads × 3 × d² myth. The heads *split* d: each of "
                                      "the h heads has d/h columns of W_q, W_k, W_v, so together they "
                                      "are three d×d matrices whatever h is; add W_o.")),
+    (lambda d, h, b: h * (3 * d * d + (3 * d if b else 0)),
+     N_("you used the heads × 3 × d² myth with biases, (d² · 3 + d · 3) × heads, as pitfall 1 quotes it. The "
+        "heads *split* d: together their W_q, W_k, W_v are three d×d matrices (3d biases) whatever h is; "
+        "add W_o and its d biases.")),
     (lambda d, h, b: h * 4 * d * d + (4 * d * h if b else 0),
      N_("you multiplied by the number of heads. The heads share one d×d matrix per projection "
         "(each head gets d/h of its columns), so the count does not depend on h.")),

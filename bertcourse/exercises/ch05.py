@@ -36,8 +36,8 @@ from ..data import generate_corpus, get_tokenizer, mask_tokens, num_mlm_preds
 from ..pretrain import mlm_loss
 from ..i18n import gettext as _, gettext_noop as N_
 from ..utils import cached
-from .core import (CheckFailed, Exercise, as_number, check_finite_number, check_positive_int, equal_values,
-                   predicted_number, randn, run_cases, seeded)
+from .core import (CheckFailed, Exercise, Symptom, as_number, check_finite_number, check_positive_int,
+                   equal_values, predicted_number, randn, run_cases, seeded)
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "both_neighbours_visible", "Q5_MASK_PROB", "Q5_TOLERANCE"]
@@ -137,6 +137,41 @@ def _apply_10_80_10(labels, u, random_ids, mask_id):
     return torch.where(u < 0.1, torch.full_like(labels, mask_id), torch.where(u < 0.9, random_ids, labels))
 
 
+_BANDS = (N_("[MASK]"), N_("random-token"), N_("unchanged"))
+
+
+def _first_slip(got, labels, u, random_ids, mask_id):
+    """A near miss of the bands: the results follow the case's bands in order as u grows, every
+    one of them, but a threshold is off. Returns the first chosen token (by u) whose result is
+    another band's outcome, as (u, its band, the band of u), bands numbered as in _BANDS; else None."""
+    if not isinstance(got, torch.Tensor) or got.shape != labels.shape:
+        return None
+    fits = torch.stack([got == mask_id, got == random_ids, got == labels])        # (3, k)
+    bands = _ref_apply(torch.full_like(labels, 2), u, torch.full_like(labels, 1), 0)   # the band of each u
+    slip, last, seen = None, 0, set()
+    for i in u.argsort().tolist():
+        fitting = [b for b in range(last, 3) if fits[b, i]]
+        if not fitting:             # another outcome, or the bands out of order: not a near miss
+            return None
+        last = fitting[0]
+        seen.add(last)
+        if slip is None and not fits[bands[i], i]:
+            slip = (u[i].item(), last, int(bands[i]))
+    return slip if seen == set(bands.tolist()) else None
+
+
+_near_miss = Symptom(lambda got, *args: _first_slip(got, *args) is not None)
+
+
+def _band_message(got, labels, u, random_ids, mask_id) -> str:
+    value, band, expected = _first_slip(got, labels, u, random_ids, mask_id)
+    if band < expected:
+        return _("the {band} band is too wide: u = {u:.4g} fell in it, but that draw belongs to a later band. "
+                 "Check the threshold where the {band} band ends.").format(band=_(_BANDS[band]), u=value)
+    return _("the {band} band is too narrow: u = {u:.4g} belongs to it, but your code gave it a later band's "
+             "outcome. Check the threshold where the {band} band ends.").format(band=_(_BANDS[expected]), u=value)
+
+
 def _q2_case(k: int, seed: int, vocab: int = 50):
     g = seeded(seed)
     labels = torch.randint(5, vocab, (k,), generator=g)
@@ -157,7 +192,9 @@ Q2_CASES = [
 ]
 
 Q2_DIAGNOSES = [_apply_pitfall, _apply_swapped, _apply_inclusive, _apply_always_mask,
-                _apply_10_80_10]
+                _apply_10_80_10,
+                # last: a near miss of the bands' thresholds, told which band is off and which way
+                (_near_miss, _band_message)]
 
 
 def _check_q2(answer) -> str:
@@ -232,6 +269,29 @@ def _loss_nan_when_empty(logits, labels, weights):
     return (_per_slot(logits, labels) * weights).sum() / weights.sum()
 
 
+def _loss_not_flattened(logits, labels, weights):
+    """F.cross_entropy reads the classes from axis 1: given logits of shape (batch, max_preds,
+    vocab), it takes max_preds for the vocabulary. Flatten first: logits.reshape(-1, vocab)
+    and labels.reshape(-1), one row per slot."""
+    per_slot = F.cross_entropy(logits, labels, reduction="none")
+    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
+def _loss_labels_not_flat(logits, labels, weights):
+    """you flattened the logits to (batch · max_preds, vocab) rows but not the labels: flatten
+    them too, labels.reshape(-1), one label per row."""
+    per_slot = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels, reduction="none")
+    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
+def _loss_weights_not_flat(logits, labels, weights):
+    """the per-slot losses come out flat, of shape (batch · max_preds,), but the weights are
+    (batch, max_preds): flatten the weights too, weights.reshape(-1) (or reshape the losses to
+    labels.shape)."""
+    per_slot = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
+    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
 def _q3_case(batch: int, preds: int, vocab: int, weights, seed: int):
     g = seeded(seed)
     logits = randn(batch, preds, vocab, seed=g, scale=2.0)
@@ -250,7 +310,7 @@ Q3_CASES = [
 ]
 
 Q3_DIAGNOSES = [_loss_pitfall, _loss_sum, _loss_per_slot_count, _loss_mean_of_sequences,
-                _loss_nan_when_empty]
+                _loss_nan_when_empty, _loss_not_flattened, _loss_labels_not_flat, _loss_weights_not_flat]
 
 
 def _check_q3(answer) -> str:
@@ -299,6 +359,27 @@ def _gather_first_row(X, pred_positions):
     return X[:, pred_positions[0]]
 
 
+def _gather_arange_row(X, pred_positions):
+    """torch.arange(batch) is a row of shape (batch,): against the (batch, num_preds) positions
+    broadcasting lines it up with the num_preds axis, not the batch axis. Make it a column of
+    shape (batch, 1): torch.arange(batch)[:, None]."""
+    return X[torch.arange(X.shape[0]), pred_positions]
+
+
+def _gather_positions_only(X, pred_positions):
+    """X[pred_positions] indexes the first axis, the batch, with the positions. Index two
+    axes: the batch axis with a (batch, 1) column of batch indices, the sequence axis with
+    pred_positions."""
+    return X[pred_positions]
+
+
+def _gather_torch_gather(X, pred_positions):
+    """torch.gather(X, 1, index) needs an index with as many axes as X, (batch, num_preds,
+    hidden): repeat the positions along the hidden axis,
+    pred_positions[..., None].expand(-1, -1, X.shape[-1]) (or use advanced indexing)."""
+    return torch.gather(X, 1, pred_positions)
+
+
 def _q4_case(batch: int, seq: int, hidden: int, positions, seed: int):
     return (randn(batch, seq, hidden, seed=seed), torch.tensor(positions))
 
@@ -310,7 +391,8 @@ Q4_CASES = [
     (N_("one prediction per sequence"), _q4_case(4, 3, 5, [[1], [2], [0], [1]], 4)),
 ]
 
-Q4_DIAGNOSES = [_gather_cross, _gather_first_row]
+Q4_DIAGNOSES = [_gather_cross, _gather_first_row, _gather_arange_row, _gather_positions_only,
+                _gather_torch_gather]
 
 
 def _check_q4(answer) -> str:

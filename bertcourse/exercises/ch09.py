@@ -4,13 +4,13 @@ In the notebook::
 
     from bertcourse.exercises.ch09 import q1, q2, q3, q4, quiz
 
-* ``q1`` — ``learning_rate(step, steps, warmup_steps, peak)``: the fine-tuning schedule,
+* ``q1`` — ``prediction``: *before* running the experiment, predict the test accuracy of the
+  bag of words and of the MiniLM probe when they get only 100 training sentences (section 7).
+* ``q2`` — ``learning_rate(step, steps, warmup_steps, peak)``: the fine-tuning schedule,
   linear warm-up times linear decay (the course's :func:`bertcourse.training.lr_factor`).
-* ``q2`` — ``bag_of_words(texts, vocab)``: the 0/1 word-presence matrix of the baseline.
-* ``q3`` — ``evaluate_accuracy(model, loader)``: accuracy in eval mode, without gradients,
+* ``q3`` — ``bag_of_words(texts, vocab)``: the 0/1 word-presence matrix of the baseline.
+* ``q4`` — ``evaluate_accuracy(model, loader)``: accuracy in eval mode, without gradients,
   putting the model's mode back.
-* ``q4`` — ``prediction``: *before* running the experiment, predict the test accuracy of the
-  bag of words and of the MiniLM probe when they get only 100 training sentences.
 * ``quiz`` — five questions on what the chapter measured, and why (answers in
   ``quiz_answers``, a letter or a number each; see :mod:`bertcourse.exercises.quiz`).
 
@@ -29,11 +29,65 @@ from ..i18n import gettext as _, gettext_noop as N_
 from .core import CheckFailed, Exercise, as_number, call_answer, message_of, predicted_dict, run_cases
 from .quiz import Option, Question, Quiz
 
-__all__ = ["q1", "q2", "q3", "q4", "quiz", "Q4_SIZE"]
+__all__ = ["q1", "q2", "q3", "q4", "quiz", "Q1_SIZE"]
 
 
 # ---------------------------------------------------------------------------------------
-# Q1: the learning-rate schedule
+# Q1: predict, then run the experiment
+# ---------------------------------------------------------------------------------------
+
+Q1_SIZE = 100
+"""How many training sentences the experiment of q1 uses."""
+Q1_TOLERANCE = 0.10
+Q1_KEYS = ("bag of words", "probe")
+
+
+def _check_q1(answer) -> str:
+    guess = predicted_dict(answer, Q1_KEYS, "prediction", _("test accuracies between 0 and 1"), low=0.0, high=1.0,
+                           must=_("a test accuracy (a number between 0 and 1)"), in_range=_("between 0 and 1"),
+                           blank=_("your guess, a number between 0 and 1"))
+    measured = few_shot_accuracies(Q1_SIZE)
+    report = _(", ").join(_("{key}: you said {guess:.2f}, measured {measured:.2f}").format(
+        key=k, guess=guess[k], measured=measured[k]) for k in Q1_KEYS)
+    off = [k for k in Q1_KEYS if abs(guess[k] - measured[k]) > Q1_TOLERANCE]
+    if off:
+        why = []
+        if "probe" in off and guess["probe"] < measured["probe"]:
+            why.append(_("the probe only fits one linear layer (770 numbers) on top of features that already "
+                         "separate positive from negative: 100 sentences are plenty"))
+        if "bag of words" in off and guess["bag of words"] > measured["bag of words"]:
+            why.append(_("the bag of words only knows the words of its 100 sentences: most test sentences "
+                         "share few of them"))
+        if "bag of words" in off and guess["bag of words"] < measured["bag of words"]:
+            why.append(_("a handful of very common words (great, bad, not, love) already carry much of the signal"))
+        if "probe" in off and guess["probe"] > measured["probe"]:
+            why.append(_("even good features need some data: the probe loses a few points"))
+        raise CheckFailed(_("{report}. Off by more than {tolerance:.2f} on {keys}").format(
+            report=report, tolerance=Q1_TOLERANCE, keys=", ".join(off)) + (_(": ") + _("; ").join(why) if why else "") + _("."))
+    return _("{report}: both within {tolerance:.2f}. Pretrained features need far fewer labelled sentences.").format(
+        report=report, tolerance=Q1_TOLERANCE)
+
+
+q1 = Exercise(
+    name=N_("Q1 (predict: 100 training sentences instead of 2,400)"),
+    var="prediction",
+    checker=_check_q1,
+    hints=[
+        N_("With 2,400 sentences the bag of words reached about 0.8 and the probe about 0.9 (the table above). "
+           "Which of the two needs the data more: the one that learns every word from the training set, or "
+           "the one whose features come from pretraining on a billion sentence pairs?"),
+        N_("Chance is 0.5. A bag of words trained on 100 sentences has seen only a few hundred distinct words."),
+        N_("The probe drops only a few points; the bag of words drops much more."),
+    ],
+    solution=N_('''
+# a prediction, not a computation; the check then runs the experiment (few_shot_accuracies(100))
+prediction = {"bag of words": 0.6, "probe": 0.83}
+'''),
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Q2: the learning-rate schedule
 # ---------------------------------------------------------------------------------------
 
 def _ref_lr(step, steps, warmup_steps, peak):
@@ -67,42 +121,42 @@ def _lr_hf(step, steps, warmup_steps, peak):
     return peak * max(0.0, (steps - step) / max(1, steps - warmup_steps))
 
 
-Q1_CASES = [(s, 75, 8, 5e-5) for s in (0, 1, 3, 7, 8, 20, 40, 74)] + \
+Q2_CASES = [(s, 75, 8, 5e-5) for s in (0, 1, 3, 7, 8, 20, 40, 74)] + \
            [(0, 10, 0, 1e-3), (5, 10, 0, 1e-3), (0, 300, 30, 3e-5), (29, 300, 30, 3e-5), (150, 300, 30, 3e-5),
             (299, 300, 30, 3e-5)]
 
-Q1_DIAGNOSES = [_lr_no_plus_one, _lr_hf, _lr_no_warmup, _lr_no_decay]
+Q2_DIAGNOSES = [_lr_no_plus_one, _lr_hf, _lr_no_warmup, _lr_no_decay]
 
 
 def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-12 + 1e-6 * abs(b)
 
 
-def _check_q1(answer) -> str:
+def _check_q2(answer) -> str:
     if not callable(answer):
         raise CheckFailed(_("learning_rate must be a function, got {type}").format(type=type(answer).__name__))
-    where = ["learning_rate(step={}, steps={}, warmup_steps={}, peak={:g})".format(*case) for case in Q1_CASES]
-    got = [as_number(call_answer(answer, case, w), w) for case, w in zip(Q1_CASES, where)]
-    wrong = [k for k, case in enumerate(Q1_CASES) if not _close(got[k], _ref_lr(*case))]
+    where = ["learning_rate(step={}, steps={}, warmup_steps={}, peak={:g})".format(*case) for case in Q2_CASES]
+    got = [as_number(call_answer(answer, case, w), w) for case, w in zip(Q2_CASES, where)]
+    wrong = [k for k, case in enumerate(Q2_CASES) if not _close(got[k], _ref_lr(*case))]
     if not wrong:
         return _("correct on all {n} cases (first step, end of warm-up, decay, last step, no warm-up)").format(
-            n=len(Q1_CASES))
+            n=len(Q2_CASES))
     k = wrong[0]
     failure = _("on {where}: expected {expected:.4g}, got {got:.4g}").format(
-        where=where[k], expected=_ref_lr(*Q1_CASES[k]), got=got[k])
+        where=where[k], expected=_ref_lr(*Q2_CASES[k]), got=got[k])
     # the mistake that explains every case first, else one that explains this case
     for everywhere in (True, False):
-        for mistake in Q1_DIAGNOSES:
-            cases = range(len(Q1_CASES)) if everywhere else [k]
-            if all(_close(got[j], mistake(*Q1_CASES[j])) for j in cases):
+        for mistake in Q2_DIAGNOSES:
+            cases = range(len(Q2_CASES)) if everywhere else [k]
+            if all(_close(got[j], mistake(*Q2_CASES[j])) for j in cases):
                 raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=message_of(mistake)))
     raise CheckFailed(failure)
 
 
-q1 = Exercise(
-    name=N_("Q1 (the learning-rate schedule)"),
+q2 = Exercise(
+    name=N_("Q2 (the learning-rate schedule)"),
     var="learning_rate",
-    checker=_check_q1,
+    checker=_check_q2,
     hints=[
         N_("Two factors multiply the peak: a warm-up ramp that reaches 1 after warmup_steps steps, and a "
            "decay that goes from 1 at step 0 to 0 at step = steps."),
@@ -119,7 +173,7 @@ def learning_rate(step, steps, warmup_steps, peak):
 
 
 # ---------------------------------------------------------------------------------------
-# Q2: bag of words
+# Q3: bag of words
 # ---------------------------------------------------------------------------------------
 
 def _bow_counts(texts, vocab):
@@ -144,7 +198,7 @@ def _bow_split(texts, vocab):
 
 
 _VOCAB = {"great": 0, "phone": 1, "not": 2, "good": 3, "the": 4, "don't": 5, "buy": 6}
-Q2_CASES = [
+Q3_CASES = [
     (N_("three short reviews"), (["Great phone!", "Not good.", "The phone is not great, not good."], _VOCAB)),
     (N_("repeated words count once"), (["great great GREAT phone"], _VOCAB)),
     (N_("unknown words and an empty text"), (["Absolutely terrible service.", ""], _VOCAB)),
@@ -152,17 +206,17 @@ Q2_CASES = [
     (N_("a larger vocabulary"), ([f"word{i} word{(i * 7) % 30}" for i in range(12)],
                              {f"word{i}": (i * 11) % 30 for i in range(30)})),
 ]
-Q2_DIAGNOSES = [_bow_counts, _bow_split]
+Q3_DIAGNOSES = [_bow_counts, _bow_split]
 
 
-def _check_q2(answer) -> str:
-    return run_cases(answer, _ref_bag_of_words, Q2_CASES, Q2_DIAGNOSES)
+def _check_q3(answer) -> str:
+    return run_cases(answer, _ref_bag_of_words, Q3_CASES, Q3_DIAGNOSES)
 
 
-q2 = Exercise(
-    name=N_("Q2 (bag-of-words features)"),
+q3 = Exercise(
+    name=N_("Q3 (bag-of-words features)"),
     var="bag_of_words",
-    checker=_check_q2,
+    checker=_check_q3,
     hints=[
         N_("The result is a (len(texts), len(vocab)) float tensor of zeros; row r gets a 1 in column "
            "vocab[w] for every word w of texts[r] that is in vocab."),
@@ -186,7 +240,7 @@ def bag_of_words(texts, vocab):
 
 
 # ---------------------------------------------------------------------------------------
-# Q3: evaluation in eval mode, without gradients
+# Q4: evaluation in eval mode, without gradients
 # ---------------------------------------------------------------------------------------
 
 _RECORDS: dict = {}       # spy tag -> [(training, grad enabled)] of every forward call
@@ -218,7 +272,7 @@ class _Spy(nn.Module):
         return self.out(self.dropout(h))
 
 
-def _q3_batches(seed: int, n_batches: int, batch: int = 8, seq: int = 6) -> list:
+def _q4_batches(seed: int, n_batches: int, batch: int = 8, seq: int = 6) -> list:
     g = torch.Generator().manual_seed(seed)
     out = []
     for _batch in range(n_batches):
@@ -244,16 +298,16 @@ def _ref_eval_accuracy(model, loader) -> float:
         _RECORDING[0] = True
 
 
-def _q3_case(seed: int, n_batches: int, training: bool) -> tuple:
-    return (_Spy(seed).train(training), _q3_batches(seed, n_batches))
+def _q4_case(seed: int, n_batches: int, training: bool) -> tuple:
+    return (_Spy(seed).train(training), _q4_batches(seed, n_batches))
 
 
-Q3_CASES = [(N_("3 batches, the model in training mode"), _q3_case(1, 3, True)),
-            (N_("1 batch, the model already in eval mode"), _q3_case(2, 1, False)),
-            (N_("5 batches of other sentences, the model in training mode"), _q3_case(3, 5, True))]
+Q4_CASES = [(N_("3 batches, the model in training mode"), _q4_case(1, 3, True)),
+            (N_("1 batch, the model already in eval mode"), _q4_case(2, 1, False)),
+            (N_("5 batches of other sentences, the model in training mode"), _q4_case(3, 5, True))]
 
 
-def _q3_prepare(got, where, model, loader):
+def _q4_prepare(got, where, model, loader):
     calls = _RECORDS.get(model.tag, [])
     if not calls:
         raise CheckFailed(_("on {where}: your function never called the model").format(where=where))
@@ -267,16 +321,16 @@ def _q3_prepare(got, where, model, loader):
     return as_number(got, where)
 
 
-def _q3_compare(got, expected, where):
+def _q4_compare(got, expected, where):
     if abs(got - expected) > 1e-9:
         raise CheckFailed(_("on {where}: expected accuracy {expected:.4f}, got {got:.4f} (the share of sentences "
                             "whose largest logit is at their label, over all batches)").format(
             where=where, expected=expected, got=got))
 
 
-def _check_q3(answer) -> str:
+def _check_q4(answer) -> str:
     _RECORDS.clear()
-    return run_cases(answer, _ref_eval_accuracy, Q3_CASES, compare=_q3_compare, prepare=_q3_prepare,
+    return run_cases(answer, _ref_eval_accuracy, Q4_CASES, compare=_q4_compare, prepare=_q4_prepare,
                      in_place=N_("on {where}: the accuracy is right, but your function changed its arguments: "
                                  "the model (its train/eval mode or its weights) or the list of batches is not "
                                  "as it was. Remember "
@@ -284,10 +338,10 @@ def _check_q3(answer) -> str:
                                  "model.train(was_training) at the end."))
 
 
-q3 = Exercise(
-    name=N_("Q3 (evaluate without dropout and without gradients)"),
+q4 = Exercise(
+    name=N_("Q4 (evaluate without dropout and without gradients)"),
     var="evaluate_accuracy",
-    checker=_check_q3,
+    checker=_check_q4,
     hints=[
         N_("Remember whether the model was training (model.training), switch to model.eval(), and run "
            "every batch inside `with torch.no_grad():`."),
@@ -310,60 +364,6 @@ def evaluate_accuracy(model, loader):
     finally:
         model.train(was_training)                  # leave the model as we found it
     return correct / total
-'''),
-)
-
-
-# ---------------------------------------------------------------------------------------
-# Q4: predict, then run the experiment
-# ---------------------------------------------------------------------------------------
-
-Q4_SIZE = 100
-"""How many training sentences the experiment of q4 uses."""
-Q4_TOLERANCE = 0.10
-Q4_KEYS = ("bag of words", "probe")
-
-
-def _check_q4(answer) -> str:
-    guess = predicted_dict(answer, Q4_KEYS, "prediction", _("test accuracies between 0 and 1"), low=0.0, high=1.0,
-                           must=_("a test accuracy (a number between 0 and 1)"), in_range=_("between 0 and 1"),
-                           blank=_("your guess, a number between 0 and 1"))
-    measured = few_shot_accuracies(Q4_SIZE)
-    report = _(", ").join(_("{key}: you said {guess:.2f}, measured {measured:.2f}").format(
-        key=k, guess=guess[k], measured=measured[k]) for k in Q4_KEYS)
-    off = [k for k in Q4_KEYS if abs(guess[k] - measured[k]) > Q4_TOLERANCE]
-    if off:
-        why = []
-        if "probe" in off and guess["probe"] < measured["probe"]:
-            why.append(_("the probe only fits one linear layer (770 numbers) on top of features that already "
-                         "separate positive from negative: 100 sentences are plenty"))
-        if "bag of words" in off and guess["bag of words"] > measured["bag of words"]:
-            why.append(_("the bag of words only knows the words of its 100 sentences: most test sentences "
-                         "share few of them"))
-        if "bag of words" in off and guess["bag of words"] < measured["bag of words"]:
-            why.append(_("a handful of very common words (great, bad, not, love) already carry much of the signal"))
-        if "probe" in off and guess["probe"] > measured["probe"]:
-            why.append(_("even good features need some data: the probe loses a few points"))
-        raise CheckFailed(_("{report}. Off by more than {tolerance:.2f} on {keys}").format(
-            report=report, tolerance=Q4_TOLERANCE, keys=", ".join(off)) + (_(": ") + _("; ").join(why) if why else "") + _("."))
-    return _("{report}: both within {tolerance:.2f}. Pretrained features need far fewer labelled sentences.").format(
-        report=report, tolerance=Q4_TOLERANCE)
-
-
-q4 = Exercise(
-    name=N_("Q4 (predict: 100 training sentences instead of 2,400)"),
-    var="prediction",
-    checker=_check_q4,
-    hints=[
-        N_("With 2,400 sentences the bag of words reached about 0.8 and the probe about 0.9 (the table above). "
-           "Which of the two needs the data more: the one that learns every word from the training set, or "
-           "the one whose features come from pretraining on a billion sentence pairs?"),
-        N_("Chance is 0.5. A bag of words trained on 100 sentences has seen only a few hundred distinct words."),
-        N_("The probe drops only a few points; the bag of words drops much more."),
-    ],
-    solution=N_('''
-# a prediction, not a computation; the check then runs the experiment (few_shot_accuracies(100))
-prediction = {"bag of words": 0.6, "probe": 0.83}
 '''),
 )
 

@@ -27,7 +27,9 @@ The public API used by the chapter modules:
   where, *args)`` normalises or type-checks the learner's result first (e.g. :func:`as_number`).
   A diagnosis is a function ``wrong(*args)`` that makes a typical mistake, its docstring the
   message; or a pair ``(wrong, message)``, where ``wrong`` may be a :class:`Symptom` (a
-  predicate on the learner's result) and ``message`` text or ``message(*args) -> str``.
+  predicate on the learner's result) and ``message`` text or ``message(*args) -> str``
+  (``message(got, *args)`` for a Symptom). A mistake that raises names a learner's code
+  that raises the same (see below).
 * :func:`call_answer` ``(answer, args, where)``: one guarded call, for checkers that compare themselves.
 * :func:`expect_raises` ``(answer, args, where, error, *, returned, other)``: the answer must
   raise ``error`` (e.g. a ``ValueError`` for bad input).
@@ -45,6 +47,12 @@ Every call of the learner's function (through :func:`run_cases`, :func:`call_ans
   that the next check uses; after the call its copies are compared with the pristine case,
   and an answer that changed an argument in place fails with a message naming it;
 * an exception it raises (``SystemExit`` too; not ``KeyboardInterrupt``) is a failed check;
+  a shape or dtype error (torch's "size of tensor a ... must match", "shape mismatch",
+  "expected scalar type" ...) is told in the exercise's terms (:mod:`.learner_code`): the
+  arguments' shapes and dtypes, named as in the reference's signature, the shape the
+  result must have (in :func:`run_cases`), then the error. In :func:`run_cases` a diagnosis
+  whose ``wrong(*args)`` raises the same kind of exception, with the same message up to the
+  order of its numbers (torch swaps the operands' sizes), names the mistake;
 * only the untouched starter stub is "not attempted": a function whose whole body is
   ``...``, ``pass``, ``return None`` or ``raise NotImplementedError(...)``, when it returns
   ``None``/``...`` or raises ``NotImplementedError`` from its own frame. A
@@ -59,8 +67,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
-import dis
-import functools
 import inspect
 import math
 import numbers
@@ -73,7 +79,10 @@ import torch
 from .._checks import check_bool, check_choice, check_finite_number, check_int, check_positive_int  # noqa: F401
 from ..i18n import gettext as _
 from ..learner_progress import record as record_progress
+from .learner_code import (argument_names, code_of, describe_error, error_note, innermost_frame, is_shape_error,
+                           is_stub, raised_alike, raised_message, shape_message)
 from .mutation import changed_arguments, in_place_detail
+from .reveal import Reveal
 from .values import plain_equal
 
 __all__ = ["CheckFailed", "CheckResult", "Exercise", "NotAttempted", "Symptom", "as_number",
@@ -313,50 +322,6 @@ class Symptom:
 
 # --- Calling the learner's function ---
 
-# A starter stub's whole body: `...`, `pass`, `return None`, a docstring, or
-# `raise NotImplementedError(<text>)`; nothing that reads an argument or computes.
-_STUB_OPS = {"RESUME", "NOP", "CACHE", "EXTENDED_ARG", "LOAD_CONST", "RETURN_VALUE", "RETURN_CONST",
-             "LOAD_GLOBAL", "LOAD_NAME", "PUSH_NULL", "PRECALL", "CALL", "CALL_FUNCTION", "KW_NAMES",
-             "RAISE_VARARGS", "POP_TOP", "COPY_FREE_VARS", "MAKE_CELL"}
-
-
-def _code_of(answer):
-    fn = answer
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    with contextlib.suppress(ValueError):
-        fn = inspect.unwrap(fn)
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    return code if inspect.iscode(code) else None
-
-
-def _is_stub(answer) -> bool:
-    """Whether ``answer`` is an untouched starter: its body does nothing but ``...``,
-    ``pass``, ``return None`` or ``raise NotImplementedError(...)``."""
-    code = _code_of(answer)
-    if code is None:
-        return False
-    for ins in dis.get_instructions(code):
-        if ins.opname not in _STUB_OPS:
-            return False
-        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval != "NotImplementedError":
-            return False
-        if ins.opname in ("LOAD_CONST", "RETURN_CONST") and not (
-                ins.argval is None or ins.argval is Ellipsis or isinstance(ins.argval, str)):
-            return False
-    return True
-
-
-def _innermost_frame(error: BaseException):
-    tb = error.__traceback__
-    if tb is None:
-        return None, None
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb.tb_frame, tb.tb_lineno
-
-
 def _candidates(answer) -> list:
     """The function called and, when a checker wrapped it, the learner's own answer."""
     current = _CURRENT_ANSWER.get()
@@ -365,35 +330,22 @@ def _candidates(answer) -> list:
 
 def _starter(answer) -> bool:
     """Whether the learner's answer is still the untouched starter stub."""
-    return any(_is_stub(a) for a in _candidates(answer))
+    return any(is_stub(a) for a in _candidates(answer))
 
 
 def _raised_by_stub(answer, error: BaseException) -> bool:
     """A NotImplementedError counts as "not attempted" only when the answer is a starter
     stub and raised it itself (from its own frame, not from something it called)."""
-    frame, _line = _innermost_frame(error)
-    return frame is not None and any(_code_of(a) is frame.f_code and _is_stub(a) for a in _candidates(answer))
+    frame, _line = innermost_frame(error)
+    return frame is not None and any(code_of(a) is frame.f_code and is_stub(a) for a in _candidates(answer))
 
 
-def _describe_error(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+class _Raised(CheckFailed):
+    """A failed check because the learner's code raised ``error``."""
 
-
-def _error_note(e: BaseException) -> str:
-    """What to add to "your code raised ..." for the exceptions that need explaining."""
-    if isinstance(e, SystemExit):
-        return _(" (exit() and sys.exit() end the program; return the result instead)")
-    if isinstance(e, NotImplementedError):
-        frame, line = _innermost_frame(e)
-        place = _(" in `{name}` (line {line})").format(name=frame.f_code.co_name, line=line) if frame else ""
-        return _(" — this is not the untouched starter: it was raised{place} while your code ran. "
-                 "If it is a leftover `raise NotImplementedError` line, delete it; if a function "
-                 "you call raised it, that operation is not available for these inputs.").format(place=place)
-    return ""
-
-
-def _raised_message(where: str, e: BaseException) -> str:
-    return _("on {where}, your code raised {error}{note}").format(where=where, error=_describe_error(e), note=_error_note(e))
+    def __init__(self, message: str, error: BaseException):
+        super().__init__(message)
+        self.error = error
 
 
 def _require_function(answer) -> None:
@@ -430,14 +382,18 @@ class _Attempt:
     changed: list        # [(argument name, kind)] of the arguments the answer changed in place
 
 
-def _attempt(answer, args: tuple, where: str, no_grad: bool = False) -> _Attempt:
+def _attempt(answer, args: tuple, where: str, no_grad: bool = False, reference=None,
+             expected=None) -> _Attempt:
     _require_function(answer)
     given = _copies(args)
     got, error = _call(answer, given, no_grad)
     if error is not None:
         if isinstance(error, NotImplementedError) and _raised_by_stub(answer, error):
             raise NotAttempted() from None
-        raise CheckFailed(_raised_message(where, error)) from None
+        if is_shape_error(error):
+            names = argument_names([f for f in (reference, *_candidates(answer)) if f is not None], len(args))
+            raise _Raised(shape_message(where, error, names, args, expected), error) from None
+        raise _Raised(raised_message(where, error), error) from None
     if got is None or got is Ellipsis:
         if _starter(answer):
             raise NotAttempted()
@@ -502,6 +458,36 @@ def _matches(wrong, got, args: tuple, compare, where: str, no_grad: bool) -> boo
     return True
 
 
+def _raises_alike(wrong, error: BaseException, args: tuple, no_grad: bool) -> bool:
+    """Whether the mistake ``wrong`` raises what the learner's code raised on ``args``."""
+    if isinstance(wrong, Symptom):
+        return False
+    try:
+        with _grad_mode(no_grad):
+            wrong(*_copies(args))
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:
+        return raised_alike(e, error)
+    return False
+
+
+def _named(failure: CheckFailed, diagnoses: list, matches: Callable, got, args: tuple, all_diagnoses: bool):
+    """``failure`` with the messages of the diagnoses that ``matches``, else ``failure`` itself."""
+    whys = []
+    for wrong, why in diagnoses:
+        if matches(wrong):
+            if callable(why):
+                whys.append(why(got, *_copies(args)) if isinstance(wrong, Symptom) else why(*_copies(args)))
+            else:
+                whys.append(_(why))
+            if not all_diagnoses:
+                break
+    if whys:
+        return CheckFailed(_("{failure} — {why}").format(failure=failure, why=_(" Or: ").join(whys)))
+    return failure
+
+
 def message_of(mistake: Callable) -> str:
     """A diagnosis function's message for the learner: its docstring, on one line, in the
     current language (``bertcourse.i18n`` extracts the docstrings of ``*_DIAGNOSES`` lists)."""
@@ -526,9 +512,12 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
     ``diagnoses`` are typical mistakes: functions whose docstring is the message, or
     ``(wrong, message)`` pairs. ``wrong(*args)`` is the mistake's result (it matches when
     ``compare`` finds no difference from it) or a :class:`Symptom`; ``message`` is text or
-    ``message(*args) -> str`` (a docstring's line breaks and indents become single spaces). When the learner's
-    result matches one, the failure names the mistake (with ``all_diagnoses``, every
-    matching one, joined by " Or: ").
+    ``message(*args) -> str`` (``message(got, *args)`` for a Symptom; a docstring's line breaks
+    and indents become single spaces). When the learner's result matches one, the failure
+    names the mistake (with ``all_diagnoses``, every matching one, joined by " Or: "). When
+    the learner's code raises, a mistake ``wrong`` that raises alike (the same kind, the same
+    message up to the order of its numbers) is named; a shape or dtype error is reported
+    with the arguments' shapes and the shape of the reference's result.
 
     A correct result from an answer that changed an argument in place fails too: with
     ``in_place`` (a template with the field ``where``) as the message, else a message
@@ -571,20 +560,17 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
     for description, args in cases:
         with _grad_mode(no_grad):
             expected = reference(*_copies(args))
-        attempt = _attempt(answer, args, description, no_grad)
+        try:
+            attempt = _attempt(answer, args, description, no_grad, reference, expected)
+        except _Raised as failure:
+            raise _named(failure, diagnoses, lambda wrong: _raises_alike(wrong, failure.error, args, no_grad),
+                         None, args, all_diagnoses) from None
         got = attempt.value if prepare is None else prepare(attempt.value, description, *_copies(args))
         try:
             compare(got, expected, description)
         except CheckFailed as failure:
-            whys = []
-            for wrong, why in diagnoses:
-                if _matches(wrong, got, args, compare, description, no_grad):
-                    whys.append(why(*_copies(args)) if callable(why) else _(why))
-                    if not all_diagnoses:
-                        break
-            if whys:
-                raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=_(" Or: ").join(whys))) from None
-            raise
+            raise _named(failure, diagnoses, lambda wrong: _matches(wrong, got, args, compare, description, no_grad),
+                         got, args, all_diagnoses) from None
         if attempt.changed:
             if in_place is not None:
                 raise CheckFailed(_(in_place).format(where=description))
@@ -635,6 +621,7 @@ class Exercise:
             raise ValueError("an exercise needs at least one hint")
         self.name, self.var, self.checker, self.fields = name, var, checker, fields
         self.hints, self._solution, self._hints_shown = list(hints), solution, 0
+        self.guessed = False      # has check() seen an answer in place of the starter (this kernel)?
 
     def __repr__(self) -> str:
         return f"<Exercise {self.name}: `{self.var}`>"
@@ -645,6 +632,7 @@ class Exercise:
         if answer is _MISSING:
             answer = _find_in_notebook(self.var)
         result = self._evaluate(answer)
+        self.guessed = self.guessed or result.status != "not attempted"
         print(result)
         record_progress(self, result.status)
         return result
@@ -675,14 +663,20 @@ class Exercise:
             if _raised_by_stub(answer, e):
                 return self._not_attempted()
             return CheckResult(_(self.name), "fail", _("checking `{var}` raised {error}{note}").format(
-                var=self.var, error=_describe_error(e), note=_error_note(e)))
+                var=self.var, error=describe_error(e), note=error_note(e)))
         except BaseException as e:  # a bug in the learner's value that the checker tripped on
             return CheckResult(_(self.name), "fail", _("checking `{var}` raised {error}{note}").format(
-                var=self.var, error=f"{type(e).__name__}: {e}", note=_error_note(e)))
+                var=self.var, error=f"{type(e).__name__}: {e}", note=error_note(e)))
         finally:
             _CURRENT_VAR.reset(tokens[0])
             _CURRENT_ANSWER.reset(tokens[1])
         return CheckResult(_(self.name), "pass", message)
+
+    def reveal(self, *parts) -> Reveal:
+        """What a "predict, then run" cell shows: the measurement ``parts`` (text, a matplotlib
+        figure, a pandas table), folded in a collapsed element until this exercise has seen a
+        guess, then open (:mod:`bertcourse.exercises.reveal`)."""
+        return Reveal(self, parts)
 
     def hint(self) -> str:
         """Print the next hint (they get more specific)."""
