@@ -80,8 +80,8 @@ EXTERNAL = [
      "values": {"a. bag of words": 0.793}},
     {"machine": "NVIDIA H100, bf16 autocast, the fine-tuning command line (2026-11-27, batches padded "
                 "to the longest sentence)",
-     "values": {"d. fine-tuned MiniLM": 0.917, "d. fine-tuned MiniLM, validation": 0.933,
-                "b. MiniLM from scratch": 0.660}},
+     "values": {"c. fine-tuned MiniLM": 0.917, "c. fine-tuned MiniLM, validation": 0.933,
+                "d. MiniLM from scratch": 0.660}},
 ]
 
 
@@ -150,7 +150,7 @@ def worker(seed: int, methods: list[str]) -> None:
                      "seconds": time.perf_counter() - start})
         del X
 
-    # c. frozen MiniLM + probe (section 3)
+    # b. frozen MiniLM + probe (section 3)
     probe = F = None
     if {"probe", "finetune", "fewshot"} & set(methods):
         start = time.perf_counter()
@@ -164,7 +164,7 @@ def worker(seed: int, methods: list[str]) -> None:
                        "cls_test": cls_probe.accuracy(F.cls["test"], F.labels["test"]),
                        "cls_validation": cls_val[cls_wd], "seconds": time.perf_counter() - start})
 
-    # d. full fine-tuning, head started from the probe (section 4), then section 8's 1e-3 test
+    # c. full fine-tuning, head started from the probe (section 4), then section 8's 1e-3 test
     if "finetune" in methods:
         clf, tokenizer = build_classifier("minilm", pooling="mean", seed=seed)
         untrained = evaluate_classifier(clf, review_loader(splits.validation, tokenizer, batch_size=64, by_length=True),
@@ -198,7 +198,7 @@ def worker(seed: int, methods: list[str]) -> None:
         del t, wreck, pretrained
         emit("finetune", result)
 
-    # b. the same network from scratch (section 5)
+    # d. the same network from scratch (section 5)
     if "scratch" in methods:
         scratch, tokenizer = build_classifier("scratch", seed=seed)
         trainer = finetune(scratch, tokenizer, splits.train, splits.validation, epochs=1, lr=3e-4, seed=seed,
@@ -291,24 +291,24 @@ def run_one(config: str, seed: int, methods: list[str], path: pathlib.Path) -> b
 
 # what the table shows, with the names of bertcourse.measured_bounds.RANGES: (name, path into a run's "methods")
 ROWS = [("a. bag of words", ("bow", "test")),
-        ("b. MiniLM from scratch", ("scratch", "test")),
-        ("c. frozen MiniLM + probe", ("probe", "test")),
-        ("d. fine-tuned MiniLM", ("finetune", "test")),
-        ("d - c (paired)", None),
-        ("a - b (paired)", None),
-        ("d. fine-tuned MiniLM, validation", ("finetune", "validation")),
-        ("c. probe, validation", ("probe", "validation")),
+        ("b. frozen MiniLM + probe", ("probe", "test")),
+        ("c. fine-tuned MiniLM", ("finetune", "test")),
+        ("d. MiniLM from scratch", ("scratch", "test")),
+        ("c - b (paired)", None),
+        ("a - d (paired)", None),
+        ("c. fine-tuned MiniLM, validation", ("finetune", "validation")),
+        ("b. probe, validation", ("probe", "validation")),
         ("probe on [CLS]", ("probe", "cls_test")),
         ("probe on [CLS], validation", ("probe", "cls_validation")),
         ("untrained head, validation", ("finetune", "untrained_validation")),
         ("10 steps at 1e-3, validation", ("finetune", "lr_1e-3", "validation")),
         ("10 steps at 1e-3, similarity", ("finetune", "lr_1e-3", "similarity_to_pretrained")),
-        ("d. fine-tuned MiniLM, similarity", ("finetune", "similarity_to_pretrained")),
+        ("c. fine-tuned MiniLM, similarity", ("finetune", "similarity_to_pretrained")),
         ("10 steps at 1e-3, weights moved", ("finetune", "lr_1e-3", "weights_moved")),
-        ("d. fine-tuned MiniLM, weights moved", ("finetune", "weights_moved"))]
+        ("c. fine-tuned MiniLM, weights moved", ("finetune", "weights_moved"))]
 ROWS += [(f"{m}, {n} labels", ("fewshot", str(n), m)) for n in FEW_LABELS for m in ("bag of words", "probe")]
-PAIRS = {"d - c (paired)": (("finetune", "test"), ("probe", "test")),
-         "a - b (paired)": (("bow", "test"), ("scratch", "test"))}
+PAIRS = {"c - b (paired)": (("finetune", "test"), ("probe", "test")),
+         "a - d (paired)": (("bow", "test"), ("scratch", "test"))}
 NOT_ACCURACIES = {name for name, _ in ROWS if "similarity" in name or "moved" in name}
 
 

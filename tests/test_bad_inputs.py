@@ -906,7 +906,7 @@ def _distributed():
 IDS = lambda *ids: torch.tensor(ids, dtype=L)                                   # noqa: E731
 XY = lambda n=6: (torch.randn(n, 4, generator=torch.Generator().manual_seed(0)), torch.tensor([0, 1] * (n // 2)))
 WITH_NAN = lambda: torch.tensor([[0.0, 1.0, NAN, 2.0]] * 6)                     # noqa: E731
-GAP = ("c. frozen MiniLM + probe", "a. bag of words")
+GAP = ("b. frozen MiniLM + probe", "a. bag of words")
 QUIET = dict(progress=False, plot=False)
 
 CHAPTERS_9_10 = [
