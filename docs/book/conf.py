@@ -26,6 +26,9 @@ BOOK = json.loads(pathlib.Path(_settings_path).read_text(encoding="utf-8"))
 # The one repository setting (pyproject.toml [tool.bertcourse]) for every outward link.
 _course = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["bertcourse"]
 REPOSITORY, REF = _course["repository"], _course["ref"]
+# "ORG/REPO" means unpublished (tools/run_notebooks.py's UNSET): no address to link to, so the
+# book shows no repository button and no Colab or Binder launch buttons until it has one.
+PUBLISHED = REPOSITORY != "ORG/REPO"
 
 ZH = BOOK["lang"] == "zh"
 project = "从零实现 BERT" if ZH else "BERT from scratch"
@@ -59,20 +62,23 @@ html_context = {
     "default_mode": "light",
 }
 html_theme_options = {
-    "repository_url": f"https://github.com/{REPOSITORY}",
-    "repository_branch": REF,
-    "path_to_docs": BOOK["path_to_docs"],
-    "use_repository_button": True,
     "use_download_button": True,
-    "launch_buttons": {
-        "colab_url": "https://colab.research.google.com",
-        "binderhub_url": "https://mybinder.org",
-        "notebook_interface": "jupyterlab",
-    },
     "article_header_end": ["language-switch.html", "article-header-buttons.html"],
     "show_toc_level": 2,
     "home_page_in_toc": True,
 }
+if PUBLISHED:
+    html_theme_options.update({
+        "repository_url": f"https://github.com/{REPOSITORY}",
+        "repository_branch": REF,
+        "path_to_docs": BOOK["path_to_docs"],
+        "use_repository_button": True,
+        "launch_buttons": {
+            "colab_url": "https://colab.research.google.com",
+            "binderhub_url": "https://mybinder.org",
+            "notebook_interface": "jupyterlab",
+        },
+    })
 html_show_sourcelink = False
 html_last_updated_fmt = None
 copybutton_exclude = ".linenos, .gp, .go"
