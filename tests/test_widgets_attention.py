@@ -136,6 +136,13 @@ def test_draw_attention_figure_data():
     outline = ax.patches[0]                                  # the chosen query's row
     assert outline.get_y() == pytest.approx(4 - 0.5) and outline.get_height() == 1
     assert outline.get_width() == len(tokens)
+    # one colour per meaning: the outline's, the largest bar's and the other bars' all differ
+    from matplotlib.colors import to_hex
+    bar_colours = [to_hex(p.get_facecolor()) for p in fig.axes[1].patches]
+    top = int(w[4].argmax())
+    others = {c for j, c in enumerate(bar_colours) if j != top}
+    assert len(others) == 1 and bar_colours[top] not in others
+    assert to_hex(outline.get_edgecolor()) not in {bar_colours[top], *others}
 
 
 def test_draw_attention_errors():

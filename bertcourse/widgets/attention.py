@@ -240,8 +240,8 @@ def attention_for_sentence(tokens: list[str], head: int | None = None,
 
 def draw_attention(tokens: list[str], weights: torch.Tensor, query_index: int,
                    title: str = "") -> Figure:
-    """Heatmap of one head's ``(queries, keys)`` weights with the query's row outlined,
-    and a bar chart of that row. ``fig.axes[0].images[0]`` holds the weights;
+    """Heatmap of one head's ``(queries, keys)`` weights with the query's row outlined in
+    crimson, and a bar chart of that row, its largest weight in orange. ``fig.axes[0].images[0]`` holds the weights;
     ``fig.axes[1].patches`` are the bars (one per key)."""
     _check_tokens(tokens)
     n = len(tokens)
@@ -262,7 +262,8 @@ def draw_attention(tokens: list[str], weights: torch.Tensor, query_index: int,
                                edgecolor="crimson", linewidth=2))
 
     row = w[query_index]
-    colors = ["crimson" if j == row.argmax() else "steelblue" for j in range(n)]
+    # the largest weight in its own colour: crimson already marks the chosen query's row
+    colors = ["darkorange" if j == row.argmax() else "steelblue" for j in range(n)]
     ax_bar.bar(range(n), row, color=colors)
     ax_bar.set_xticks(range(n), labels, rotation=60, ha="right", fontsize=8)
     ax_bar.set_ylim(0, 1)
