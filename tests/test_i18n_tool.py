@@ -461,3 +461,60 @@ def test_a_chinese_notebook_is_executed_and_prints_what_the_english_one_prints(z
               if c.id in english and "NBVAL_IGNORE_OUTPUT" not in c.source
               and not CJK.search(printed_text(c)) and printed_text(c) != printed_text(english[c.id])]
     assert not differ, f"{zh_notebook.name}: cells {differ} print what the English cells do not"
+
+
+# --- renaming a chapter --------------------------------------------------------------------
+
+def test_rename_keeps_every_translation(tmp_path, no_package_problems):
+    notebook, po_path = translated_tiny_chapter(tmp_path)
+    i18n.build_notebook(notebook, po_path, i18n.zh_path(notebook, tmp_path))
+    before = nbformat.read(str(i18n.zh_path(notebook, tmp_path)), as_version=4)
+    problems = i18n.check(tmp_path)      # only the tiny translation's low share of Chinese letters
+    assert problems and all("prose letters are Chinese" in p for p in problems)
+    written = i18n.rename_chapter("01_tiny", "03_tiny", tmp_path)
+    renamed = tmp_path / "notebooks" / "03_tiny.ipynb"
+    assert written == [renamed, i18n.zh_path(renamed, tmp_path), i18n.catalog_path(renamed, tmp_path)]
+    assert not notebook.exists() and not po_path.exists()
+    assert i18n.check(tmp_path) == [p.replace("01_tiny", "03_tiny") for p in problems]   # nothing untranslated
+    po = polib.pofile(str(i18n.catalog_path(renamed, tmp_path)))
+    assert {where for e in po for where, _line in e.occurrences} == {"notebooks/03_tiny.ipynb"}
+    assert all(e.msgstr.startswith("中文：") for e in po)
+    after = nbformat.read(str(i18n.zh_path(renamed, tmp_path)), as_version=4)
+    assert [c.source for c in after.cells] == [c.source for c in before.cells]
+
+
+@pytest.mark.parametrize("old, new, error, words", [
+    ("01_tiny", "3_tiny", ValueError, "new must be a chapter's notebook name"),
+    ("01_tiny", "01_tiny", ValueError, "must differ"),
+    ("02_gone", "03_tiny", FileNotFoundError, "old: no English notebook"),
+    ("01_tiny", "01_tiny_again", None, None),
+])
+def test_rename_refuses_what_it_cannot_do(tmp_path, old, new, error, words):
+    translated_tiny_chapter(tmp_path)
+    if error is None:                     # a free name is fine; then the same name again is taken
+        i18n.rename_chapter(old, new, tmp_path)
+        tiny_notebook(tmp_path / "notebooks" / "01_tiny.ipynb")
+        with pytest.raises(ValueError, match="already exists"):
+            i18n.rename_chapter("01_tiny", new, tmp_path)
+        return
+    with pytest.raises(error, match=words):
+        i18n.rename_chapter(old, new, tmp_path)
+
+
+def test_rename_on_the_command_line_names_a_wrong_call_without_a_traceback():
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "i18n.py"), "rename", "10_scaling_up"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "rename needs OLD and NEW" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "i18n.py"), "rename", "10_scaling_up", "x"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "new must be a chapter's notebook name" in result.stderr
+
+
+def test_mentions_lists_the_files_that_still_name_a_chapter(tmp_path):
+    (tmp_path / "a.py").write_text("from bertcourse.exercises.ch10 import q1\n")
+    (tmp_path / "b.md").write_text("see notebooks/10_scaling_up.ipynb\n")
+    (tmp_path / "c.md").write_text("nothing here\n")
+    (tmp_path / "d.ipynb").write_text("ch10 10_scaling_up\n")      # notebooks are renamed, not listed
+    assert i18n.mentions("ch10", tmp_path) == ["a.py"]
+    assert i18n.mentions("10_scaling_up", tmp_path) == ["b.md"]

@@ -5,6 +5,9 @@
     python tools/i18n.py update package    # refresh bertcourse/locale/zh/LC_MESSAGES/bertcourse.po
                                            # after editing the package's learner-facing strings
     python tools/i18n.py check             # exit 1, naming every problem, unless all is in step
+    python tools/i18n.py rename 10_scaling_up 13_scaling_up
+                                           # renumber a chapter: its notebooks and catalog move,
+                                           # every translation kept
 
 (`update` without arguments updates every chapter's catalog, not the package's.) There are two
 kinds of catalog, both kept here; the package only reads its own at run time (`bertcourse.i18n`,
@@ -65,6 +68,7 @@ import copy
 import difflib
 import pathlib
 import re
+import subprocess
 import sys
 import textwrap
 
@@ -511,6 +515,68 @@ def english_notebooks(root: pathlib.Path, prefixes: list[str] | None = None) -> 
     return paths
 
 
+CHAPTER_NAME = re.compile(r"[0-9][0-9]_[a-z0-9_]+")
+
+
+def rename_chapter(old: str, new: str, root: pathlib.Path = ROOT) -> list[pathlib.Path]:
+    """Give chapter ``old`` (a notebook's name without ``.ipynb``, e.g. ``10_scaling_up``) the
+    name ``new``: the English notebook, the Chinese one and the catalog move, and the catalog's
+    occurrence comments follow, so every translation (msgctxt = cell id, msgid = paragraph) is
+    kept as it is. Returns the files written. What else carries the chapter's number
+    (``exercises/chNN.py``, CI's shards, the READMEs, ...) is for the caller: see
+    :func:`mentions`."""
+    for name, value in (("old", old), ("new", new)):
+        if not isinstance(value, str) or not CHAPTER_NAME.fullmatch(value):
+            raise ValueError(f"{name} must be a chapter's notebook name like 10_scaling_up (two digits, "
+                             f"an underscore, lower-case words), got {value!r}")
+    if old == new:
+        raise ValueError(f"new must differ from old, got {new!r} twice")
+    moves = [(root / "notebooks" / f"{old}.ipynb", root / "notebooks" / f"{new}.ipynb"),
+             (root / "notebooks" / LANG / f"{old}.ipynb", root / "notebooks" / LANG / f"{new}.ipynb"),
+             (root / "locale" / LANG / f"{old}.po", root / "locale" / LANG / f"{new}.po")]
+    if not moves[0][0].is_file():
+        raise FileNotFoundError(f"old: no English notebook {moves[0][0]}")
+    for _src, dest in moves:
+        if dest.exists():
+            raise ValueError(f"new: {dest} already exists; pick a free name")
+    written = []
+    for src, dest in moves:
+        if not src.exists():
+            continue
+        if src.suffix == ".po":
+            po = polib.pofile(str(src), wrapwidth=0)
+            for entry in po:
+                entry.occurrences = [(f"notebooks/{new}.ipynb" if where == f"notebooks/{old}.ipynb" else where, line)
+                                     for where, line in entry.occurrences]
+            po.save(str(dest))
+            src.unlink()
+        else:
+            src.rename(dest)
+        written.append(dest)
+    return written
+
+
+def mentions(name: str, root: pathlib.Path = ROOT) -> list[str]:
+    """The files git tracks under ``root`` (every file there when it is not a git checkout),
+    notebooks aside, that mention ``name`` (a chapter's notebook name or ``chNN``): what a
+    renumbering still has to change by hand, CI's shards (``.ci``, ``.github``) included."""
+    try:
+        listed = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True, check=True)
+        paths = [root / line for line in listed.stdout.splitlines()]
+    except (OSError, subprocess.CalledProcessError):
+        paths = [p for p in root.rglob("*") if "__pycache__" not in p.parts]
+    found = []
+    for path in sorted(paths):
+        if not path.is_file() or path.suffix in {".ipynb", ".po", ".json", ".png", ".svg", ".otf", ".ttf"}:
+            continue
+        try:
+            if name in path.read_text(encoding="utf-8"):
+                found.append(path.relative_to(root).as_posix())
+        except (UnicodeDecodeError, OSError):
+            continue
+    return found
+
+
 def check(root: pathlib.Path = ROOT) -> list[str]:
     """Every problem of the Chinese edition under `root`; empty when all is in step."""
     problems = []
@@ -525,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog=textwrap.dedent(__doc__.split("\n\n")[1]),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["update", "build", "check"])
+    parser.add_argument("command", choices=["update", "build", "check", "rename"])
     parser.add_argument("chapters", nargs="*", help="notebook name prefixes, e.g. 01 07 (default: all), "
                                                     "or `package` alone after update: the package's catalog")
     args = parser.parse_args(argv)
@@ -535,6 +601,23 @@ def main(argv: list[str] | None = None) -> int:
             print(p)
         print(f"{len(problems)} problem(s)" if problems else "the Chinese edition is in step")
         return 1 if problems else 0
+    if args.command == "rename":
+        if len(args.chapters) != 2:
+            parser.error(f"rename needs OLD and NEW chapter names (e.g. 10_scaling_up 13_scaling_up), "
+                         f"got {len(args.chapters)} argument(s)")
+        old, new = args.chapters
+        try:
+            written = rename_chapter(old, new, ROOT)
+        except (ValueError, FileNotFoundError) as error:
+            parser.error(str(error))
+        for path in written:
+            print(f"wrote {path.relative_to(ROOT)}")
+        left = sorted(set(mentions(old, ROOT)) | set(mentions(f"ch{old[:2]}", ROOT)))
+        if left:
+            print(f"still naming {old} or ch{old[:2]} (change these by hand, then run update and build):")
+            for path in left:
+                print(f"  {path}")
+        return 0
     if args.command == "update" and "package" in args.chapters:
         if args.chapters != ["package"]:
             parser.error("chapters: `update package` updates the package's catalog alone; "
