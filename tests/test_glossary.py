@@ -117,3 +117,21 @@ def test_a_malformed_row_is_an_error_that_names_the_notebook(make_glossary, row)
     text = f"{make_glossary.GLOSSARY_HEADING}\n\n{make_glossary.TABLE_HEADER}\n|---|---|---|\n{row}\n"
     with pytest.raises(ValueError, match=r"99_x\.ipynb: a glossary row needs 3 non-empty cells"):
         make_glossary.parse_table(text, where="99_x.ipynb")
+
+
+def test_a_glossary_may_go_on_in_the_next_cells(make_glossary):
+    """One markdown cell holds at most 250 words, so a long glossary is several tables with the
+    same header, in consecutive cells; the next heading or code cell ends it."""
+    header = make_glossary.TABLE_HEADER
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(f"{make_glossary.GLOSSARY_HEADING}\n\n{header}\n|---|---|---|\n"
+                                              "| attention | 注意力 | weights |"),
+                nbformat.v4.new_markdown_cell(f"{header}\n|---|---|---|\n| query | 查询 | what looks |\n\n"
+                                              "† not a d2l-zh term: the usual rendering."),
+                nbformat.v4.new_markdown_cell(f"## Next\n\n{header}\n|---|---|---|\n| key | 键 | not read |")]
+    text = make_glossary.section(nb, make_glossary.GLOSSARY_HEADING)
+    assert [en for en, _, _ in make_glossary.parse_table(text)] == ["attention", "query"]
+    assert "† not a d2l-zh term" in text
+    nb.cells.insert(1, nbformat.v4.new_code_cell("x = 1"))          # a code cell ends it too
+    text = make_glossary.section(nb, make_glossary.GLOSSARY_HEADING)
+    assert [en for en, _, _ in make_glossary.parse_table(text)] == ["attention"]

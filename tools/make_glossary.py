@@ -57,37 +57,44 @@ def chapter_title(nb, path: pathlib.Path) -> str:
 
 def section(nb, heading: str) -> str | None:
     """The text under the first markdown line equal to `heading`, up to the next heading of
-    level 1 to 3 or the end of its cell; None if no cell has that line."""
+    level 1 to 3, a code cell or the end of the notebook (a long glossary goes on in the next
+    markdown cells: one cell holds at most 250 words); None if no cell has that line."""
+    body, found = [], False
     for cell in nb.cells:
+        if found and cell.cell_type != "markdown":
+            break
         if cell.cell_type != "markdown":
             continue
         lines = cell.source.splitlines()
-        for i, line in enumerate(lines):
-            if line.strip() == heading:
-                body = []
-                for rest in lines[i + 1:]:
-                    if re.match(r"#{1,3} ", rest):
-                        break
-                    body.append(rest)
+        if not found:
+            if heading not in (line.strip() for line in lines):
+                continue
+            lines = lines[[line.strip() for line in lines].index(heading) + 1:]
+            found = True
+        for rest in lines:
+            if re.match(r"#{1,3} ", rest):
                 return "\n".join(body)
-    return None
+            body.append(rest)
+        body.append("")
+    return "\n".join(body) if found else None
 
 
 def parse_table(text: str, where: str = "glossary") -> list[tuple[str, str, str]]:
-    """The rows ``(english, chinese, meaning)`` of the table under TABLE_HEADER in `text`."""
+    """The rows ``(english, chinese, meaning)`` of the tables under TABLE_HEADER in `text` (a
+    long glossary is several tables with the same header, one per cell)."""
     lines = [line.strip() for line in text.splitlines()]
-    try:
-        start = lines.index(TABLE_HEADER)
-    except ValueError:
-        raise ValueError(f"{where}: no table with the header {TABLE_HEADER!r}") from None
+    starts = [i for i, line in enumerate(lines) if line == TABLE_HEADER]
+    if not starts:
+        raise ValueError(f"{where}: no table with the header {TABLE_HEADER!r}")
     rows = []
-    for line in lines[start + 2:]:                 # skip the header and the |---| line
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) != 3 or not all(cells):
-            raise ValueError(f"{where}: a glossary row needs 3 non-empty cells, got {line!r}")
-        rows.append((cells[0], cells[1], cells[2]))
+    for start in starts:
+        for line in lines[start + 2:]:             # skip the header and the |---| line
+            if not line.startswith("|"):
+                break
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if len(cells) != 3 or not all(cells):
+                raise ValueError(f"{where}: a glossary row needs 3 non-empty cells, got {line!r}")
+            rows.append((cells[0], cells[1], cells[2]))
     if not rows:
         raise ValueError(f"{where}: the glossary table has no rows")
     return rows
