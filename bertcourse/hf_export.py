@@ -1,4 +1,4 @@
-"""Chapter 9: from this course to Hugging Face, the way back of chapter 8's loader.
+"""Chapter 13: from this course to Hugging Face, the way back of chapter 8's loader.
 
 :mod:`bertcourse.pretrained_bert` reads a Hugging Face BERT folder into the course's model. This
 module writes one: the course's encoder in the format of ``transformers``' ``BertModel``, so
@@ -16,7 +16,7 @@ it offline, and :func:`~bertcourse.pretrained_bert.load_pretrained` reads it bac
   output (the ``[CLS]`` state through dense + tanh), dropout, then one linear layer; a
   mean-pooling head has no place in it.
 
-Chapter 9's section 10 saves its classifier's encoder with :func:`save_hf_checkpoint` and maps the
+Chapter 13 saves a fine-tuned classifier's encoder with :func:`save_hf_checkpoint` and maps the
 course's training settings to the names of ``transformers.TrainingArguments``
 (``tests/test_hf_export.py`` checks every name it gives).
 """

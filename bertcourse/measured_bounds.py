@@ -18,7 +18,7 @@ from __future__ import annotations
 from ._checks import check_choice, check_finite_number, check_positive_int
 
 __all__ = ["TEST_SENTENCES", "ONE_SENTENCE", "RANGES", "GAPS", "MOVED_RATIO", "standard_error", "in_range",
-           "gap_holds"]
+           "gap_holds", "unmet"]
 
 TEST_SENTENCES = 300
 """Sentences in chapter 9's test split (and in its validation split)."""
@@ -96,3 +96,26 @@ def gap_holds(values: dict, better: str, worse: str) -> bool:
         check_finite_number(f"values[{name!r}]", values[name])
     # accuracies are multiples of 1/300 in float: allow the rounding of their difference
     return values[better] - values[worse] >= GAPS[(better, worse)] - 1e-9
+
+
+def unmet(values: dict) -> list[str]:
+    """The measured claims about ``values`` (``{name: number}``) that do not hold: every range of
+    :data:`RANGES` whose name is a key of ``values`` and every gap of :data:`GAPS` whose two names
+    both are, each failure written out with its bound. An empty list: every claim that applies
+    holds. The notebook asserts ``not unmet(results)``, one line for a whole table of claims.
+
+    ``values`` must name at least one claim: a dict that names none would pass vacuously."""
+    if not isinstance(values, dict):
+        raise TypeError(f"values must be a dict {{name: number}}, got {type(values).__name__}")
+    for name, value in values.items():
+        check_finite_number(f"values[{name!r}]", value)
+    ranges = [name for name in RANGES if name in values]
+    gaps = [pair for pair in GAPS if pair[0] in values and pair[1] in values]
+    if not ranges and not gaps:
+        raise ValueError(f"values must name at least one measured range or both sides of a gap, got keys "
+                         f"{sorted(values, key=str)}")
+    failures = [f"{name} = {values[name]:.4f}, outside [{RANGES[name][0]}, {RANGES[name][1]}]"
+                for name in ranges if not in_range(name, values[name])]
+    failures += [f"{better} - {worse} = {values[better] - values[worse]:+.4f}, less than {GAPS[(better, worse)]:+.4f}"
+                 for better, worse in gaps if not gap_holds(values, better, worse)]
+    return failures

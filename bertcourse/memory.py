@@ -1,4 +1,4 @@
-"""Memory: what a training step keeps, and handing freed memory back (chapter 9).
+"""Memory: what a training step keeps, and handing freed memory back (chapters 9 and 13).
 
 * :func:`saved_for_backward` adds up the tensors autograd keeps for the backward pass of one
   step (the activations), the figure that activation checkpointing

@@ -198,9 +198,12 @@ def widget_slice(nb) -> set[int]:
         if names_of[i] is None:
             keep.add(i)
             continue
-        defines, uses, changes, writes, _ = names_of[i]
+        defines, uses, changes, writes, own_imports = names_of[i]
         if i in widget or defines & (needed | exists) or (changes - imported) & needed:
             keep.add(i)
+            # a name the cell imports itself (the course imports at the top of the cell that uses
+            # a name) is not needed from an earlier cell, even though the cell reads it
+            uses = uses - own_imports
             needed = (needed - (defines - uses)) | uses
             exists = (exists - defines) | writes
     return keep
@@ -228,6 +231,7 @@ SHORTER_TRAINING = {
     "07_pretraining.ipynb": [("cfg = TrainConfig(steps=STEPS,", "cfg = TrainConfig(steps=60,")],
     # chapter 9: plain fine-tuning of a random head on 160 sentences, instead of the probe, then fine-tuning
     "09_fine_tuning.ipynb": [("trainer = probe_then_finetune(clf, tokenizer, splits.train, splits.validation, probe=probe,",
+                              "from bertcourse.finetune import finetune\n"
                               "trainer = finetune(clf, tokenizer, splits.train[:160], splits.validation[:48],"),
                              ('"training time (s)": probe_seconds + seconds}', '"training time (s)": seconds}')],
 }

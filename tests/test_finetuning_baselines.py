@@ -152,3 +152,30 @@ def test_select_weight_decay_takes_a_non_empty_grid_of_weight_decays_property(gr
     else:
         model, wd, accs = select_weight_decay(X, y, X, y, grid=grid, steps=5)
         assert wd in grid and set(accs) == set(grid) and accs[wd] == max(accs.values())
+
+
+def test_ch09_the_bag_of_words_learns_sentiment_words_on_the_reviews():
+    """Chapter 9, section 3a: fitted on the 2,400 training reviews, the bag of words' ten most
+    positive words include *great*, and no word is among both the ten most positive and the ten
+    most negative (the notebook asserts this too). Its features are 0/1, one row per sentence."""
+    from bertcourse.finetuning_baselines import WEIGHT_DECAYS
+    from bertcourse.reviews import load_sentiment
+    splits = load_sentiment(seed=0)
+    texts = {name: [r.text for r in part] for name, part in splits.items()}
+    labels = {name: torch.tensor([r.label for r in part]) for name, part in splits.items()}
+    vocab = build_vocabulary(texts["train"])
+    X = {name: bag_of_words(texts[name], vocab) for name in ("train", "validation")}
+    assert X["train"].shape == (2400, len(vocab)) and set(X["train"].unique().tolist()) == {0.0, 1.0}
+    bow, _, _ = select_weight_decay(X["train"], labels["train"], X["validation"], labels["validation"], WEIGHT_DECAYS)
+    top = bow.linear.weight[1] - bow.linear.weight[0]
+    by_index = list(vocab)
+    positive = [by_index[i] for i in top.topk(10).indices]
+    negative = [by_index[i] for i in (-top).topk(10).indices]
+    assert "great" in positive and not set(positive) & set(negative), (positive, negative)
+
+
+def test_ch09_minilm_keeps_bert_base_uncased_special_ids(minilm):
+    """Chapter 9, pitfall 5: in MiniLM's vocabulary (bert-base-uncased's) [PAD], [CLS], [SEP] and
+    [MASK] are 0, 101, 102 and 103, which is why hard-coded ids work there by luck."""
+    from bertcourse.reviews import special_ids
+    assert [special_ids(minilm.tokenizer)[t] for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]")] == [0, 101, 102, 103]

@@ -171,7 +171,7 @@ def test_classifier_head_on_hf_hidden_states_gives_the_course_logits(tok, tmp_pa
             if pooling == "mean":
                 assert torch.equal(clf.pool(hidden, mask), mean_pool(hidden, mask))
             assert max_diff(logits, clf(ids, segments=segments, valid_lens=mask)) <= TOL
-        # what chapter 9 says: AutoModelForSequenceClassification finds no classifier (nor, after mean
+        # what chapter 13 says: AutoModelForSequenceClassification finds no classifier (nor, after mean
         # pooling, a pooler) in the folder and initialises them at random
         _, info = AutoModelForSequenceClassification.from_pretrained(folder, output_loading_info=True)
         new = {"classifier.weight", "classifier.bias"} | ({"bert.pooler.dense.weight", "bert.pooler.dense.bias"}
@@ -268,25 +268,26 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def training_arguments_table(path: Path) -> list[tuple[str, str, str]]:
-    """The rows (course, TrainingArguments, note) of section 10's table in the notebook at ``path``."""
+    """The rows (course, TrainingArguments, note) of chapter 13's table in the notebook at ``path``."""
     nb = nbformat.read(path, as_version=4)
+    # the table goes on over consecutive cells (short cells), each starting with the same header
     cells = [c.source for c in nb.cells if c.cell_type == "markdown" and "| `TrainingArguments` |" in c.source]
-    assert len(cells) == 1, f"{path.name}: expected one markdown cell with the TrainingArguments table"
-    lines = [line for line in cells[0].splitlines() if line.startswith("|")]
-    rows = [tuple(col.strip() for col in line.strip("|").split(" | ")) for line in lines[2:]]
+    assert cells, f"{path.name}: expected a markdown cell with the TrainingArguments table"
+    rows = [tuple(col.strip() for col in line.strip("|").split(" | "))
+            for cell in cells for line in [x for x in cell.splitlines() if x.startswith("|")][2:]]
     assert all(len(r) == 3 for r in rows), rows
     return rows
 
 
-def test_every_training_argument_in_chapter_9s_table_exists():
+def test_every_training_argument_in_chapter_13s_table_exists():
     fields = {f.name: f for f in dataclasses.fields(TrainingArguments)}
-    rows = training_arguments_table(NOTEBOOKS / "09_fine_tuning.ipynb")
+    rows = training_arguments_table(NOTEBOOKS / "13_bert_in_practice.ipynb")
     names = [n for _, hf, _ in rows for n in re.findall(r"`(\w+)`", hf)]
     assert len(rows) >= 15 and len(names) >= 20 and len(set(names)) == len(names)
     assert [n for n in names if n not in fields] == []
     assert [hf for _, hf, _ in rows if not re.findall(r"`(\w+)`", hf)] == ["—"]     # the one without an argument
     # the Chinese edition shows the same names (only the words around them are translated)
-    zh = training_arguments_table(NOTEBOOKS / "zh" / "09_fine_tuning.ipynb")
+    zh = training_arguments_table(NOTEBOOKS / "zh" / "13_bert_in_practice.ipynb")
     assert [re.findall(r"`(\w+)`", hf) for _, hf, _ in zh] == [re.findall(r"`(\w+)`", hf) for _, hf, _ in rows]
     # the course's side: every `name=value` is an argument of finetune() at chapter 9's value, or a
     # TrainConfig field at its default; every other name is a function of the package

@@ -253,20 +253,22 @@ def test_export_and_import_round_trip_and_a_merge_keeps_done(tmp_path, capsys):
 
 
 def test_a_record_of_a_newer_course_is_kept_through_a_merge(tmp_path):
-    other = {"format": "bertcourse-progress", "version": 1, "exercises": {"ch11": {"q9": "done"}}}
+    other = {"format": "bertcourse-progress", "version": 1, "exercises": {"ch99": {"q9": "done"}}}
     (tmp_path / "other.json").write_text(json.dumps(other))
     bertcourse.track_progress()
     bertcourse.import_progress("other.json")
     ch01.q1.check(ch01._ref_weights)
-    assert recorded() == {"ch01": {"q1": "done"}, "ch11": {"q9": "done"}}
-    assert all(e.chapter <= 10 for e in bertcourse.progress().exercises)   # shown: this course's chapters
+    assert recorded() == {"ch01": {"q1": "done"}, "ch99": {"q9": "done"}}
+    ours = {c.number for c in lp.chapters()}
+    assert all(e.chapter in ours for e in bertcourse.progress().exercises)   # shown: this course's chapters
 
 
 # --- progress() ----------------------------------------------------------------------------------
 
 def test_progress_lists_every_chapters_exercises_also_chapters_not_imported():
     chapters = lp.chapters()
-    assert [c.number for c in chapters] == list(range(1, 11))
+    # every chapter's notebook has its exercises (the numbers may leave a gap for chapters to come)
+    assert [c.number for c in chapters] == [int(p.name[:2]) for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
     report = bertcourse.progress()
     for chapter in chapters:
         module = importlib.import_module(f"bertcourse.exercises.{chapter.module}")
@@ -290,7 +292,7 @@ def test_the_table_has_one_line_per_chapter_and_says_where_to_go_back(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines == str(report).splitlines() and str(report) == repr(report)       # printed and returned
     rows = [line for line in lines if re.match(r"^ *\d+ ", line)]
-    assert len(rows) == 10
+    assert len(rows) == len(lp.chapters())
     assert rows[0].startswith("  1 Self-attention") and rows[0].endswith("q1 ✓  q2 ·  q3 ·  q4 ·  q5 ·  quiz ·")
     assert all(row.endswith("quiz ·") for row in rows)                  # every chapter has its quiz
     assert rows[9].startswith(" 10 Scaling up (appendix)")

@@ -11,7 +11,7 @@ In the notebook::
 * ``q3`` — ``bag_of_words(texts, vocab)``: the 0/1 word-presence matrix of the baseline.
 * ``q4`` — ``evaluate_accuracy(model, loader)``: accuracy in eval mode, without gradients,
   putting the model's mode back.
-* ``quiz`` — five questions on what the chapter measured, and why (answers in
+* ``quiz`` — four questions on what the chapter measured, and why (answers in
   ``quiz_answers``, a letter or a number each; see :mod:`bertcourse.exercises.quiz`).
 
 Every check gives the learner's code fresh copies of its inputs (the core's rule), so an
@@ -438,21 +438,4 @@ quiz = Quiz(N_("Quiz (chapter 9)"), [
                     "after the warm-up. Ours decays from step 0, during the warm-up too: the peak, at step 14, is "
                     "lr * (1 - 14/150), about 0.91 * lr."),
     ),
-    Question(
-        N_("Activation checkpointing cut what a (16, 64) batch keeps for the backward pass from 219 MB to 12 MB. "
-           "What does it cost?"),
-        options=(
-            Option(N_("Slightly different gradients: the recomputed activations get new dropout masks."),
-                   why=N_("No: PyTorch's checkpoint replays the random state, so dropout drops the same units; a "
-                          "test checks that the gradients are equal to the last bit.")),
-            Option(N_("The word-embedding table can no longer train."),
-                   why=N_("That is the other remedy: freezing the word-embedding table (3 x 45 MB less) is a "
-                          "separate switch, train_word_embeddings=False. Checkpointing changes no trained "
-                          "parameter.")),
-            Option(N_("Time: one more forward pass per step, to get each block's activations back in the backward "
-                      "pass."),
-                   why=N_("Right: only each block's input is kept, and the backward pass runs the block's forward "
-                          "once more. The same computation, the same gradients; with memory to spare, leave it "
-                          "off: it is faster."), correct=True),
-        )),
 ])
