@@ -139,7 +139,7 @@ def _heavy_first(nodeid: str) -> int:
 # exercises ~17 s, test_cli.py ~15 s; everything else is shorter. The browser goes before the other
 # Colab-stack shard, which would otherwise wait for the environment that test_colab.py builds.
 LONGEST_FIRST = ["tests/test_colab.py", "tests/test_browser.py", "colab-nbval-1",
-                 "notebooks/09_fine_tuning.ipynb", "notebooks/10_scaling_up.ipynb", "tests/test_book.py",
+                 "notebooks/09_fine_tuning.ipynb", "notebooks/14_scaling_up.ipynb", "tests/test_book.py",
                  "notebooks/07_pretraining.ipynb", "tests/test_finetune.py", "tests/test_distributed.py",
                  "notebooks/03_transformer.ipynb", "tests/test_exercises.py", "tests/test_cli.py"]
 _LONGEST_RANK = {name: i for i, name in enumerate(LONGEST_FIRST)}

@@ -1,4 +1,4 @@
-"""The trained numbers of chapters 3, 7 and 10 over seeds and machines (issue 22, item 3):
+"""The trained numbers of chapters 3, 7 and 14 (the scaling-up chapter, chapter 10 until 2026-11-28) over seeds and machines (issue 22, item 3):
 how far each number the notebooks assert moves, so that their margins come from a measured
 spread and not from one run.
 
@@ -16,7 +16,7 @@ choose PyTorch's CPU kernels are read when torch is imported; the configurations
   the kernels alone differ;
 * ``fp32-avx2``: ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2``.
 * ``native-2-threads``, ``fp32-avx2-2-threads``: the same on two threads (chapters 3 and 7 use
-  every core, ``bertcourse.utils.set_threads``; chapter 10 trains in one-thread processes and is
+  every core, ``bertcourse.utils.set_threads``; chapter 14 trains in one-thread processes and is
   not run in them). Such a worker takes two cores: on a 2-core machine, ``--jobs 1``.
 
 A worker repeats the notebook's calls (the configuration's threads, the notebook's settings) with ``seed`` in
@@ -24,7 +24,7 @@ place of the notebook's 0 where a seed drives *training*: ``set_seed`` before a 
 the trainer's seed (batch order, dropout) and the batch sampler's. The data and the evaluation
 probes stay the notebook's (chapter 3's dates and its peeking probe, chapter 7's corpus,
 tokenizer, masks and held-out pairs), as chapter 9's study keeps its test split: the spread
-measured is that of training, which is what another CPU changes. Chapter 10's command line has
+measured is that of training, which is what another CPU changes. Chapter 14's command line has
 one ``--seed`` for everything (corpus, tokenizer, masks and model), so there the seed changes
 the data too. Training runs on the CPU even where a GPU is present (the notebooks' "auto").
 
@@ -60,9 +60,9 @@ from spread import emit, locked, save  # chapter 9's study: the same results and
 CONFIGS = {name: spread.CONFIGS[name] for name in (*spread.DEFAULT_CONFIGS, *spread.TWO_THREAD_CONFIGS)}
 
 DEFAULT_OUT = HERE / "spread_chapters.json"
-CHAPTERS = ("7", "3", "10")             # the longest first, so that --jobs finishes together
-# chapter 10 trains in processes of one thread each (one per core): the thread configurations do not apply
-ONE_THREAD_CHAPTERS = ("10",)
+CHAPTERS = ("7", "3", "14")             # the longest first, so that --jobs finishes together
+# chapter 14 trains in processes of one thread each (one per core): the thread configurations do not apply
+ONE_THREAD_CHAPTERS = ("14",)
 
 
 def configs_for(chapter: str) -> list[str]:
@@ -332,10 +332,10 @@ def chapter7(seed: int) -> None:
 
 
 # ----------------------------------------------------------------------------------------
-# Chapter 10: notebooks/10_scaling_up.ipynb (the command line, 1 and 2 processes)
+# Chapter 14: notebooks/14_scaling_up.ipynb (the command line, 1 and 2 processes)
 # ----------------------------------------------------------------------------------------
 
-def chapter10(seed: int) -> None:
+def chapter14(seed: int) -> None:
     from bertcourse.distributed import launch
 
     common = ["-m", "bertcourse.pretrain", "--config", "tiny", "--batch-size", "128", "--eval-every", "100000",
@@ -344,7 +344,7 @@ def chapter10(seed: int) -> None:
     commands = {1: [sys.executable] + common + ["--steps", "250", "--out", "one"],
                 2: [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
                    + common + ["--steps", "250", "--out", "two"]}
-    with tempfile.TemporaryDirectory(prefix="spread-ch10-") as folder:
+    with tempfile.TemporaryDirectory(prefix="spread-ch14-") as folder:
         for n, command in commands.items():
             launch(command, cwd=folder, env=env, timeout_s=600)
             run = pathlib.Path(folder) / ("one" if n == 1 else "two")
@@ -357,7 +357,7 @@ def chapter10(seed: int) -> None:
                                     "seconds": h["time"][-1]})
 
 
-WORKERS = {"3": chapter3, "7": chapter7, "10": chapter10}
+WORKERS = {"3": chapter3, "7": chapter7, "14": chapter14}
 
 
 def worker(chapter: str, seed: int) -> None:
@@ -528,14 +528,14 @@ CHECKS = [
 ]
 for _n in (1, 2):
     CHECKS += [
-        Check("10", f"{_n} process{'es' if _n > 1 else ''}: loss of the last 10 / first 10 steps", "not printed",
+        Check("14", f"{_n} process{'es' if _n > 1 else ''}: loss of the last 10 / first 10 steps", "not printed",
               "< 1", 'assert sum(r["loss"][-10:]) < sum(r["loss"][:10])',
               lambda v, n=_n: v[f"processes_{n}"]["loss_last10"] / v[f"processes_{n}"]["loss_first10"],
               lambda v, n=_n: 1 - v[f"processes_{n}"]["loss_last10"] / v[f"processes_{n}"]["loss_first10"]),
-        Check("10", f"{_n} process{'es' if _n > 1 else ''}: held-out MLM accuracy after 250 steps",
+        Check("14", f"{_n} process{'es' if _n > 1 else ''}: held-out MLM accuracy after 250 steps",
               "0.239" if _n == 1 else "0.285", "not asserted", None, lambda v, n=_n: v[f"processes_{n}"]["mlm_acc"]),
     ]
-CHECKS.append(Check("10", "2 processes - 1 process: held-out MLM accuracy", "0.285 - 0.239", "not asserted", None,
+CHECKS.append(Check("14", "2 processes - 1 process: held-out MLM accuracy", "0.285 - 0.239", "not asserted", None,
                     lambda v: v["processes_2"]["mlm_acc"] - v["processes_1"]["mlm_acc"]))
 
 
@@ -559,7 +559,7 @@ def table(files: list[dict]) -> str:
     then the least slack over all of them and in how many runs the assertion held."""
     runs = [r for data in files for r in data["runs"] if r.get("complete")]
     out = []
-    for chapter in ("3", "7", "10"):
+    for chapter in ("3", "7", "14"):
         mine = [r for r in runs if r["chapter"] == chapter]
         groups = sorted({(machine_name(r), r["config"]) for r in mine}, key=lambda g: (g[0], list(CONFIGS).index(g[1])))
         if not groups:
@@ -658,7 +658,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
-    parser.add_argument("--jobs", type=int, default=1, help="workers at once (each takes one core; chapter 10's "
+    parser.add_argument("--jobs", type=int, default=1, help="workers at once (each takes one core; chapter 14's "
                                                             "two-process run takes two)")
     parser.add_argument("--deadline-s", type=float, default=None, help="start no new worker after this many seconds")
     parser.add_argument("--force", action="store_true", help="measure again what the file already has")

@@ -3,7 +3,7 @@
 * :func:`trim_batch` drops the padding columns that no pair of a batch uses;
 * :class:`LengthBucketSampler` / :func:`bucketed_loader` batch examples of similar length, so
   that trimming removes most of the padding (and, with ``world_size > 1``, give every
-  process of a data-parallel run its own share of the batches: chapter 10);
+  process of a data-parallel run its own share of the batches: chapter 14);
 * :func:`shard_batches`: that share.
 
 None of them changes a number the model computes (``tests/test_batching.py``).
@@ -66,7 +66,7 @@ class LengthBucketSampler(torch.utils.data.Sampler):
     for the padding of one long pair (see :func:`trim_batch`). ``lengths[i]`` is the
     length of example ``i``; ``generator`` makes the order repeatable.
 
-    Data parallelism (chapter 10): with ``world_size`` processes, each builds the same
+    Data parallelism (chapter 14): with ``world_size`` processes, each builds the same
     sampler with the same seed, so all draw the same epoch order; process ``rank`` then
     takes its share (:func:`shard_batches`: batches ``rank, rank + world_size, ...``). The
     last ``len % world_size`` batches of an epoch are left out (other ones each epoch), so

@@ -1,4 +1,4 @@
-"""Chapter 10: the standard DDP training script, in plain PyTorch, on a toy problem.
+"""Chapter 14: the standard DDP training script, in plain PyTorch, on a toy problem.
 
     torchrun --standalone --nproc-per-node=2 -m bertcourse.ddp_example --out runs/ddp-toy
 
@@ -14,7 +14,7 @@ The task is tiny on purpose (a two-layer classifier on generated points, a few s
 two CPU cores, no dropout): the subject is the idiom, and the tests
 (``tests/test_ddp_example.py``) check it against one process that trains on the same
 examples with twice the batch. ``--trace`` makes rank 0 also save what every rank saw (the
-examples of each batch, the final weights) in ``trace.pt``, for those tests and chapter 10.
+examples of each batch, the final weights) in ``trace.pt``, for those tests and chapter 14.
 """
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def train(args) -> None:
 
 def _parser() -> Parser:
     p = Parser(prog="torchrun --nproc-per-node=N -m bertcourse.ddp_example",
-               description="The standard DistributedDataParallel training script (chapter 10), on a toy "
+               description="The standard DistributedDataParallel training script (chapter 14), on a toy "
                            "classifier: DistributedSampler, set_epoch, rank-0-only printing and saving.")
     p.add_argument("--out", required=True, help="folder for model.pt (and trace.pt); created if needed")
     p.add_argument("--examples", type=positive_int("--examples"), default=96,

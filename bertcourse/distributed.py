@@ -1,4 +1,4 @@
-"""Chapter 10: devices, and data parallelism over several processes (``torchrun`` + DDP).
+"""Chapter 14: devices, and data parallelism over several processes (``torchrun`` + DDP).
 
 Data parallelism: N processes ("ranks") each hold a full copy of the model. Every optimizer
 step, each rank computes the loss and the gradients on *its own* batch (its shard of the
@@ -26,7 +26,7 @@ module holds what the course's training loop needs for that:
   predictions, whose number differs from rank to rank), scaled for DDP's averaging;
 * :func:`data_parallel_plan` and :func:`allreduce_seconds` — the arithmetic: global batch,
   steps per epoch, and what the all-reduce costs on a given link;
-* :func:`launch` and :func:`platform_notes` — starting ``torchrun`` from Python (chapter 10's
+* :func:`launch` and :func:`platform_notes` — starting ``torchrun`` from Python (chapter 14's
   notebook) without leaving files in the temporary directory, and what to try when the
   processes cannot start or find each other on Windows or macOS.
 

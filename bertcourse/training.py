@@ -18,7 +18,7 @@ budget, a tqdm progress bar, a live loss plot in a notebook (text lines elsewher
 evaluation, Ctrl-C that stops cleanly after the current step, and a state that resumes exactly
 (:meth:`Trainer.state_dict`). Training never changes the global random state of the caller:
 it runs on a fork of torch's generator seeded with ``cfg.seed``. ``cfg.device`` picks the CPU
-or a GPU; under ``torchrun`` the loop trains data-parallel by itself (chapter 10,
+or a GPU; under ``torchrun`` the loop trains data-parallel by itself (chapter 14,
 :mod:`bertcourse.distributed`): rank 0 alone shows progress and evaluates.
 """
 from __future__ import annotations

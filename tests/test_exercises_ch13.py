@@ -32,3 +32,14 @@ def test_q1_passes_a_guess_within_its_factor_and_explains_far_ones():
 def test_q1_refuses_malformed_predictions(bad, words_in_message):
     result = q1.check(bad)
     assert result.status == "fail" and words_in_message in result.message, result.message
+
+
+def test_q1_feedback_speaks_chinese():
+    """The explanation of a wrong guess comes from the catalog, numbers kept."""
+    from bertcourse import i18n
+    i18n.set_language("zh")
+    try:
+        result = q1.check(86)
+    finally:
+        i18n.set_language("en")
+    assert result.status == "fail" and result.message.startswith("太低了：你说86 MB") and "6个块" in result.message

@@ -5,7 +5,7 @@
     python tools/i18n.py update package    # refresh bertcourse/locale/zh/LC_MESSAGES/bertcourse.po
                                            # after editing the package's learner-facing strings
     python tools/i18n.py check             # exit 1, naming every problem, unless all is in step
-    python tools/i18n.py rename 10_scaling_up 13_scaling_up
+    python tools/i18n.py rename 14_scaling_up 15_scaling_up
                                            # renumber a chapter: its notebooks and catalog move,
                                            # every translation kept
 
@@ -519,7 +519,7 @@ CHAPTER_NAME = re.compile(r"[0-9][0-9]_[a-z0-9_]+")
 
 
 def rename_chapter(old: str, new: str, root: pathlib.Path = ROOT) -> list[pathlib.Path]:
-    """Give chapter ``old`` (a notebook's name without ``.ipynb``, e.g. ``10_scaling_up``) the
+    """Give chapter ``old`` (a notebook's name without ``.ipynb``, e.g. ``14_scaling_up``) the
     name ``new``: the English notebook, the Chinese one and the catalog move, and the catalog's
     occurrence comments follow, so every translation (msgctxt = cell id, msgid = paragraph) is
     kept as it is. Returns the files written. What else carries the chapter's number
@@ -527,7 +527,7 @@ def rename_chapter(old: str, new: str, root: pathlib.Path = ROOT) -> list[pathli
     :func:`mentions`."""
     for name, value in (("old", old), ("new", new)):
         if not isinstance(value, str) or not CHAPTER_NAME.fullmatch(value):
-            raise ValueError(f"{name} must be a chapter's notebook name like 10_scaling_up (two digits, "
+            raise ValueError(f"{name} must be a chapter's notebook name like 14_scaling_up (two digits, "
                              f"an underscore, lower-case words), got {value!r}")
     if old == new:
         raise ValueError(f"new must differ from old, got {new!r} twice")
@@ -603,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
     if args.command == "rename":
         if len(args.chapters) != 2:
-            parser.error(f"rename needs OLD and NEW chapter names (e.g. 10_scaling_up 13_scaling_up), "
+            parser.error(f"rename needs OLD and NEW chapter names (e.g. 14_scaling_up 15_scaling_up), "
                          f"got {len(args.chapters)} argument(s)")
         old, new = args.chapters
         try:

@@ -2,7 +2,7 @@
 
     python -m bertcourse.pretrain --config tiny --seconds 90 --out runs/tiny
     python -m bertcourse.pretrain --out runs/tiny --resume          # continue after Ctrl-C
-    torchrun --nproc-per-node=2 -m bertcourse.pretrain ...         # data-parallel (chapter 10)
+    torchrun --nproc-per-node=2 -m bertcourse.pretrain ...         # data-parallel (chapter 14)
 
 The options are read here; the run itself is :func:`bertcourse.pretrain.pretrain`, as in
 chapter 7. What every command shares (one-line errors, exit codes 0 / 2 / 130, ``--device``,

@@ -1,4 +1,4 @@
-"""Chapter 10 widget: data parallelism, one epoch at a glance.
+"""Chapter 14 widget: data parallelism, one epoch at a glance.
 
 Choose the number of processes N and the batch of each process: the figure deals the epoch's
 batches out to the processes as :func:`bertcourse.batching.shard_batches` does (rank ``r``

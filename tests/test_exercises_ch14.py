@@ -1,4 +1,4 @@
-"""Tests for the chapter 10 exercises (bertcourse.exercises.ch10).
+"""Tests for the chapter 14 exercises (bertcourse.exercises.ch14): the scaling-up chapter.
 
 The wrong answers are written the way a learner would write them, so the tests check that
 real mistakes get a message naming them.
@@ -9,17 +9,17 @@ import pytest
 import torch
 
 from bertcourse.distributed import data_parallel_plan
-from bertcourse.exercises import ch10
-from bertcourse.exercises.ch10 import q1, q2, q3, q4
+from bertcourse.exercises import ch14
+from bertcourse.exercises.ch14 import q1, q2, q3, q4
 from bertcourse.batching import LengthBucketSampler
 
 
 def test_references_are_the_package_and_match_the_sampler():
-    assert q1.check(ch10._ref_plan)
-    for (n, world_size, batch), _ in [(args, None) for _, args in ch10.Q1_CASES]:
+    assert q1.check(ch14._ref_plan)
+    for (n, world_size, batch), _ in [(args, None) for _, args in ch14.Q1_CASES]:
         sampler = LengthBucketSampler(torch.ones(n), batch, world_size=world_size, rank=world_size - 1)
-        assert len(list(sampler)) == len(sampler) == ch10._ref_plan(n, world_size, batch)[1]
-    assert [ch10._ref_plan(*args) for _, args in ch10.Q1_CASES] == [(256, 112), (128, 8), (64, 2), (96, 10), (64, 8)]
+        assert len(list(sampler)) == len(sampler) == ch14._ref_plan(n, world_size, batch)[1]
+    assert [ch14._ref_plan(*args) for _, args in ch14.Q1_CASES] == [(256, 112), (128, 8), (64, 2), (96, 10), (64, 8)]
     assert data_parallel_plan(100, 32, 2)["left_out_batches"] == 0 and data_parallel_plan(1000, 32, 3)["left_out_batches"] == 2
 
 
@@ -72,7 +72,7 @@ def test_q4_explains_each_wrong_letter(letter, phrase):
 
 
 def test_q4_answer_is_the_square_root_rule_for_adamw_and_names_the_sources():
-    from bertcourse.exercises.ch10 import Q4_CHOICES
+    from bertcourse.exercises.ch14 import Q4_CHOICES
     assert "sqrt(4)" in Q4_CHOICES["B"] and "by 4" in Q4_CHOICES["E"]
     message = q4.check("B").message
     assert "Malladi et al., 2022" in message and "Goyal et al., 2017" in message

@@ -1,9 +1,9 @@
-"""Chapter 10 exercises: data parallelism — the global batch, the shards, the all-reduce, and
+"""Chapter 14 exercises: data parallelism — the global batch, the shards, the all-reduce, and
 the learning rate.
 
 In the notebook::
 
-    from bertcourse.exercises.ch10 import q1, q2, q3, q4, quiz
+    from bertcourse.exercises.ch14 import q1, q2, q3, q4, quiz
 
 * ``q1`` — ``global_batch_and_steps(num_pairs, world_size, batch_size)``: predict, before the
   experiment, the global batch and the optimizer steps of one epoch, as ``(global_batch,
@@ -285,7 +285,7 @@ lr_choice = "B"   # sqrt(4) = 2x for AdamW (the square-root rule), with a warm-u
 # The quiz: what the chapter measured, and why
 # ---------------------------------------------------------------------------------------
 
-quiz = Quiz(N_("Quiz (chapter 10)"), [
+quiz = Quiz(N_("Quiz (chapter 14)"), [
     Question(
         N_("Section 1 split a batch of 16 pairs into two halves of 8. The plain mean of the halves' gradients "
            "differed from the gradient on all 16 by 9% of the largest gradient. Why?"),
