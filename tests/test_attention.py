@@ -555,3 +555,28 @@ def test_a_causal_mask_alone_is_made_on_the_scores_device(monkeypatch):
     dot_product_attention(q, q, q, causal=True)
     masked_softmax(q, None, causal=True)
     assert devices == [q.device] * 3
+
+
+def test_ch01_counted_multiply_adds_are_the_projections_plus_the_pairwise_products():
+    """Chapter 1, section 6: PyTorch's FLOP counter on one layer of 12 heads (n = 128, d = 768)
+    counts exactly 4 n d^2 + 2 n^2 d multiply-adds (302.0 M + 25.2 M), an Elman RNN 2 n d^2 and a
+    convolution of width 3 3 n d^2; the projections are over 90 % of the attention layer's."""
+    from torch import nn
+    from torch.utils.flop_counter import FlopCounterMode
+
+    def multiply_adds(run):
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            run()
+        return counter.get_total_flops() // 2
+
+    n, d, k = 128, 768, 3
+    with torch.random.fork_rng():
+        x = torch.randn(1, n, d)
+        layer = MultiHeadAttention(d, 12, bias=True).eval()
+        rnn, cnn = nn.RNN(d, d, batch_first=True), nn.Conv1d(d, d, k, padding=1)
+    projections, pairwise = 4 * n * d * d, 2 * n * n * d
+    attention = multiply_adds(lambda: layer(x, x, x))
+    assert attention == projections + pairwise == 327_155_712 and projections / attention > 0.9
+    assert multiply_adds(lambda: rnn(x)) == 2 * n * d * d
+    assert multiply_adds(lambda: cnn(x.transpose(1, 2))) == k * n * d * d
+    assert 2 * (2 * d) ** 2 * d == 4 * (2 * d) * d * d        # pairwise = projections at n = 2d

@@ -73,3 +73,19 @@ def test_shard_batches_gives_every_process_an_equal_disjoint_share():
     assert shard_batches(batches, 1, 0) == batches
     with pytest.raises(ValueError, match=r"rank must be in 0\.\.world_size-1 = 0\.\.2, got 3"):
         shard_batches(batches, 3, 3)
+
+
+def test_ch14_the_bucket_sampler_deals_one_processs_batches_out_like_cards():
+    """Chapter 14, section 2: on chapter 7's training pairs, batches of 128, two ranks seeded
+    alike get every other batch of the one-process order, equally many, and no pair twice."""
+    import torch
+    from bertcourse.batching import LengthBucketSampler
+    from bertcourse.data import load_pretrain_data
+    loader, _ = load_pretrain_data(batch_size=16, max_len=64, split="train", seed=0, shuffle=False)
+    lengths = loader.dataset.lengths
+    one = list(LengthBucketSampler(lengths, 128, generator=torch.Generator().manual_seed(0)))
+    ranks = [list(LengthBucketSampler(lengths, 128, generator=torch.Generator().manual_seed(0), world_size=2,
+                                      rank=r)) for r in range(2)]
+    assert len(ranks[0]) == len(ranks[1]) == len(one) // 2
+    assert ranks[0] == one[0:2 * len(ranks[0]):2] and ranks[1] == one[1:2 * len(ranks[1]):2]
+    assert not set().union(*map(set, ranks[0])) & set().union(*map(set, ranks[1]))

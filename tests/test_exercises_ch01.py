@@ -247,3 +247,15 @@ def test_q5_refuses_what_is_not_an_entropy(bad, phrase):
 
 def test_q5_placeholder_is_not_attempted():
     assert q5.check(...).status == "not attempted" and q5.check(None).status == "not attempted"
+
+
+def test_ch01_without_the_scale_the_entropy_about_halves_each_time_d_quadruples():
+    """Chapter 1's Q5 experiment as the notebook reads it after the guess: with the scale the
+    entropy stays between 2.3 and 2.45 nats at d = 4 ... 1024; without it, it falls, below 0.3
+    at Q5_D, and about halves (a ratio of 0.4 to 0.6) each time d quadruples from 16 on."""
+    widths = [4, 16, 64, 256, 1024]
+    scaled = {d: ch01.mean_attention_entropy(d) for d in widths}
+    raw = {d: ch01.mean_attention_entropy(d, scaled=False) for d in widths}
+    assert all(2.3 <= h <= 2.45 for h in scaled.values())
+    assert list(raw.values()) == sorted(raw.values(), reverse=True) and raw[ch01.Q5_D] < 0.3
+    assert all(0.4 < raw[4 * d] / raw[d] < 0.6 for d in (16, 64, 256))
