@@ -727,3 +727,14 @@ def test_hub_repo_with_bin_weights_only(tmp_path, monkeypatch):
     with torch.no_grad():
         ref = hf(input_ids=tokens, token_type_ids=segments, attention_mask=mask.long())
         assert max_diff(p.model.encoder(tokens, segments, mask), ref.last_hidden_state) <= TOL
+
+
+def test_ch08_the_two_gelus_differ_most_near_2_7_and_minilm_uses_the_exact_one():
+    """Chapter 8, pitfall 2: MiniLM's config.json asks for the exact GELU; the exact and the tanh
+    GELU differ by 1e-4 to 1e-3 at most on [-6, 6], and most at |x| = 2.7."""
+    import json
+    from bertcourse.pretrained_bert import minilm_folder
+    x = torch.linspace(-6, 6, 10001)
+    gap = (torch.nn.functional.gelu(x) - torch.nn.functional.gelu(x, approximate="tanh")).abs()
+    assert 1e-4 < gap.max().item() < 1e-3 and abs(x[gap.argmax()].abs().item() - 2.7) < 0.05
+    assert json.loads((minilm_folder() / "config.json").read_text())["hidden_act"] == "gelu"
