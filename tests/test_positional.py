@@ -171,3 +171,25 @@ def test_detached_table_gets_no_gradient():
     X = torch.randn(2, 5, 6, requires_grad=True)
     (X + learned.weight.data[:5]).sum().backward()
     assert learned.weight.grad is None
+
+
+def test_ch02_without_positions_a_reordered_sentence_gives_reordered_outputs_and_with_them_not():
+    """Chapter 2, section 1: the notebook's seeded layer gives 'man bites dog' the outputs of 'dog bites
+    man' in reverse order, and once sinusoids are added a shuffled sequence no longer gives the
+    shuffled outputs."""
+    from torch import nn
+
+    from bertcourse.attention import MultiHeadAttention
+
+    with torch.random.fork_rng():
+        torch.manual_seed(4)                               # the notebook's cells 1 and 2, in order
+        embedding, attention = nn.Embedding(3, 16), MultiHeadAttention(16, num_heads=4).eval()
+        X = torch.randn(2, 7, 16)
+        perms = [torch.randperm(7) for _ in range(10)]
+    with torch.no_grad():
+        A, B = embedding(torch.tensor([[0, 1, 2]])), embedding(torch.tensor([[2, 1, 0]]))
+        assert torch.allclose(attention(A, A, A)[0, [2, 1, 0]], attention(B, B, B)[0], atol=1e-6)
+        P, perm = sinusoidal_encoding(50, 16)[:7], perms[-1]
+        shuffled = attention(X[:, perm] + P, X[:, perm] + P, X[:, perm] + P)
+        unshuffled = attention(X + P, X + P, X + P)
+    assert not torch.allclose(shuffled, unshuffled[:, perm], atol=1e-3)

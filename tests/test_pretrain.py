@@ -1,4 +1,5 @@
 """bertcourse.pretrain: the losses, one training step, evaluation and the pretraining run."""
+import functools
 import math
 
 import pytest
@@ -143,3 +144,45 @@ def test_init_bert_weights_draws_small_normal_weights_and_resets_the_norms(token
     assert not any(torch.all(p == 5.0) for p in model.parameters())      # nothing left out
     with pytest.raises(ValueError, match="std must be > 0"):
         init_bert_weights(model, std=0)
+
+
+@functools.lru_cache(maxsize=1)
+def _chapter7_training_data():
+    """Chapter 7's training split as the notebook loads it (seed 0, batches of 128, 64 tokens)."""
+    from bertcourse.data import load_pretrain_data
+    loader_, tokenizer_ = load_pretrain_data(batch_size=128, max_len=64, split="train", seed=0)
+    return loader_.dataset, tokenizer_
+
+
+def test_ch07_fresh_masks_change_the_blanks_and_static_masks_come_back():
+    """Chapter 7, pitfall 1: with dynamic_masking at epoch 1 most of the first 1,024 training pairs get
+    other blanks, and switching back to static masking gives the training masks again."""
+    dataset, _ = _chapter7_training_data()
+    training_masks = [dataset[i]["pred_positions"] for i in range(1024)]
+    trained_epoch = dataset.epoch
+    dataset.dynamic_masking = True
+    dataset.set_epoch(1)
+    changed = sum(not torch.equal(dataset[i]["pred_positions"], training_masks[i]) for i in range(1024))
+    dataset.dynamic_masking = False
+    dataset.set_epoch(trained_epoch + 3)                 # static masks do not depend on the epoch
+    assert changed / 1024 > 0.9
+    assert all(torch.equal(dataset[i]["pred_positions"], training_masks[i]) for i in range(1024))
+    dataset.set_epoch(trained_epoch)
+
+
+def test_ch07_silver_and_gold_sentences_have_one_sense_and_one_token():
+    """Chapter 7, contextual vectors: every training sentence with *silver* or *gold* has exactly one
+    of the two senses by its cue words, and the word is one WordPiece token there."""
+    import re
+
+    from bertcourse.data import generate_corpus
+    _, tokenizer_ = _chapter7_training_data()
+    corpus = generate_corpus(0)
+    senses = {"metal": ("export", "sells", "famous"), "colour": ("flag", "colours")}   # the notebook's cues
+    train_sentences = sorted({s for paragraph in corpus.split("train") for s in paragraph})
+    for word in ("silver", "gold"):
+        found = [s for s in train_sentences if re.search(rf"\b{word}\b", s)]
+        kinds = [[k for k, keys in senses.items() if any(key in s.split() for key in keys)] for s in found]
+        assert len(found) >= 10 and {k for ks in kinds for k in ks} == set(senses)
+        assert all(len(k) == 1 for k in kinds), [s for k, s in zip(kinds, found) if len(k) != 1][:3]
+        assert all(word in tokenizer_.tokenize(s) for s in found)

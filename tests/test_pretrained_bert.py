@@ -738,3 +738,18 @@ def test_ch08_the_two_gelus_differ_most_near_2_7_and_minilm_uses_the_exact_one()
     gap = (torch.nn.functional.gelu(x) - torch.nn.functional.gelu(x, approximate="tanh")).abs()
     assert 1e-4 < gap.max().item() < 1e-3 and abs(x[gap.argmax()].abs().item() - 2.7) < 0.05
     assert json.loads((minilm_folder() / "config.json").read_text())["hidden_act"] == "gelu"
+
+
+def test_ch08_the_encoder_sees_who_bit_whom_token_by_token(minilm):
+    """Chapter 8, Q5: in 'A man bites a dog.' / 'A dog bites a man.' the vector of 'man' as subject and as
+    object differ (cosine below 0.99) but stay far closer than 'man' and 'dog' (below 0.5)."""
+    from bertcourse.exercises.ch08 import Q5_PAIR
+    enc = minilm.encode(list(Q5_PAIR))
+    with torch.no_grad():
+        states = minilm.model.encoder(enc.tokens, enc.segments, enc.mask)
+    man = [pieces.index("man") for pieces in enc.pieces]
+    dog = enc.pieces[0].index("dog")
+    cos = torch.nn.functional.cosine_similarity
+    man_man = cos(states[0, man[0]], states[1, man[1]], dim=0).item()
+    man_dog = cos(states[0, man[0]], states[0, dog], dim=0).item()
+    assert man_dog < 0.5 < man_man < 0.99

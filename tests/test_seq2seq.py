@@ -189,3 +189,15 @@ def test_exact_match_counts_whole_outputs(trained):
     expected = sum(o == t for o, (_, t) in zip(outs, pairs)) / 50
     assert exact_match(model, pairs, ds.src_vocab, ds.tgt_vocab, batch_size=7) == expected
     assert translate(model, [], ds.src_vocab, ds.tgt_vocab) == []
+
+
+def test_ch03_every_training_date_comes_in_both_wordings_and_no_validation_date_is_trained_on():
+    """Chapter 3, section 6: the notebook's 20,000 training dates give 40,000 pairs, every date in
+    exactly two wordings, and none of the 1,000 validation dates is a training date."""
+    ds = make_date_dataset(num_train=20_000, num_valid=1_000, seed=0)
+    train_dates = {}
+    for src, tgt in ds.train:
+        train_dates.setdefault("".join(tgt), set()).add(" ".join(src))
+    assert len(ds.train) == 40_000 and len(train_dates) == 20_000
+    assert all(len(wordings) == 2 for wordings in train_dates.values())
+    assert not {"".join(tgt) for _, tgt in ds.valid} & train_dates.keys()

@@ -427,3 +427,19 @@ def test_pre_norm_cache_gives_the_same_greedy_decoding():
 def test_norm_first_must_be_a_bool(make, bad):
     with pytest.raises(TypeError, match=r"norm_first must be True or False, got"):
         make(bad)
+
+
+def test_ch03_post_norm_and_pre_norm_models_start_from_the_same_weights():
+    """Chapter 3, section 7: the post-norm and pre-norm models of the comparison (its make_model, the
+    date task's vocabularies of 67 words and 14 characters) start from the same weights; pre-norm
+    only adds the final layer norms."""
+    def make(norm_first):
+        torch.manual_seed(0)
+        kw = dict(num_hiddens=32, ffn_num_hiddens=64, num_heads=4, num_blks=4, dropout=0.0, max_len=32,
+                  norm_first=norm_first)
+        return EncoderDecoder(TransformerEncoder(67, **kw), TransformerDecoder(14, causal=True, **kw)).state_dict()
+
+    post, pre = make(False), make(True)
+    assert sorted(set(pre) - set(post)) == ["decoder.final_norm.bias", "decoder.final_norm.weight",
+                                            "encoder.final_norm.bias", "encoder.final_norm.weight"]
+    assert all(torch.equal(w, pre[k]) for k, w in post.items())
