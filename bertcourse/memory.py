@@ -3,6 +3,9 @@
 * :func:`saved_for_backward` adds up the tensors autograd keeps for the backward pass of one
   step (the activations), the figure that activation checkpointing
   (:class:`~bertcourse.bert.BERTEncoder`'s ``checkpointing``) makes small;
+* :func:`activation_formula` turns four small measurements into the formula of those bytes for
+  any batch: ``b * (per_token * s + per_pair * s**2 + per_sequence) + fixed`` for ``b``
+  sequences of ``s`` tokens (:func:`activation_bytes` evaluates it);
 * :func:`release_memory` collects garbage and returns freed memory to the operating system,
   which glibc otherwise keeps (on Binder's 1 GB that decides whether the next cell fits);
 * :func:`unmap_large_blocks` makes every large block (a tensor, typically) go back to the
@@ -17,10 +20,10 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ._checks import check_instance, check_int
+from ._checks import check_instance, check_int, check_keys
 from .attention import inspect_attention
 
-__all__ = ["saved_for_backward", "release_memory", "unmap_large_blocks"]
+__all__ = ["saved_for_backward", "activation_formula", "activation_bytes", "release_memory", "unmap_large_blocks"]
 
 
 def saved_for_backward(model: nn.Module, step_fn: Callable, batch) -> int:
@@ -59,6 +62,51 @@ def saved_for_backward(model: nn.Module, step_fn: Callable, batch) -> int:
                 for b, before in buffers:
                     b.copy_(before)
     return sum(storage.nbytes() for storage in kept.values())
+
+
+# The four batches (sequences, tokens) activation_formula measures: three lengths for the three
+# coefficients of a quadratic in s, and a second sequence for what does not grow with b.
+_FORMULA_SHAPES = ((1, 8), (1, 16), (1, 32), (2, 8))
+
+
+def activation_formula(model: nn.Module, step_fn: Callable, make_batch: Callable) -> dict:
+    """The bytes :func:`saved_for_backward` counts for a batch of ``b`` sequences of ``s``
+    tokens, as ``b * (per_token * s + per_pair * s**2 + per_sequence) + fixed``; the four
+    integer coefficients (a dict with those keys) are solved from four small batches,
+    ``make_batch(b, s)`` for ``(b, s)`` in (1, 8), (1, 16), (1, 32), (2, 8).
+
+    Why a formula and not a fit: every tensor a step keeps is made per sequence and is a row
+    per token (the inputs of the linear layers, the GELU's, the dropout masks), an entry per
+    pair of tokens (the attention weights, when they are kept) or one vector per sequence (the
+    pooled vector), plus a few numbers per step (the loss); so the sum is exactly this
+    polynomial. Raises ``ValueError`` when the four measurements do not fit one (``step_fn``
+    keeps something else, e.g. a shape-dependent path): the formula would then be wrong."""
+    if not callable(make_batch):
+        raise TypeError(f"make_batch must be a function (batch_size, seq_len) -> batch, got "
+                        f"{type(make_batch).__name__}")
+    m = {bs: saved_for_backward(model, step_fn, make_batch(*bs)) for bs in _FORMULA_SHAPES}
+    fixed = 2 * m[1, 8] - m[2, 8]                # b = 1 and b = 2 at the same length
+    g8, g16, g32 = (m[1, s] - fixed for s in (8, 16, 32))
+    # g(s) = per_token * s + per_pair * s^2 + per_sequence: from 8 to 16 to 32 tokens the
+    # differences are 8a + 192p and 16a + 768p, so twice the first from the second leaves 384p.
+    pair_384, rest = divmod((g32 - g16) - 2 * (g16 - g8), 384)
+    per_pair = pair_384
+    per_token, rest_token = divmod(g16 - g8 - 192 * per_pair, 8)
+    if rest or rest_token or min(per_pair, per_token, fixed) < 0:
+        raise ValueError(f"the bytes kept by step_fn do not grow as b * (a s + p s^2 + c) + d "
+                         f"(measured {m}): activation_formula would be wrong for this step")
+    return {"per_token": per_token, "per_pair": per_pair, "per_sequence": g8 - 8 * per_token - 64 * per_pair,
+            "fixed": fixed}
+
+
+def activation_bytes(formula: dict, batch_size: int, seq_len: int) -> int:
+    """Bytes kept for the backward pass of ``batch_size`` sequences of ``seq_len`` tokens, by
+    ``formula`` (from :func:`activation_formula`)."""
+    check_keys("formula", formula, ("per_token", "per_pair", "per_sequence", "fixed"), "activation_formula")
+    check_int("batch_size", batch_size, low=1)
+    check_int("seq_len", seq_len, low=1)
+    f = formula
+    return batch_size * (f["per_token"] * seq_len + f["per_pair"] * seq_len ** 2 + f["per_sequence"]) + f["fixed"]
 
 
 def _glibc_function(name: str):

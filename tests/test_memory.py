@@ -1,7 +1,8 @@
-"""bertcourse.memory.unmap_large_blocks: a freed large tensor goes back to the system at once.
+"""bertcourse.memory: the formula of what a training step keeps (activation_formula, exact for
+any batch), and unmap_large_blocks: a freed large tensor goes back to the system at once.
 
-Each case runs in a fresh Python (the setting is for the whole process, and the test process
-should keep glibc's default). The default is shown first: after a large block has been
+Each unmap_large_blocks case runs in a fresh Python (the setting is for the whole process, and
+the test process should keep glibc's default). The default is shown first: after a large block has been
 freed, glibc serves the next blocks below that size from its heap and keeps them when they are
 freed, which is what made chapter 8's peak vary from run to run."""
 import platform
@@ -9,8 +10,9 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
-from bertcourse.memory import unmap_large_blocks
+from bertcourse.memory import activation_bytes, activation_formula, saved_for_backward, unmap_large_blocks
 
 MIB = 2**20
 PROGRAM = """
@@ -49,3 +51,55 @@ def test_a_freed_large_tensor_goes_back_to_the_system_only_with_unmap_large_bloc
 def test_unmap_large_blocks_names_a_wrong_size(value, error):
     with pytest.raises(error, match="min_bytes"):
         unmap_large_blocks(value)
+
+
+# ---------------------------------------------------------------------- activation_formula
+
+def _tiny_classifier():
+    from bertcourse.bert import BERTConfig
+    from bertcourse.finetune import BERTClassifier, ClassifierConfig
+    torch.manual_seed(0)
+    cfg = BERTConfig(vocab_size=50, num_hiddens=16, ffn_num_hiddens=32, num_heads=2, num_blks=2, max_len=128)
+    return BERTClassifier(ClassifierConfig(cfg, pooling="mean"))
+
+
+def _batch(b, s):
+    # padding in half the rows: the bytes kept depend on the shape only, not on the mask's values
+    mask = torch.ones(b, s, dtype=torch.bool)
+    mask[::2, s // 2:] = False
+    return {"tokens": torch.randint(1, 50, (b, s)), "mask": mask, "labels": torch.zeros(b, dtype=torch.long)}
+
+
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_activation_formula_gives_the_measured_bytes_of_any_batch(checkpointing):
+    from bertcourse.finetune import classification_step
+    clf = _tiny_classifier()
+    clf.encoder.checkpointing = checkpointing
+    f = activation_formula(clf, classification_step, _batch)
+    for b, s in [(16, 64), (3, 17), (1, 100), (5, 9)]:          # none of them was measured to make f
+        assert activation_bytes(f, b, s) == saved_for_backward(clf, classification_step, _batch(b, s)), (b, s)
+    # the attention weights (an entry per pair of tokens) are kept only without checkpointing
+    assert (f["per_pair"] > 0) == (not checkpointing) and f["per_token"] > 0 and f["per_sequence"] > 0
+    assert clf.encoder.checkpointing == checkpointing
+
+
+def test_activation_formula_refuses_a_step_that_is_not_quadratic():
+    model = torch.nn.Linear(1, 1)
+
+    def cubic(m, batch):             # exp keeps its result: s**3 numbers per sequence
+        b, s = batch
+        return {"loss": (m.weight.sum() * torch.ones(b, s, s, s)).exp().sum()}
+
+    with pytest.raises(ValueError, match=r"do not grow as b \* \(a s \+ p s\^2 \+ c\) \+ d"):
+        activation_formula(model, cubic, lambda b, s: (b, s))
+    with pytest.raises(TypeError, match="make_batch must be a function"):
+        activation_formula(model, cubic, None)
+
+
+def test_activation_bytes_names_its_wrong_arguments():
+    f = {"per_token": 10, "per_pair": 2, "per_sequence": 5, "fixed": 4}
+    assert activation_bytes(f, 3, 7) == 3 * (10 * 7 + 2 * 49 + 5) + 4
+    with pytest.raises(ValueError, match="batch_size must be an int with 1 <= batch_size, got 0"):
+        activation_bytes(f, 0, 7)
+    with pytest.raises(ValueError, match=r"formula must have the keys .* missing \['fixed'\]"):
+        activation_bytes({"per_token": 1, "per_pair": 1, "per_sequence": 1}, 1, 1)

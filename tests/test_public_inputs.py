@@ -175,6 +175,7 @@ VALUES: dict[str, Callable] = {
     "num_queries": lambda e: 3, "label": lambda e: 0, "segments": lambda e: [0, 0, 1, 1, 1],
     "title": lambda e: "", "seq_len": lambda e: 5,
 }
+FORMULA = {"per_token": 10, "per_pair": 2, "per_sequence": 5, "fixed": 4}     # an activation_formula result
 TEXT_FREE = {"title": "any text is a title", "text": "any text is valid", "text_a": "any text is valid",
              "text_b": "any text (or None) is valid", "name": "any name", "message": "any text"}
 
@@ -344,6 +345,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "exercises.ch06.nsp_gradient_positions": Fuzz(),
     "exercises.ch07.first_mlm_loss": Fuzz(given={"bert_init": lambda e: True}),
     "exercises.ch08.sentence_cosine": Fuzz(skip=TEXT_FREE),
+    "exercises.ch13.activation_mb": NO_ARGS,
     # finetune, probing, reviews
     "finetune.ClassifierConfig": Fuzz(given={"bert": lambda e: e.cfg_tok}),
     "finetune.BERTClassifier": OBJECTS,
@@ -375,6 +377,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "measured_bounds.gap_holds": Fuzz(given={"values": lambda e: {"b. frozen MiniLM + probe": 0.9, "a. bag of words": 0.8},
                                     "better": lambda e: "b. frozen MiniLM + probe",
                                     "worse": lambda e: "a. bag of words"}),
+    "measured_bounds.unmet": Fuzz(given={"values": lambda e: {"a. bag of words": 0.8}}),
     "finetuning_baselines.words": Fuzz(skip=TEXT_FREE),
     "finetuning_baselines.build_vocabulary": Fuzz(),
     "finetuning_baselines.bag_of_words": OBJECTS,
@@ -419,6 +422,8 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "hf_export.save_hf_checkpoint": Fuzz(given={"model": lambda e: e.bert_tok, "folder": lambda e: e.tmp / "hf"}),
     "hf_export.save_hf_classifier": Fuzz(given={"model": lambda e: e.clf_cls, "folder": lambda e: e.tmp / "hf"}),
     "memory.saved_for_backward": OBJECTS,
+    "memory.activation_formula": OBJECTS,
+    "memory.activation_bytes": Fuzz(given={"formula": lambda e: FORMULA}),
     # positional
     "positional.sinusoidal_encoding": Fuzz(),
     "positional.frequencies": Fuzz(),
@@ -596,6 +601,11 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "widgets.positional.draw_binary_analogy": Fuzz(),
     "widgets.positional.draw_similarity": OBJECTS,
     "widgets.positional.PositionalEncodingExplorer": Fuzz(),
+    "widgets.memory.step_memory": Fuzz(given={"model": lambda e: e.clf, "formulas": lambda e: {False: FORMULA, True: FORMULA},
+                                              "checkpointing": lambda e: False, "train_word_embeddings": lambda e: True}),
+    "widgets.memory.draw_step_memory": Fuzz(given={"state": lambda e: __import__("bertcourse.widgets.memory", fromlist=["x"])
+                                                   .step_memory(e.clf, {False: FORMULA, True: FORMULA}, 2, 8, False, True)}),
+    "widgets.memory.MemoryBudget": Fuzz(given={"model": lambda e: e.clf}),
     "widgets.scaling.epoch_layout": Fuzz(given={"num_pairs": lambda e: 100}),
     "widgets.scaling.draw_epoch": Fuzz(given={"layout": lambda e: __import__("bertcourse.widgets.scaling", fromlist=["x"])
                                               .epoch_layout(100, 8, 2)}),
