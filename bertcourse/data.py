@@ -109,7 +109,7 @@ def mask_tokens(token_ids, vocab: Vocab, mask_prob: float = 0.15,
        without replacement (``round(0.15 * n)`` half up, at least one).
     3. Each chosen position, independently: with probability 0.8 becomes ``[MASK]``, 0.1 a
        uniformly random non-special token (which may by chance be the original one), 0.1
-       stays unchanged. One uniform number ``u`` per position decides: ``u < 0.8``,
+       is kept as it is. One uniform number ``u`` per position decides: ``u < 0.8``,
        ``0.8 <= u < 0.9``, ``u >= 0.9`` — so the shares are exactly 80 / 10 / 10.
 
     ``token_ids``: a list of ints or a 1-D integer tensor, (seq,). Pass a seeded

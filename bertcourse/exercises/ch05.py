@@ -110,7 +110,7 @@ def _ref_apply(labels, u, random_ids, mask_id):
 def _apply_pitfall(labels, u, random_ids, mask_id):
     """no token ever becomes a random one: once u < 0.8 is false, u is at least 0.8, so a
     test like u < 0.1 is never true. The bands are [0, 0.8) [MASK], [0.8, 0.9) random,
-    [0.9, 1) unchanged."""
+    [0.9, 1) kept."""
     # "random with probability 0.1" tested on the same u: never true once u >= 0.8
     return torch.where(u < 0.8, torch.full_like(labels, mask_id), torch.where(u < 0.1, random_ids, labels))
 
@@ -133,11 +133,11 @@ def _apply_always_mask(labels, u, random_ids, mask_id):
 
 
 def _apply_10_80_10(labels, u, random_ids, mask_id):
-    """only u < 0.8 becomes [MASK] (80 %), then [0.8, 0.9) random, [0.9, 1) unchanged."""
+    """only u < 0.8 becomes [MASK] (80 %), then [0.8, 0.9) random, [0.9, 1) kept."""
     return torch.where(u < 0.1, torch.full_like(labels, mask_id), torch.where(u < 0.9, random_ids, labels))
 
 
-_BANDS = (N_("[MASK]"), N_("random-token"), N_("unchanged"))
+_BANDS = (N_("[MASK]"), N_("random-token"), N_("kept"))
 
 
 def _first_slip(got, labels, u, random_ids, mask_id):
@@ -218,7 +218,7 @@ def apply_80_10_10(labels, u, random_ids, mask_id):
     masked = torch.full_like(labels, mask_id)
     return torch.where(u < 0.8, masked,                      # 80 %: [MASK]
                        torch.where(u < 0.9, random_ids,      # 10 %: a random token
-                                   labels))                  # 10 %: unchanged
+                                   labels))                  # 10 %: kept
 '''),
 )
 
@@ -505,16 +505,16 @@ quiz = Quiz(N_("Quiz (chapter 5)"), [
     Question(
         N_("Why does BERT replace only 80 % of the chosen tokens by [MASK], and not all of them?"),
         options=(
-            Option(N_("To make the loss smaller: an unchanged token is easy to predict."),
+            Option(N_("To make the loss smaller: a kept token is easy to predict."),
                    why=N_("The aim is not a lower loss but a model that works on inputs without [MASK]; the loss "
                           "of the kept tokens is a side effect.")),
-            Option(N_("To save computation: a random or unchanged token needs no prediction."),
+            Option(N_("To save computation: a random or kept token needs no prediction."),
                    why=N_("Every chosen token is predicted, the kept and the random ones too: the model cannot tell "
                           "which visible tokens were chosen.")),
             Option(N_("Because [MASK] would give the label away."),
                    why=N_("[MASK] hides the token and says nothing about it. Its problem is that it never appears "
                           "after pretraining.")),
-            Option(N_("[MASK] never appears at fine-tuning time; with 10 % random and 10 % unchanged tokens, the "
+            Option(N_("[MASK] never appears at fine-tuning time; with 10 % random and 10 % kept tokens, the "
                       "model must keep a good representation of every visible token."),
                    why=N_("If only [MASK] positions were predicted, the model could pass every real token through "
                           "unexamined. Random tokens make it check each token against its context; kept ones make the "
@@ -539,16 +539,16 @@ quiz = Quiz(N_("Quiz (chapter 5)"), [
     Question(
         N_("A common way to write the rule (section 8) draws a second number for the tokens that did not become "
            "[MASK] and replaces them with a random token 'with probability 0.1'. What shares of [MASK] / random / "
-           "unchanged did it give?"),
+           "kept did it give?"),
         options=(
             Option(N_("80 / 10 / 10, the same as mask_tokens."),
                    why=N_("The 0.1 applies only to the remaining 20 %, so random gets 0.2 × 0.1 = 2 %; the "
-                          "proportions test found random and unchanged about 39 and 38 standard errors off.")),
+                          "proportions test found random and kept about 39 and 38 standard errors off.")),
             Option(N_("80 / 18 / 2."),
                    why=N_("That swaps the two: the second draw picks a random token with probability 0.1, so random "
-                          "is the small share, 2 %, and 18 % stay unchanged.")),
+                          "is the small share, 2 %, and 18 % are kept.")),
             Option(N_("80 / 2 / 18."),
-                   why=N_("0.2 × 0.1 = 2 % random and 0.2 × 0.9 = 18 % unchanged (measured 0.0204 and 0.1773). "
+                   why=N_("0.2 × 0.1 = 2 % random and 0.2 × 0.9 = 18 % kept (measured 0.0204 and 0.1773). "
                           "Nothing fails: only a proportions test with a stated tolerance catches it."), correct=True),
             Option(N_("72 / 10 / 18."),
                    why=N_("The first draw, u < 0.8 → [MASK], is the same as in mask_tokens, so [MASK] stays at 80 % "
