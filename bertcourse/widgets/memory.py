@@ -133,13 +133,14 @@ class MemoryBudget(FigureWidget):
                 self.formulas[on] = activation_formula(model, classification_step, _full_batch)
         finally:
             model.encoder.checkpointing = was
-        style = {"description_width": "170px"}
-        self.batch_size = W.SelectionSlider(options=list(BATCH_SIZES), value=batch_size,
+        style, wide = {"description_width": "170px"}, W.Layout(width="480px")
+        self.batch_size = W.SelectionSlider(options=list(BATCH_SIZES), value=batch_size, layout=wide,
                                             description=_("sentences per batch"), style=style)
-        self.seq_len = W.SelectionSlider(options=list(SEQ_LENS), value=seq_len,
+        self.seq_len = W.SelectionSlider(options=list(SEQ_LENS), value=seq_len, layout=wide,
                                          description=_("word pieces per sentence"), style=style)
-        self.checkpointing = W.Checkbox(value=checkpointing, description=_("activation checkpointing"))
-        self.train_word_embeddings = W.Checkbox(value=train_word_embeddings,
+        full = {"description_width": "initial"}       # the whole label, not cut to the default width
+        self.checkpointing = W.Checkbox(value=checkpointing, description=_("activation checkpointing"), style=full)
+        self.train_word_embeddings = W.Checkbox(value=train_word_embeddings, style=full,
                                                 description=_("train the word-embedding table"))
         self.info = W.HTML()
         controls = [self.batch_size, self.seq_len, self.checkpointing, self.train_word_embeddings]
