@@ -1,4 +1,4 @@
-"""Data-parallel scaling: pretraining pairs per second with 1 and 2 processes (chapter 10).
+"""Data-parallel scaling: pretraining pairs per second with 1 and 2 processes (chapter 14).
 
     python benchmarks/ddp_scaling.py                       # tiny BERT, 1 and 2 processes, one thread each
     python benchmarks/ddp_scaling.py --config d2l-small --batch-size 64 --steps 30

@@ -1,9 +1,9 @@
-"""What several PyTorch processes cost in memory (chapter 10 and issue 23's 900 MB budget).
+"""What several PyTorch processes cost in memory (chapter 14 and issue 23's 900 MB budget).
 
     python benchmarks/process_memory.py             # every experiment below
     python benchmarks/process_memory.py toy forked  # some of them
 
-Chapter 10 runs ``torchrun`` from its kernel: an agent process and two ranks, next to the
+Chapter 14 runs ``torchrun`` from its kernel: an agent process and two ranks, next to the
 kernel, which holds PyTorch too. ``benchmarks/notebooks.py`` measures the whole notebook; this
 script takes the processes apart. Each experiment runs as a process tree, sampled every 30 ms;
 it prints the tree's peak (PSS summed over its processes: a page that several processes share
@@ -13,12 +13,12 @@ counts once in all, as a memory limit charges it) and every process's own peak P
 * ``import``: ``python -c "import torch"``, with its memory split into private anonymous pages
   (written by the process itself: every process pays them again) and file pages (the libraries,
   which processes that map the same file share);
-* ``toy``: ``torchrun --standalone --nproc-per-node=2 -m bertcourse.ddp_example`` (chapter 10,
+* ``toy``: ``torchrun --standalone --nproc-per-node=2 -m bertcourse.ddp_example`` (chapter 14,
   section 5: a two-layer classifier on 96 points), the least a torchrun run can cost;
 * ``small``: ``torchrun ... -m bertcourse.pretrain`` with almost no work (the tiny BERT, 100
   paragraphs, batches of 32, 20 steps);
-* ``chapter``: chapter 10's two-process run itself (250 steps of 128 pairs per process);
-* ``forked``: no new interpreter: one process imports PyTorch and builds chapter 10's training
+* ``chapter``: chapter 14's two-process run itself (250 steps of 128 pairs per process);
+* ``forked``: no new interpreter: one process imports PyTorch and builds chapter 14's training
   data (as the kernel has by section 6), hands freed memory back (``release_memory``), freezes its
   objects for the garbage collector (``gc.freeze``), then forks two children that train the tiny
   BERT on that shared data, one thread each, 30 steps of 128 pairs (no process group: the

@@ -1,6 +1,6 @@
 """bertcourse.ddp_example, the standard DDP script, and the contract of a data-parallel sampler.
 
-The contract (what chapter 10 teaches), for ``DistributedSampler`` and for the course's
+The contract (what chapter 14 teaches), for ``DistributedSampler`` and for the course's
 ``LengthBucketSampler`` alike, checked by one helper (:func:`check_contract`):
 
 * every rank gets the same number of batches in every epoch (a rank with one batch more would

@@ -336,7 +336,7 @@ def test_global_mean_loss_alone_and_its_wrong_inputs():
 
 def test_torchrun_ctrl_c_stops_all_ranks_and_resume_continues(tmp_path, monkeypatch):
     """Also: torchrun leaves a torchelastic_* folder in the temp dir on every run, so the first
-    run gets a temp dir inside tmp_path, and the resumed run goes through launch (chapter 10's
+    run gets a temp dir inside tmp_path, and the resumed run goes through launch (chapter 14's
     notebook does), which must leave nothing in a fresh temp dir."""
     import json
     import tempfile

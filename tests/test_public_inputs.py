@@ -272,7 +272,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "data.parse_wikitext_lines": OBJECTS,
     "data.read_wikitext": Fuzz(kinds={"path": PATH}),
     "data.load_wikitext2": Fuzz(),
-    # ddp_example: chapter 10's standard DDP script
+    # ddp_example: chapter 14's standard DDP script
     "ddp_example.toy_data": Fuzz(given={"num_examples": lambda e: 10}),
     "ddp_example.toy_model": Fuzz(),
     "ddp_example.train": Exempt("one rank of the script, given its parsed options: run under torchrun in "

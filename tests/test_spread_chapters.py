@@ -50,7 +50,7 @@ def printed(chapter: str) -> str:
 
 def test_every_chapter_and_configuration_ran_as_it_says():
     """Seeds 0-4 of every chapter in each of its configurations here, complete; one thread, or two in the
-    2-thread configurations (not chapter 10's); float32 (the three chapters never use autocast), AVX2
+    2-thread configurations (not chapter 14's); float32 (the three chapters never use autocast), AVX2
     kernels where the configuration says so."""
     assert FILES[0].name == "spread_chapters.json"
     # this machine's file is complete; another machine's may end with runs its time limit cut
