@@ -1196,3 +1196,31 @@ def test_predicted_choice():
     with pytest.raises(CheckFailed) as e:
         predicted_choice("x", choices, "p", described=True)
     assert str(e.value) == "p must be one of 'low' (below 0.5), 'high' (above 0.5), got 'x'"
+
+
+def test_a_forbidden_function_fails_the_check_by_name_and_is_put_back():
+    # an exercise may forbid what its text forbids; the learner's own name for it is caught too,
+    # the checker's reference (which runs outside the learner's code) may still use it
+    import torch.nn.functional as F
+    from torch.nn.functional import cross_entropy as my_name_for_it
+    original = F.cross_entropy
+
+    def checker(answer):
+        logits, labels = torch.tensor([[2.0, 0.5]]), torch.tensor([0])
+        expected = F.cross_entropy(logits, labels)                    # the reference may use it
+        got = call_answer(answer, (logits, labels), "one pair")
+        compare_tensors(got, expected, "the loss")
+        return "ok"
+
+    ex = Exercise("Qx (a loss by hand)", "loss", checker, hints=["h"], solution="s",
+                  forbidden=[(F, "cross_entropy", "F.cross_entropy")])
+    by_hand = lambda logits, labels: -torch.log_softmax(logits, -1)[0, labels[0]]      # noqa: E731
+    assert ex.check(by_hand).status == "pass"
+    for cheat in (lambda logits, labels: F.cross_entropy(logits, labels),
+                  lambda logits, labels: my_name_for_it(logits, labels),
+                  lambda logits, labels: torch.nn.CrossEntropyLoss()(logits, labels)):
+        result = ex.check(cheat)
+        assert result.status == "fail" and "without F.cross_entropy, and your code called it" in result.message
+    assert F.cross_entropy is original and my_name_for_it is original
+    with pytest.raises(TypeError, match="forbidden must be a list of"):
+        Exercise("Qx", "loss", checker, hints=["h"], solution="s", forbidden=[(F, "no_such_function", "x")])

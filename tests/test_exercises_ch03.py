@@ -125,3 +125,21 @@ def test_q5_wrong_predictions_explain(answer, phrase):
 ])
 def test_q5_refuses_what_is_not_a_count(bad, phrase):
     assert_fails_with(q5, bad, phrase)
+
+
+def test_q1_refuses_nn_layernorm_and_q4_refuses_building_the_block():
+    def with_module(X, Y, gamma, beta, eps):
+        norm = torch.nn.LayerNorm(X.shape[-1], eps=eps)
+        with torch.no_grad():
+            norm.weight.copy_(gamma)
+            norm.bias.copy_(beta)
+        return norm(X + Y)
+    result = q1.check(with_module)
+    assert result.status == "fail" and "without nn.LayerNorm" in result.message
+
+    from bertcourse.transformer import EncoderBlock
+
+    def measured(d, ffn_hiddens, heads, bias):
+        return sum(p.numel() for p in EncoderBlock(d, ffn_hiddens, heads, bias=bias).parameters())
+    result = q4.check(measured)
+    assert result.status == "fail" and "building an EncoderBlock" in result.message

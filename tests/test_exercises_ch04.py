@@ -210,7 +210,14 @@ def q3_positions_from_1(encoder, tokens, segments):
 
 def q3_all_segment_a(encoder, tokens, segments):
     """fails: you added segment 0's row everywhere"""
-    return encoder.embed(tokens)            # segments=None means all sentence A
+    X = (encoder.token_embedding(tokens) + encoder.segment_embedding(torch.zeros_like(tokens))
+         + encoder.pos_embedding.weight[:tokens.shape[1]])
+    return encoder.embedding_norm(X)
+
+
+def test_q3_refuses_calling_embed():
+    result = q3.check(lambda encoder, tokens, segments: encoder.embed(tokens, segments))
+    assert result.status == "fail" and "without encoder.embed" in result.message
 
 
 def test_q3_accepts_calling_the_modules_directly():

@@ -134,12 +134,13 @@ def test_q3_mistakes():
 
 
 def test_q4_mistakes():
-    assert_fails_with(q4, lambda lo, la: F.cross_entropy(lo, 1 - la), "labels are flipped")
-    assert_fails_with(q4, lambda lo, la: F.cross_entropy(lo, la, reduction="sum"), "take the mean")
+    assert_fails_with(q4, lambda lo, la: -torch.log_softmax(lo, -1)[torch.arange(len(la)), 1 - la].mean(),
+                      "labels are flipped")
+    assert_fails_with(q4, lambda lo, la: -torch.log_softmax(lo, -1)[torch.arange(len(la)), la].sum(), "take the mean")
     assert_fails_with(q4, lambda lo, la: -lo[torch.arange(len(la)), la].mean(), "log_softmax(logits)")
     assert_fails_with(q4, lambda lo, la: (1 - torch.softmax(lo, -1)[torch.arange(len(la)), la]).mean(),
                       "not 1 - p(label)")
-    assert q4.check(lambda lo, la: float(F.cross_entropy(lo, la)))           # a float is fine
+    assert q4.check(lambda lo, la: float(-torch.log_softmax(lo, -1)[torch.arange(len(la)), la].mean()))  # a float is fine
 
 
 def test_hints_and_solutions_exist():
@@ -183,3 +184,11 @@ def test_q5_wrong_predictions_explain(answer, phrases):
 ])
 def test_q5_refuses_malformed_predictions(bad, phrase):
     assert_fails_with(q5, bad, phrase)
+
+
+def test_q2_and_q4_refuse_the_package_functions_their_text_forbids():
+    result = q2.check(lambda a, b, max_len: truncate_pair(list(a), list(b), max_len))
+    assert result.status == "fail" and "without truncate_pair" in result.message
+    for cheat in (lambda logits, labels: F.cross_entropy(logits, labels), lambda logits, labels: nsp_loss(logits, labels)):
+        result = q4.check(cheat)
+        assert result.status == "fail" and "and your code called it" in result.message, result.message

@@ -32,6 +32,11 @@ def test_q2_reference_is_the_trainers_schedule():
      "left out the decay"),
     (lambda step, steps, warmup_steps, peak: peak * step / warmup_steps if step < warmup_steps
      else peak * (steps - step) / (steps - warmup_steps), "get_linear_schedule_with_warmup"),
+    # the same with the course's (step + 1) ramp, as a learner who read section 4 would write it
+    (lambda step, steps, warmup_steps, peak: peak * (step + 1) / warmup_steps if step < warmup_steps
+     else peak * (steps - step) / (steps - warmup_steps), "decay that starts only after it"),
+    (lambda step, steps, warmup_steps, peak: peak * min(min(1.0, (step + 1) / warmup_steps) if warmup_steps else 1.0,
+                                                         1 - step / steps), "the smaller of the two factors"),
 ])
 def test_q2_names_typical_mistakes(wrong, words_in_message):
     result = q2.check(wrong)

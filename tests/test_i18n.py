@@ -7,6 +7,7 @@ import ast
 import importlib
 import inspect
 import pathlib
+import re
 
 import matplotlib
 import polib
@@ -16,6 +17,8 @@ matplotlib.use("Agg")
 
 from bertcourse import i18n  # noqa: E402
 from bertcourse.exercises.core import message_of  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 CHAPTERS = sorted(p.stem for p in (pathlib.Path(__file__).resolve().parents[1] / "bertcourse" / "exercises").glob("ch[0-9][0-9].py"))
 
@@ -192,6 +195,17 @@ def test_widget_messages_are_chinese_and_figure_text_stays_english():
         texts += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels() + ax.texts]
     assert any(texts) and all(cjk_share(t) == 0 for t in texts)     # no CJK font on Colab/Binder
     explorer.text.value = ""                                        # the message drawn in the figure
-    assert "请" in explorer.state["message"]
+    assert "至少输入一个词" in explorer.state["message"]
     drawn = [t.get_text() for ax in explorer.figure.axes for t in ax.texts]
     assert drawn == ["Type at least one word in the text box (it is empty now)."]
+
+
+def test_the_chinese_edition_never_says_qing_or_nin():
+    # CONTRIBUTING.md's style rule (d2l-zh's): 你 and 我们, never the polite 请 ("please") or
+    # 您; 请求 ("request", as in 拉取请求, a pull request) is a word of its own.
+    polite = re.compile(r"请(?!求)|您")
+    catalogs = [ROOT / "bertcourse" / "locale" / "zh" / "LC_MESSAGES" / "bertcourse.po",
+                *sorted((ROOT / "locale" / "zh").glob("*.po"))]
+    found = [(path.name, entry.msgstr[:60]) for path in catalogs for entry in polib.pofile(str(path))
+             if not entry.obsolete and polite.search(entry.msgstr)]
+    assert len(catalogs) > 10 and not found, found

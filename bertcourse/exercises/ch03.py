@@ -24,6 +24,8 @@ import functools
 
 import torch
 
+from .. import transformer
+
 from ..attention import causal_mask
 from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN, TransformerDecoder, TransformerEncoder
 from ..i18n import gettext as _, gettext_noop as N_
@@ -93,6 +95,7 @@ q1 = Exercise(
     name=N_("Q1 (add & norm)"),
     var="add_norm",
     checker=_check_q1,
+    forbidden=[(torch.nn, "LayerNorm", "nn.LayerNorm")],      # the functional F.layer_norm is accepted
     hints=[
         N_("Add first: S = X + Y, shape (batch, seq, d). Then normalise every position over its d "
            "features."),
@@ -288,6 +291,7 @@ q4 = Exercise(
     name=N_("Q4 (parameters of an encoder block)"),
     var="encoder_block_params",
     checker=_check_q4,
+    forbidden=[(transformer, "EncoderBlock", N_("building an EncoderBlock (count its weights instead)"))],
     hints=[
         N_("Three parts: multi-head attention, the FFN, and two layer norms (one per add & norm)."),
         N_("Attention: W_q, W_k, W_v, W_o are d × d each, plus d biases each when bias=True; the heads "

@@ -329,6 +329,7 @@ q3 = Exercise(
     name=N_("Q3 (the input embedding)"),
     var="input_embedding",
     checker=_check_q3,
+    forbidden=[(BERTEncoder, "embed", "encoder.embed")],
     hints=[
         N_("Three lookups, each (batch, seq, num_hiddens) or broadcastable to it: "
            "encoder.token_embedding(tokens), encoder.segment_embedding(segments), and the first "

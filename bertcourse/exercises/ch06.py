@@ -29,6 +29,8 @@ import functools
 import torch
 import torch.nn.functional as F
 
+from .. import bert, data
+
 from ..bert import BERTModel, NextSentencePred, Pooler, get_config
 from ..data import IS_NEXT, NOT_NEXT, PretrainDataset, generate_corpus, get_tokenizer, sample_pair, truncate_pair
 from ..pretrain import nsp_loss
@@ -204,6 +206,7 @@ q2 = Exercise(
     name=N_("Q2 (truncate a pair)"),
     var="my_truncate_pair",
     checker=_check_q2,
+    forbidden=[(data, "truncate_pair", "truncate_pair")],
     hints=[
         N_("The pair takes len(A) + len(B) + 3 positions ([CLS], [SEP], [SEP]). While that is more "
            "than max_len, remove one token."),
@@ -360,6 +363,8 @@ q4 = Exercise(
     name=N_("Q4 (the NSP loss)"),
     var="nsp_cross_entropy",
     checker=_check_q4,
+    forbidden=[(F, "cross_entropy", N_("F.cross_entropy (nn.CrossEntropyLoss calls it)")),
+               (bert, "nsp_loss", "nsp_loss")],
     hints=[
         N_("For each pair: log-probabilities log_softmax(logits) over the 2 classes, pick the one of "
            "its label, negate. Then average over the batch."),

@@ -414,8 +414,8 @@ q5 = Exercise(
     var="prediction",
     checker=_check_q5,
     hints=[
-        N_("Section 1: with init_bert_weights (every weight N(0, 0.02²)) the logits are all close to 0, the "
-           "softmax is nearly uniform, and the first loss is ln|V|. What changes when the weights are larger?"),
+        N_("Section 1: with init_bert_weights (every linear and embedding weight N(0, 0.02²)) the logits are "
+           "all close to 0, the softmax is nearly uniform, and the first loss is ln|V|. What changes when the weights are larger?"),
         N_("Without it, nn.Embedding's table is N(0, 1), and the MLM decoder uses that same table. A logit is "
            "the dot product of a normalised hidden state (64 entries of size about 1) with a row of the table."),
         N_("Logits with a spread of several units make a peaked softmax. Is the peak on the right token?"),

@@ -22,6 +22,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .. import finetune, finetuning_baselines
+
 from ..finetuning_baselines import bag_of_words as _ref_bag_of_words
 from ..finetuning_baselines import few_shot_accuracies, words
 from ..training import lr_factor
@@ -121,11 +123,27 @@ def _lr_hf(step, steps, warmup_steps, peak):
     return peak * max(0.0, (steps - step) / max(1, steps - warmup_steps))
 
 
+def _lr_hf_plus_one(step, steps, warmup_steps, peak):
+    """a warm-up ramp, then a decay that starts only after it (as Hugging Face's
+    get_linear_schedule_with_warmup does); the course's schedule multiplies the ramp by a decay
+    over the whole run, 1 - step/steps, which already runs during the warm-up."""
+    if step < warmup_steps:
+        return peak * (step + 1) / warmup_steps
+    return peak * max(0.0, (steps - step) / max(1, steps - warmup_steps))
+
+
+def _lr_min(step, steps, warmup_steps, peak):
+    """you took the smaller of the two factors, min(warm-up, decay); the schedule is their
+    product: peak * warm-up * (1 - step / steps)."""
+    warm = 1.0 if warmup_steps == 0 else min(1.0, (step + 1) / warmup_steps)
+    return peak * min(warm, 1 - step / steps)
+
+
 Q2_CASES = [(s, 75, 8, 5e-5) for s in (0, 1, 3, 7, 8, 20, 40, 74)] + \
            [(0, 10, 0, 1e-3), (5, 10, 0, 1e-3), (0, 300, 30, 3e-5), (29, 300, 30, 3e-5), (150, 300, 30, 3e-5),
             (299, 300, 30, 3e-5)]
 
-Q2_DIAGNOSES = [_lr_no_plus_one, _lr_hf, _lr_no_warmup, _lr_no_decay]
+Q2_DIAGNOSES = [_lr_no_plus_one, _lr_hf, _lr_hf_plus_one, _lr_min, _lr_no_warmup, _lr_no_decay]
 
 
 def _close(a: float, b: float) -> bool:
@@ -217,6 +235,7 @@ q3 = Exercise(
     name=N_("Q3 (bag-of-words features)"),
     var="bag_of_words",
     checker=_check_q3,
+    forbidden=[(finetuning_baselines, "bag_of_words", N_("the package's bag_of_words"))],
     hints=[
         N_("The result is a (len(texts), len(vocab)) float tensor of zeros; row r gets a 1 in column "
            "vocab[w] for every word w of texts[r] that is in vocab."),
@@ -342,6 +361,7 @@ q4 = Exercise(
     name=N_("Q4 (evaluate without dropout and without gradients)"),
     var="evaluate_accuracy",
     checker=_check_q4,
+    forbidden=[(finetune, "evaluate_classifier", N_("the package's evaluate_classifier"))],
     hints=[
         N_("Remember whether the model was training (model.training), switch to model.eval(), and run "
            "every batch inside `with torch.no_grad():`."),

@@ -95,6 +95,8 @@ _MISSING = object()
 _CURRENT_VAR: contextvars.ContextVar = contextvars.ContextVar("bertcourse_exercise_var", default=None)
 # the answer itself, so that a checker that wraps it (lambda *a: answer(*a)) still sees the stub
 _CURRENT_ANSWER: contextvars.ContextVar = contextvars.ContextVar("bertcourse_exercise_answer", default=None)
+# what the exercise being checked asks the learner not to call (Exercise's ``forbidden``)
+_CURRENT_FORBIDDEN: contextvars.ContextVar = contextvars.ContextVar("bertcourse_exercise_forbidden", default=())
 
 
 class CheckFailed(Exception):
@@ -364,11 +366,54 @@ def _grad_mode(no_grad: bool):
     return torch.no_grad() if no_grad else contextlib.nullcontext()
 
 
+@contextlib.contextmanager
+def _forbidding(answer):
+    """While the learner's code runs, each function the exercise forbids (``(owner, attribute,
+    shown)``: a module or class, the attribute's name, how the learner would write it) raises
+    a :class:`CheckFailed` that names it; so do the learner's own names for it (``from
+    torch.nn.functional import cross_entropy``, globally or in the function's closure).
+    Everything is put back afterwards; the checker's reference, which runs outside, and an
+    answer that is the package's own code are not affected."""
+    forbidden = _CURRENT_FORBIDDEN.get()
+    if not forbidden or all((getattr(f, "__module__", None) or "").startswith("bertcourse.")
+                            for f in _candidates(answer)):
+        yield                                  # the package's own reference may use the package
+        return
+    name_spaces = [vars(sys.modules["__main__"])] + [f.__globals__ for f in _candidates(answer)
+                                                     if hasattr(f, "__globals__")]
+    undo = []                                  # functions that put things back, in reverse order
+    try:
+        for owner, attribute, shown in forbidden:
+            original = owner.__dict__[attribute]
+
+            def refuse(*args, _shown=shown, **kwargs):
+                raise CheckFailed(_("this exercise asks you to write it without {shown}, and your code called "
+                                    "it").format(shown=_(_shown)))
+            setattr(owner, attribute, refuse)
+            undo.append(lambda owner=owner, attribute=attribute, original=original:
+                        setattr(owner, attribute, original))
+            for space in name_spaces:
+                for name, value in list(space.items()):
+                    if value is original:
+                        space[name] = refuse
+                        undo.append(lambda space=space, name=name, original=original:
+                                    space.__setitem__(name, original))
+            for cell in [c for f in _candidates(answer) for c in (getattr(f, "__closure__", None) or ())]:
+                with contextlib.suppress(ValueError):          # an empty cell
+                    if cell.cell_contents is original:
+                        cell.cell_contents = refuse
+                        undo.append(lambda cell=cell, original=original: setattr(cell, "cell_contents", original))
+        yield
+    finally:
+        for put_back in reversed(undo):
+            put_back()
+
+
 def _call(answer, given: tuple, no_grad: bool):
     """``(result, None)`` or ``(None, exception)``; KeyboardInterrupt goes through, and so
     do CheckFailed / NotAttempted raised by a checker's own wrapper around the answer."""
     try:
-        with _grad_mode(no_grad):
+        with _grad_mode(no_grad), _forbidding(answer):
             return answer(*given), None
     except (KeyboardInterrupt, CheckFailed, NotAttempted):
         raise
@@ -605,10 +650,14 @@ class Exercise:
         hints: tiered hints; each ``hint()`` call shows the next one.
         solution: reference solution as code text (shown by ``solution()``).
         fields: values for ``{placeholders}`` in the hints, filled after translating them.
+        forbidden: what the exercise asks the learner not to call, as ``(owner, attribute,
+            shown)`` (``(torch.nn.functional, "cross_entropy", "F.cross_entropy")``): while
+            the learner's code runs, calling it fails the check with a message naming ``shown``.
     """
 
     def __init__(self, name: str, var: str, checker: Callable[[Any], str],
-                 hints: Sequence[str], solution: str, fields: dict | None = None):
+                 hints: Sequence[str], solution: str, fields: dict | None = None,
+                 forbidden: Sequence[tuple] = ()):
         _need(isinstance(name, str), "Exercise", "name", "a str", name)
         _need(isinstance(var, str) and var.isidentifier(), "Exercise", "var",
               "the answer's name in the notebook (an identifier)", var)
@@ -617,9 +666,14 @@ class Exercise:
               and all(isinstance(h, str) for h in hints), "Exercise", "hints", "a list of str", hints)
         _need(isinstance(solution, str), "Exercise", "solution", "the solution's code as a str", solution)
         _need(fields is None or isinstance(fields, dict), "Exercise", "fields", "a dict or None", fields)
+        _need(isinstance(forbidden, Sequence) and all(
+            isinstance(f, tuple) and len(f) == 3 and isinstance(f[1], str) and isinstance(f[2], str)
+            and f[1] in getattr(f[0], "__dict__", {}) for f in forbidden),
+            "Exercise", "forbidden", "a list of (module or class, attribute it defines, shown name)", forbidden)
         if not hints:
             raise ValueError("an exercise needs at least one hint")
         self.name, self.var, self.checker, self.fields = name, var, checker, fields
+        self.forbidden = tuple(forbidden)
         self.hints, self._solution, self._hints_shown = list(hints), solution, 0
         self.guessed = False      # has check() seen an answer in place of the starter (this kernel)?
 
@@ -650,7 +704,7 @@ class Exercise:
         if answer is None or answer is Ellipsis:
             return CheckResult(_(self.name), "not attempted", _("`{var}` is still the starter placeholder; "
                                                                 "replace it with your answer.").format(var=self.var))
-        tokens = _CURRENT_VAR.set(self.var), _CURRENT_ANSWER.set(answer)
+        tokens = _CURRENT_VAR.set(self.var), _CURRENT_ANSWER.set(answer), _CURRENT_FORBIDDEN.set(self.forbidden)
         try:
             message = self.checker(answer)
         except NotAttempted:
@@ -670,6 +724,7 @@ class Exercise:
         finally:
             _CURRENT_VAR.reset(tokens[0])
             _CURRENT_ANSWER.reset(tokens[1])
+            _CURRENT_FORBIDDEN.reset(tokens[2])
         return CheckResult(_(self.name), "pass", message)
 
     def reveal(self, *parts) -> Reveal:
