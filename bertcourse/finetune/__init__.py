@@ -201,7 +201,8 @@ class BERTClassifier(nn.Module):
 
 
 def _init_normal(module: nn.Module, std: float = 0.02) -> None:
-    """BERT's initialisation of a new layer: weights N(0, 0.02²), biases 0."""
+    """Hugging Face BERT's initialisation of a new layer: weights N(0, 0.02²), biases 0 (Google's code
+    cuts the normal at ±2σ)."""
     with torch.no_grad():
         for m in module.modules():
             if isinstance(m, nn.Linear):

@@ -10,7 +10,7 @@ What this module adds around that one line:
 * :func:`pretraining_losses` (both heads, one batch; the losses :func:`mlm_loss` and
   :func:`nsp_loss` and :func:`mlm_accuracy` live with their heads in :mod:`bertcourse.bert`
   and are re-exported here);
-* :func:`init_bert_weights` — BERT's N(0, 0.02) initialisation;
+* :func:`init_bert_weights` — BERT's initialisation, as Hugging Face's: weights N(0, 0.02²), biases 0, layer norms 1;
 * :func:`training_step` — forward, both losses, backward, clipping, AdamW step;
 * :func:`evaluate` — held-out MLM top-1 accuracy and NSP accuracy, in ``eval()`` mode;
 * :func:`pretrain` — the run, on the course's one training loop
