@@ -69,7 +69,6 @@ import contextvars
 import copy
 import inspect
 import math
-import numbers
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -81,6 +80,9 @@ from ..i18n import gettext as _
 from ..learner_progress import record as record_progress
 from .learner_code import (argument_names, code_of, describe_error, error_note, innermost_frame, is_shape_error,
                            is_stub, raised_alike, raised_message, shape_message)
+from .authoring import need as _need, need_args as _need_args, need_tolerance as _need_tolerance
+from .authoring import need_where as _need_where, randn, seeded
+from .forbidden import check_forbidden, forbidding
 from .mutation import changed_arguments, in_place_detail
 from .reveal import Reveal
 from .values import plain_equal
@@ -134,52 +136,6 @@ class CheckResult:
     def _ipython_display_(self) -> None:
         # check() has already printed this line; a cell ending in `q1.check()` would show it twice
         pass
-
-
-# --- Argument checks (for the course's authors: a wrong call names what was expected) ---
-
-def _need(ok: bool, function: str, argument: str, expected: str, got) -> None:
-    if not ok:
-        raise TypeError(f"{function}: {argument} must be {expected}, got {type(got).__name__} {got!r:.80}")
-
-
-def _need_where(function: str, where) -> None:
-    _need(isinstance(where, str), function, "where", "a str (the case, for messages)", where)
-
-
-def _need_args(function: str, args) -> tuple:
-    _need(isinstance(args, (tuple, list)), function, "args", "a tuple (or list) of the answer's arguments", args)
-    return tuple(args)
-
-
-def _need_tolerance(function: str, name: str, value) -> None:
-    _need(isinstance(value, numbers.Real) and not isinstance(value, bool), function, name, "a number", value)
-    if not 0 <= value < math.inf:           # NaN, negative, or infinite (which would pass anything)
-        raise ValueError(f"{function}: {name} must be {'finite' if value == math.inf else '>= 0'}, got {value!r}")
-
-
-# --- Seeded inputs ---
-
-def seeded(seed: int) -> torch.Generator:
-    """A CPU ``torch.Generator`` seeded with ``seed``: the cases' draws do not depend on,
-    and do not move, the notebook's global random state."""
-    _need(isinstance(seed, int) and not isinstance(seed, bool), "seeded", "seed", "an int", seed)
-    if seed < 0:
-        raise ValueError(f"seeded: seed must be >= 0, got {seed}")
-    return torch.Generator().manual_seed(seed)
-
-
-def randn(*shape: int, seed: int | torch.Generator, scale: float = 1.0) -> torch.Tensor:
-    """``torch.randn(*shape) * scale`` drawn from :func:`seeded` ``(seed)`` (or from the
-    generator ``seed``, to draw several tensors from one stream)."""
-    for i, n in enumerate(shape):
-        _need(isinstance(n, int) and not isinstance(n, bool), "randn", f"shape[{i}]", "an int", n)
-        if n < 0:
-            raise ValueError(f"randn: shape[{i}] must be >= 0, got {n}")
-    _need(isinstance(scale, numbers.Real) and not isinstance(scale, bool) and math.isfinite(scale), "randn",
-          "scale", "a finite number", scale)
-    generator = seed if isinstance(seed, torch.Generator) else seeded(seed)
-    return torch.randn(*shape, generator=generator) * scale
 
 
 # --- Comparing ---
@@ -366,47 +322,10 @@ def _grad_mode(no_grad: bool):
     return torch.no_grad() if no_grad else contextlib.nullcontext()
 
 
-@contextlib.contextmanager
 def _forbidding(answer):
-    """While the learner's code runs, each function the exercise forbids (``(owner, attribute,
-    shown)``: a module or class, the attribute's name, how the learner would write it) raises
-    a :class:`CheckFailed` that names it; so do the learner's own names for it (``from
-    torch.nn.functional import cross_entropy``, globally or in the function's closure).
-    Everything is put back afterwards; the checker's reference, which runs outside, and an
-    answer that is the package's own code are not affected."""
-    forbidden = _CURRENT_FORBIDDEN.get()
-    if not forbidden or all((getattr(f, "__module__", None) or "").startswith("bertcourse.")
-                            for f in _candidates(answer)):
-        yield                                  # the package's own reference may use the package
-        return
-    name_spaces = [vars(sys.modules["__main__"])] + [f.__globals__ for f in _candidates(answer)
-                                                     if hasattr(f, "__globals__")]
-    undo = []                                  # functions that put things back, in reverse order
-    try:
-        for owner, attribute, shown in forbidden:
-            original = owner.__dict__[attribute]
-
-            def refuse(*args, _shown=shown, **kwargs):
-                raise CheckFailed(_("this exercise asks you to write it without {shown}, and your code called "
-                                    "it").format(shown=_(_shown)))
-            setattr(owner, attribute, refuse)
-            undo.append(lambda owner=owner, attribute=attribute, original=original:
-                        setattr(owner, attribute, original))
-            for space in name_spaces:
-                for name, value in list(space.items()):
-                    if value is original:
-                        space[name] = refuse
-                        undo.append(lambda space=space, name=name, original=original:
-                                    space.__setitem__(name, original))
-            for cell in [c for f in _candidates(answer) for c in (getattr(f, "__closure__", None) or ())]:
-                with contextlib.suppress(ValueError):          # an empty cell
-                    if cell.cell_contents is original:
-                        cell.cell_contents = refuse
-                        undo.append(lambda cell=cell, original=original: setattr(cell, "cell_contents", original))
-        yield
-    finally:
-        for put_back in reversed(undo):
-            put_back()
+    """The exercise's forbidden functions refused while ``answer`` runs (:mod:`.forbidden`)."""
+    return forbidding(_CURRENT_FORBIDDEN.get(), _candidates(answer), lambda shown: CheckFailed(
+        _("this exercise asks you to write it without {shown}, and your code called it").format(shown=_(shown))))
 
 
 def _call(answer, given: tuple, no_grad: bool):
@@ -666,10 +585,8 @@ class Exercise:
               and all(isinstance(h, str) for h in hints), "Exercise", "hints", "a list of str", hints)
         _need(isinstance(solution, str), "Exercise", "solution", "the solution's code as a str", solution)
         _need(fields is None or isinstance(fields, dict), "Exercise", "fields", "a dict or None", fields)
-        _need(isinstance(forbidden, Sequence) and all(
-            isinstance(f, tuple) and len(f) == 3 and isinstance(f[1], str) and isinstance(f[2], str)
-            and f[1] in getattr(f[0], "__dict__", {}) for f in forbidden),
-            "Exercise", "forbidden", "a list of (module or class, attribute it defines, shown name)", forbidden)
+        _need(check_forbidden(forbidden), "Exercise", "forbidden",
+              "a list of (module or class, attribute it defines, shown name)", forbidden)
         if not hints:
             raise ValueError("an exercise needs at least one hint")
         self.name, self.var, self.checker, self.fields = name, var, checker, fields
