@@ -11,6 +11,7 @@ printing on rank 0 only) comes from :mod:`bertcourse.cli`.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
@@ -144,6 +145,10 @@ def run_process(args, device, rank: int, world_size: int) -> int:
         model = init_bert_weights(BERTModel(get_config(args.config, vocab_size=len(tokenizer.vocab),
                                                        max_len=args.max_len)))
     n_params = sum(p.numel() for p in model.parameters())
+    # The first AdamW a process builds imports torch._dynamo: several seconds on a fresh install
+    # (compiling its bytecode). Imported here, so that "training ..." below is said when the first
+    # step is about to run, and a Ctrl-C after it interrupts the training, not this import.
+    importlib.import_module("torch._dynamo")
     name = "the saved" if args.resume else f"a {args.config}"
     say(f"training {name} BERT ({n_params:,} parameters) on {len(train_loader.dataset):,} pairs; "
         f"budget: {args.steps or '-'} steps / {args.seconds or '-'} s; device: {device}; "
