@@ -383,6 +383,61 @@ def test_a_translated_chapter_is_mostly_chinese_with_code_cells_as_in_english():
     assert all(e == z for e, z in codes[1:])
 
 
+# --- one term per concept, one number format (issue 44) --------------------------------------
+
+def write_terms(root: pathlib.Path, *rows: str) -> None:
+    (root / "locale" / "zh").mkdir(parents=True, exist_ok=True)
+    (root / i18n.TERMS).write_text("# english\tchinese\tvariant\n" + "\n".join(rows) + "\n", encoding="utf-8")
+
+
+def write_catalog(path: pathlib.Path, *pairs: tuple[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    po = polib.POFile()
+    for english, chinese in pairs:
+        po.append(polib.POEntry(msgid=english, msgstr=chinese))
+    po.save(str(path))
+
+
+def test_style_problems_name_the_variant_the_term_and_the_file(tmp_path):
+    write_terms(tmp_path, "nat\t纳特\t奈特", "piece\t子词\t片段\t(?i)segment")
+    write_catalog(tmp_path / "locale" / "zh" / "01_tiny.po",
+                  ("in nats", "单位是奈特"),                         # the variant: a problem
+                  ("Segment 0 covers [CLS]", "片段0包括[CLS]"),       # allowed: the English says segment
+                  ("a piece", "一个片段"),                           # the same word for a piece: a problem
+                  ("the code `x = 奈特`", "代码`x = 奈特`"))           # inside code: not prose
+    write_catalog(i18n.package_catalog_path(tmp_path), ("BERT-base has 110M parameters and needs 86 MB",
+                                                         "BERT-base有110M个参数，需要86 MB"))
+    problems = i18n.style_problems(tmp_path)
+    assert problems == [
+        "locale/zh/01_tiny.po: 'in nats': '奈特' for nat: write 纳特 (locale/zh/terms.tsv)",
+        "locale/zh/01_tiny.po: 'a piece': '片段' for piece: write 子词 (locale/zh/terms.tsv)",
+        "bertcourse/locale/zh/LC_MESSAGES/bertcourse.po: 'BERT-base has 110M parameters and needs 86 MB': "
+        "'110M': write counts with 万 or 亿 (e.g. 1.1亿, 2,270万)"]      # 86 MB is a unit, not a count
+    assert problems[0] in i18n.check(tmp_path)
+
+
+@pytest.mark.parametrize("text, counts", [("1.1亿个参数，2,270万个", []), ("110M个参数", ["110M"]),
+                                          ("50K个子词", ["50K"]), ("302.0 M次运算", ["302.0 M"]),
+                                          ("约196k", ["196k"]), ("86 MB、2 GB", []), ("BERT-base", [])])
+def test_english_count_suffixes_are_found_and_units_are_not(text, counts):
+    assert [m.group(0) for m in i18n.ENGLISH_COUNT.finditer(text)] == counts
+
+
+@pytest.mark.parametrize("row", ["nat\t纳特", "nat\t纳特\t奈特\tx\ty", "nat\t纳特\t(奈特"])
+def test_a_bad_term_table_line_is_a_named_error(tmp_path, row):
+    write_terms(tmp_path, row)
+    with pytest.raises(ValueError, match=r"terms.tsv line 2"):
+        i18n.read_terms(tmp_path / i18n.TERMS)
+
+
+def test_the_term_table_covers_the_terms_the_chinese_reader_found_named_two_ways():
+    # Issue 44's list: piece/segment, nat, all-reduce, standard error, the exercise titles'
+    # MLM, NSP and 输出头, example/instance.
+    english = {term.english.split(" (")[0] for term in i18n.read_terms(ROOT / i18n.TERMS)}
+    assert {"nat", "all-reduce", "standard error", "piece", "segment", "MLM", "NSP", "head",
+            "example", "instance"} <= english
+
+
 # --- the gate ------------------------------------------------------------------------------
 
 def test_the_chinese_edition_is_complete_and_in_step():

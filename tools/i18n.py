@@ -63,6 +63,7 @@ edited string's old translation is still there to copy).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ast
 import copy
 import difflib
@@ -577,6 +578,68 @@ def mentions(name: str, root: pathlib.Path = ROOT) -> list[str]:
     return found
 
 
+TERMS = pathlib.Path("locale") / "zh" / "terms.tsv"
+# Counts in Chinese prose are written with 万 and 亿 (1.1亿, 2,270万), never with the English
+# suffixes K, M and B (110M, 50K): CONTRIBUTING.md, "Translating". Units (MB, GB) are not counts.
+ENGLISH_COUNT = re.compile(r"\d(?:[\d.,]*\d)?(?:\s?[MB]|[kK])(?![A-Za-z])")
+
+
+@dataclasses.dataclass(frozen=True)
+class Term:
+    """One row of the term table: the Chinese ``chinese`` for ``english``, never ``variant`` (a
+    regular expression), except in an entry whose English matches ``allowed_where``."""
+    english: str
+    chinese: str
+    variant: re.Pattern
+    allowed_where: re.Pattern | None = None
+
+
+def read_terms(path: pathlib.Path) -> list[Term]:
+    """The term table (tab-separated; ``#`` starts a comment line)."""
+    terms = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) not in (3, 4) or not all(f.strip() for f in fields):
+            raise ValueError(f"{path.name} line {number}: expected english<TAB>chinese<TAB>variant"
+                             f"[<TAB>allowed where the English says], got {line!r}")
+        try:
+            terms.append(Term(fields[0], fields[1], re.compile(fields[2]),
+                              re.compile(fields[3]) if len(fields) == 4 else None))
+        except re.error as error:
+            raise ValueError(f"{path.name} line {number}: not a regular expression ({error})") from None
+    return terms
+
+
+def style_problems(root: pathlib.Path = ROOT) -> list[str]:
+    """Every catalog entry that names a concept with another term than the term table's, or
+    writes a count with an English suffix. Read in the prose a learner sees (``NOT_PROSE`` left
+    out). A root without a term table (a test's scratch folder) has nothing to check."""
+    if not (root / TERMS).is_file():
+        return []
+    terms = read_terms(root / TERMS)
+    catalogs = sorted((root / "locale" / "zh").glob("*.po")) + [package_catalog_path(root)]
+    problems = []
+    for path in catalogs:
+        if not path.is_file():
+            continue
+        for entry in polib.pofile(str(path)):
+            if entry.obsolete or not entry.msgstr:
+                continue
+            prose = NOT_PROSE.sub(" ", entry.msgstr)
+            where = f"{path.relative_to(root).as_posix()}: {first_words(entry.msgid)!r}"
+            for term in terms:
+                found = term.variant.search(prose)
+                if found and not (term.allowed_where and term.allowed_where.search(entry.msgid)):
+                    problems.append(f"{where}: {found.group(0)!r} for {term.english}: write {term.chinese} "
+                                    f"(locale/zh/terms.tsv)")
+            for found in ENGLISH_COUNT.finditer(prose):
+                problems.append(f"{where}: {found.group(0)!r}: write counts with 万 or 亿 "
+                                f"(e.g. 1.1亿, 2,270万)")
+    return problems
+
+
 def check(root: pathlib.Path = ROOT) -> list[str]:
     """Every problem of the Chinese edition under `root`; empty when all is in step."""
     problems = []
@@ -584,7 +647,7 @@ def check(root: pathlib.Path = ROOT) -> list[str]:
         po = catalog_path(nb, root)
         problems += catalog_problems(nb, po)
         problems += notebook_problems(nb, po, zh_path(nb, root))
-    return [p.replace(root.as_posix() + "/", "") for p in problems] + package_problems()
+    return [p.replace(root.as_posix() + "/", "") for p in problems] + package_problems() + style_problems(root)
 
 
 def main(argv: list[str] | None = None) -> int:
