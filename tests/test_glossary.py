@@ -103,6 +103,25 @@ def test_glossary_md_has_every_chapter_term_with_the_same_chinese_and_no_other(m
                                   f"only in GLOSSARY.md {sorted(in_file - terms)}")
 
 
+def test_the_chinese_glossary_is_what_make_glossary_writes_and_the_chinese_readme_links_it(make_glossary):
+    zh = make_glossary.CHINESE
+    text = (ROOT / zh.target).read_text(encoding="utf-8")
+    assert text == make_glossary.render(make_glossary.notebooks(zh), zh), \
+        f"{zh.target} is out of date: run `python tools/make_glossary.py`"
+    # every chapter's 词汇表, with the English term and Chinese term of the English glossary
+    # and a Chinese meaning (an independent reading of the two files)
+    english = _sections((ROOT / "GLOSSARY.md").read_text(encoding="utf-8"))
+    chinese = [p for p in re.split(r"^## ", text, flags=re.M)[1:] if not p.startswith("全部术语")]
+    assert len(chinese) == len(english)
+    for en_part, zh_part in zip(english.values(), chinese):
+        en_rows = make_glossary.parse_table(en_part, "GLOSSARY.md")
+        zh_rows = make_glossary.parse_table(zh_part, zh.target, header=zh.header)
+        assert [(en, term) for en, term, _ in zh_rows] == [(en, term) for en, term, _ in en_rows]
+        assert all(CJK.search(meaning) or "$" in meaning for _, _, meaning in zh_rows)
+    assert "(GLOSSARY.zh-CN.md)" in (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+    assert "(GLOSSARY.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
 def test_a_term_has_one_chinese_rendering_in_all_chapters(make_glossary):
     renderings: dict[str, dict[str, list[str]]] = {}
     for path in NOTEBOOKS:

@@ -1,7 +1,7 @@
 """Write GLOSSARY.md from the glossary cells of the chapters.
 
-    python tools/make_glossary.py            # (re)write GLOSSARY.md
-    python tools/make_glossary.py --check    # exit 1 if GLOSSARY.md is not what it would write
+    python tools/make_glossary.py            # (re)write GLOSSARY.md and GLOSSARY.zh-CN.md
+    python tools/make_glossary.py --check    # exit 1 if either is not what it would write
 
 Every chapter ends with a glossary: a markdown section under the line GLOSSARY_HEADING that
 holds one table with the header TABLE_HEADER — the English term, the Chinese term that d2l-zh
@@ -13,9 +13,14 @@ the course puts the glossary in a cell of its own.) GLOSSARY.md collects every c
 followed by an index of all terms; tests/test_glossary.py checks that it is up to date and
 that no chapter lacks a glossary. Never edit GLOSSARY.md by hand: edit the notebook, then run
 this script.
+
+GLOSSARY.zh-CN.md is the same for the Chinese edition (issue 44): it collects the 词汇表 cells of
+notebooks/zh (their meanings are in Chinese, from the chapters' catalogs), and README.zh-CN.md
+links it.
 """
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import re
 import sys
@@ -39,9 +44,10 @@ Chinese rendering instead).
 """
 
 
-def notebooks() -> list[pathlib.Path]:
-    """The chapter notebooks, in chapter order."""
-    return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+def notebooks(edition: "Edition | None" = None) -> list[pathlib.Path]:
+    """The chapter notebooks of an edition (the English one by default), in chapter order."""
+    folder = edition.folder if edition is not None else ROOT / "notebooks"
+    return sorted(folder.glob("[0-9][0-9]_*.ipynb"))
 
 
 def chapter_title(nb, path: pathlib.Path) -> str:
@@ -79,13 +85,13 @@ def section(nb, heading: str) -> str | None:
     return "\n".join(body) if found else None
 
 
-def parse_table(text: str, where: str = "glossary") -> list[tuple[str, str, str]]:
+def parse_table(text: str, where: str = "glossary", header: str = TABLE_HEADER) -> list[tuple[str, str, str]]:
     """The rows ``(english, chinese, meaning)`` of the tables under TABLE_HEADER in `text` (a
     long glossary is several tables with the same header, one per cell)."""
     lines = [line.strip() for line in text.splitlines()]
-    starts = [i for i, line in enumerate(lines) if line == TABLE_HEADER]
+    starts = [i for i, line in enumerate(lines) if line == header]
     if not starts:
-        raise ValueError(f"{where}: no table with the header {TABLE_HEADER!r}")
+        raise ValueError(f"{where}: no table with the header {header!r}")
     rows = []
     for start in starts:
         for line in lines[start + 2:]:             # skip the header and the |---| line
@@ -100,36 +106,68 @@ def parse_table(text: str, where: str = "glossary") -> list[tuple[str, str, str]
     return rows
 
 
-def read_glossary(path: pathlib.Path) -> list[tuple[str, str, str]] | None:
+ZH_INTRO = f"""# 词汇表
+
+<!-- 由tools/make_glossary.py根据notebooks/zh中各章的词汇表单元格生成。不要手工编辑：修改英文笔记本的
+词汇表和locale/zh中该章的翻译，运行python tools/i18n.py build，再运行python tools/make_glossary.py。 -->
+
+每一章都以一个词汇表结束：英文术语、《动手学深度学习》（d2l-zh）使用的中文术语，以及一句话的含义。
+本文件按章收集这些词汇表，最后把每个术语列出一次。{DAGGER}表示d2l-zh没有使用的中文术语（这时用通常的中文译法）。
+[English glossary](GLOSSARY.md)
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class Edition:
+    """Where one edition's glossary comes from and how it is written."""
+    folder: pathlib.Path         # the chapter notebooks
+    target: str                  # the file written, relative to ROOT
+    heading: str                 # the glossary cell's heading line
+    header: str                  # its table's header
+    intro: str
+    index_heading: str
+    index_header: str
+
+
+ENGLISH = Edition(ROOT / "notebooks", "GLOSSARY.md", GLOSSARY_HEADING, TABLE_HEADER, INTRO,
+                  "## All terms", "| English | 中文 (d2l-zh) | chapters |")
+CHINESE = Edition(ROOT / "notebooks" / "zh", "GLOSSARY.zh-CN.md", "### 词汇表", "| 英文 | 中文（d2l-zh） | 含义 |",
+                  ZH_INTRO, "## 全部术语", "| 英文 | 中文（d2l-zh） | 章 |")
+EDITIONS = (ENGLISH, CHINESE)
+
+
+def read_glossary(path: pathlib.Path, edition: Edition = ENGLISH) -> list[tuple[str, str, str]] | None:
     """The glossary rows of one notebook, or None if it has no glossary cell."""
-    text = section(nbformat.read(path, as_version=4), GLOSSARY_HEADING)
+    text = section(nbformat.read(path, as_version=4), edition.heading)
     if text is None:
         return None
-    return parse_table(text, where=path.name)
+    return parse_table(text, where=path.name, header=edition.header)
 
 
-def table(rows) -> str:
-    return "\n".join([TABLE_HEADER, "|---|---|---|", *(f"| {en} | {zh} | {meaning} |" for en, zh, meaning in rows)])
+def table(rows, header: str = TABLE_HEADER) -> str:
+    return "\n".join([header, "|---|---|---|", *(f"| {en} | {zh} | {meaning} |" for en, zh, meaning in rows)])
 
 
-def render(paths: list[pathlib.Path]) -> str:
-    """GLOSSARY.md for these notebooks (chapters without a glossary cell are left out)."""
-    parts = [INTRO]
+def render(paths: list[pathlib.Path], edition: Edition = ENGLISH) -> str:
+    """GLOSSARY.md (or its Chinese edition) for these notebooks (chapters without a glossary
+    cell are left out)."""
+    parts = [edition.intro]
     index: dict[str, dict] = {}
     for path in paths:
-        rows = read_glossary(path)
+        rows = read_glossary(path, edition)
         if rows is None:
             continue
         nb = nbformat.read(path, as_version=4)
         title = chapter_title(nb, path)
         chapter = path.name[:2].lstrip("0")
-        parts.append(f"## {title}\n\n[`notebooks/{path.name}`](notebooks/{path.name})\n\n{table(rows)}\n")
+        link = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+        parts.append(f"## {title}\n\n[`{link}`]({link})\n\n{table(rows, edition.header)}\n")
         for en, zh, _ in rows:
             entry = index.setdefault(en, {"zh": [], "chapters": []})
             if zh not in entry["zh"]:
                 entry["zh"].append(zh)
             entry["chapters"].append(chapter)
-    lines = ["## All terms", "", "| English | 中文 (d2l-zh) | chapters |", "|---|---|---|"]
+    lines = [edition.index_heading, "", edition.index_header, "|---|---|---|"]
     for en in sorted(index, key=lambda t: (re.sub(r"[^a-z0-9 ]", "", t.lower()).strip(), t)):
         entry = index[en]
         lines.append(f"| {en} | {' / '.join(entry['zh'])} | {', '.join(entry['chapters'])} |")
@@ -138,24 +176,26 @@ def render(paths: list[pathlib.Path]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    paths = notebooks()
-    for path in paths:
-        if read_glossary(path) is None:
-            print(f"warning: {path.name} has no glossary (a markdown line {GLOSSARY_HEADING!r} "
-                  f"followed by the table); it is left out", file=sys.stderr)
-    text = render(paths)
-    target = ROOT / "GLOSSARY.md"
-    if argv == ["--check"]:
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            print("GLOSSARY.md is out of date: run python tools/make_glossary.py", file=sys.stderr)
-            return 1
-        return 0
-    if argv:
+    if argv not in ([], ["--check"]):
         print(__doc__, file=sys.stderr)
         return 2
-    target.write_text(text, encoding="utf-8")
-    print(f"wrote {target.relative_to(ROOT)}")
-    return 0
+    status = 0
+    for edition in EDITIONS:
+        paths = notebooks(edition)
+        for path in paths:
+            if read_glossary(path, edition) is None:
+                print(f"warning: {path.name} has no glossary (a markdown line {edition.heading!r} "
+                      f"followed by the table); it is left out", file=sys.stderr)
+        text = render(paths, edition)
+        target = ROOT / edition.target
+        if argv == ["--check"]:
+            if not target.exists() or target.read_text(encoding="utf-8") != text:
+                print(f"{edition.target} is out of date: run python tools/make_glossary.py", file=sys.stderr)
+                status = 1
+            continue
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {edition.target}")
+    return status
 
 
 if __name__ == "__main__":
