@@ -44,6 +44,7 @@ def _ln(S, gamma, beta, eps, dim=-1, unbiased=False):
     (lambda X, Y, g, b, e: X + _ln(Y, g, b, e), "you normalised Y and then added X"),
     (lambda X, Y, g, b, e: _ln(Y, g, b, e), "you forgot the residual connection"),
     (lambda X, Y, g, b, e: _ln(X + Y, g, b, e, dim=1), "over the sequence axis"),
+    (lambda X, Y, g, b, e: _ln(X + Y, g, b, e, dim=0), "over the batch axis"),
     (lambda X, Y, g, b, e: (X + Y - (X + Y).mean(-1, keepdim=True))
      / ((X + Y).var(-1, unbiased=False, keepdim=True).sqrt() + e) * g + b, "eps goes inside"),
     (lambda X, Y, g, b, e: _ln(X + Y, 1.0, 0.0, e), "you forgot gamma and beta"),

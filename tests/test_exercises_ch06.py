@@ -129,6 +129,8 @@ def test_q3_mistakes():
     assert_fails_with(q3, lambda e, pw, pb, cw, cb: (e[:, 0] @ pw.T + pb) @ cw.T + cb, "dense + tanh")
     assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.tanh(e[:, 0] @ pw + pb) @ cw.T + cb, "without .T")
     assert_fails_with(q3, lambda e, pw, pb, cw, cb: e[:, 0] @ cw.T + cb, "skipped the pooler")
+    assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.softmax(torch.tanh(e[:, 0] @ pw.T + pb) @ cw.T + cb, -1),
+                      "you returned probabilities")
     assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.tanh(e.flatten(1)[:, :e.shape[-1]] @ pw.T + pb) @ cw.T,
                       "first difference")
 

@@ -124,6 +124,23 @@ def test_q4_wrong_accuracy_is_reported():
     assert result.status == "fail" and "expected accuracy" in result.message
 
 
+def test_q4_a_mask_passed_by_position_is_named_not_a_raw_error():
+    def mask_by_position(model, loader):
+        was = model.training
+        model.eval()
+        correct = total = 0
+        with torch.no_grad():
+            for b in loader:
+                correct += int((model(b["tokens"], b["mask"]).argmax(-1) == b["labels"]).sum())
+                total += len(b["labels"])
+        model.train(was)
+        return correct / total
+
+    result = q4.check(mask_by_position)
+    assert result.status == "fail" and "second positional argument" in result.message, result.message
+    assert "valid_lens=b[\"mask\"]" in result.message and "forward()" not in result.message
+
+
 # --- Q1: the prediction -----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -143,6 +160,16 @@ def test_q1_passes_close_predictions_and_explains_far_ones(measured):
     result = q1.check({"bag of words": 0.95, "probe": measured["probe"]})
     assert result.status == "fail" and "only knows the words of its 100 sentences" in result.message
     assert "measured" in result.message
+
+
+def test_q1_a_guess_of_no_advantage_fails_even_within_the_tolerance(measured):
+    # 0.71 and 0.73 (measured 0.62 and 0.82): each within 0.10, and almost no gap
+    near = {"bag of words": measured["bag of words"] + 0.09, "probe": measured["probe"] - 0.09}
+    result = q1.check(near)
+    assert result.status == "fail" and "the gap is the point" in result.message.lower(), result.message
+    half = (measured["probe"] - measured["bag of words"]) / 2
+    assert q1.check({"bag of words": measured["bag of words"] + 0.04, "probe": measured["bag of words"] + 0.04
+                     + half + 0.01})                                   # a smaller gap, but over half: passes
 
 
 @pytest.mark.parametrize("bad, words_in_message", [

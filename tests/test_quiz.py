@@ -30,6 +30,16 @@ def test_a_wrong_answer_gets_the_reason_of_the_option_chosen():
     assert "Too high" in QUIZ.check({1: "b", 2: 2}).message
 
 
+def test_the_right_share_written_in_percent_is_named_and_not_counted():
+    quiz = Quiz("Quiz (toy)", [Question("Which share flips?", answer=0.297, tolerance=0.01, why="1 - 0.703.",
+                                        why_low="Too low.", why_high="Too high.")])
+    result = quiz.check({1: 29.7})
+    assert result.status == "fail" and "29.7 is the right answer in percent" in result.message
+    assert "(0.297)" in result.message and "Too high" not in result.message
+    assert "Too high." in quiz.check({1: 45}).message                 # 45 % is not the answer
+    assert "right answer in percent" not in QUIZ.check({1: "b", 2: 150}).message   # 1.5 is not a share
+
+
 def test_unanswered_questions_and_starters():
     starter = QUIZ.check({1: ..., 2: ...})
     assert starter.status == "not attempted" and "in place of each `...` in `quiz_answers`" in starter.message

@@ -80,6 +80,10 @@ Q1_DIAGNOSES = [
     (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, dim=1),
      N_("you normalised over the sequence axis (dim=1). Layer norm normalises each position over its "
         "own features (dim=-1).")),
+    (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, dim=0),
+     N_("you normalised over the batch axis (dim=0): that is batch norm, and it makes one sentence's output "
+        "depend on the other sentences of its batch. Layer norm normalises each position over its own "
+        "features (dim=-1).")),
     (lambda X, Y, g, b, e: _norm(X + Y, g, b, e, eps_outside=True),
      N_("eps goes inside the square root: (S - mean) / sqrt(var + eps).")),
     (lambda X, Y, g, b, e: _norm(X + Y, torch.ones_like(g), torch.zeros_like(b), e),

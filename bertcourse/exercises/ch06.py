@@ -266,6 +266,12 @@ def _head_no_pooler(encoded, pool_w, pool_b, cls_w, cls_b):
     return encoded[:, 0] @ cls_w.T + cls_b
 
 
+def _head_softmax(encoded, pool_w, pool_b, cls_w, cls_b):
+    """you returned probabilities (a softmax over the two classes): the head returns logits, and
+    the loss (cross-entropy) applies the softmax itself. Leave the softmax out."""
+    return torch.softmax(_ref_head(encoded, pool_w, pool_b, cls_w, cls_b), dim=-1)
+
+
 def _q3_case(batch: int, seq: int, hidden: int, seed: int):
     g = seeded(seed)
     return (randn(batch, seq, hidden, seed=g), randn(hidden, hidden, seed=g) / hidden ** 0.5,
@@ -279,7 +285,7 @@ Q3_CASES = [
     (N_("hidden=16, seq=12"), _q3_case(2, 12, 16, 4)),
 ]
 
-Q3_DIAGNOSES = [_head_mean, _head_last, _head_no_tanh, _head_no_transpose, _head_no_pooler]
+Q3_DIAGNOSES = [_head_mean, _head_last, _head_no_tanh, _head_no_transpose, _head_no_pooler, _head_softmax]
 
 
 def _check_q3(answer) -> str:

@@ -66,6 +66,14 @@ def _check_q1(answer) -> str:
             why.append(_("even good features need some data: the probe loses a few points"))
         raise CheckFailed(_("{report}. Off by more than {tolerance:.2f} on {keys}").format(
             report=report, tolerance=Q1_TOLERANCE, keys=", ".join(off)) + (_(": ") + _("; ").join(why) if why else "") + _("."))
+    # Both guesses within the tolerance can still say "no advantage" (0.72 and 0.72 when 0.62 and
+    # 0.82 are measured): the prediction is about the gap, so it must have at least half of it.
+    gap, measured_gap = guess["probe"] - guess["bag of words"], measured["probe"] - measured["bag of words"]
+    if gap < measured_gap / 2:
+        raise CheckFailed(_("{report}: each is within {tolerance:.2f}, but you put the probe {gap:+.2f} ahead of the "
+                            "bag of words and it is {measured_gap:+.2f} ahead. The gap is the point: pretrained "
+                            "features need far fewer labelled sentences.").format(
+            report=report, tolerance=Q1_TOLERANCE, gap=gap, measured_gap=measured_gap))
     return _("{report}: both within {tolerance:.2f}. Pretrained features need far fewer labelled sentences.").format(
         report=report, tolerance=Q1_TOLERANCE)
 
@@ -283,10 +291,13 @@ class _Spy(nn.Module):
             self.out.weight.copy_(torch.randn(2, 16, generator=g))
             self.out.bias.zero_()
 
-    def forward(self, tokens, *, valid_lens=None):
+    def forward(self, tokens, *args, segments=None, valid_lens=None):
+        if args:      # as BERTClassifier: a second positional argument would be the segment ids
+            raise TypeError("pass the mask by name: model(tokens, valid_lens=mask); a second positional "
+                            "argument is taken as segment ids")
         if _RECORDING[0]:
             _RECORDS.setdefault(self.tag, []).append((self.training, torch.is_grad_enabled()))
-        m = valid_lens.unsqueeze(-1).float()
+        m = (torch.ones_like(tokens, dtype=torch.bool) if valid_lens is None else valid_lens).unsqueeze(-1).float()
         h = (self.embedding(tokens) * m).sum(1) / m.sum(1)
         return self.out(self.dropout(h))
 
@@ -347,9 +358,22 @@ def _q4_compare(got, expected, where):
             where=where, expected=expected, got=got))
 
 
+def _mask_as_second_argument(model, loader):
+    """you passed the mask as the second positional argument, model(b["tokens"], b["mask"]): the
+    course's models (and d2l's) take (tokens, segments, valid_lens), so the mask would be read as
+    segment ids and the padding would not be masked (the pitfall "the attention mask passed where
+    the segment ids go"). Pass it by name: model(b["tokens"], valid_lens=b["mask"])."""
+    for b in loader:
+        model(b["tokens"], b["mask"])
+
+
+Q4_DIAGNOSES = [_mask_as_second_argument]
+
+
 def _check_q4(answer) -> str:
     _RECORDS.clear()
     return run_cases(answer, _ref_eval_accuracy, Q4_CASES, compare=_q4_compare, prepare=_q4_prepare,
+                     diagnoses=Q4_DIAGNOSES,
                      in_place=N_("on {where}: the accuracy is right, but your function changed its arguments: "
                                  "the model (its train/eval mode or its weights) or the list of batches is not "
                                  "as it was. Remember "

@@ -90,6 +90,10 @@ class Question:
         value = as_number(given, _("question {n}").format(n=number))
         if abs(value - self.answer) <= self.tolerance:
             return True, _(self.why)
+        if 0 < abs(self.answer) <= 1 and abs(value / 100 - self.answer) <= self.tolerance:
+            # the right share written in percent (29.7 for 0.297): a slip of form, not of thought
+            return False, _("{value:g} is the right answer in percent; write it as a share between 0 and 1 "
+                            "({share:g}).").format(value=value, share=value / 100)
         return False, _(self.why_low if value < self.answer else self.why_high)
 
     def right_value(self):
