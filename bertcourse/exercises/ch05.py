@@ -537,7 +537,7 @@ quiz = Quiz(N_("Quiz (chapter 5)"), [
                           "chosen.")),
         )),
     Question(
-        N_("A common way to write the rule (section 8) draws a second number for the tokens that did not become "
+        N_("A common way to write the rule (the pitfall \"random with probability 0.1\" among the other 20 %) draws a second number for the tokens that did not become "
            "[MASK] and replaces them with a random token 'with probability 0.1'. What shares of [MASK] / random / "
            "kept did it give?"),
         options=(
@@ -555,7 +555,7 @@ quiz = Quiz(N_("Quiz (chapter 5)"), [
                           "(measured 0.8023). Only the other 20 % are split wrongly: 2 / 18.")),
         )),
     Question(
-        N_("d2l's pretraining code (section 8) averages the cross-entropy over all slots (reduction='mean') and "
+        N_("d2l's pretraining code (the pitfall \"reduction='mean', then the weights\") averages the cross-entropy over all slots (reduction='mean') and "
            "then multiplies by the weights. On the batch with 9 real predictions in 20 slots, what happened?"),
         options=(
             Option(N_("The loss was the plain mean over all 20 slots, and the padding slots got gradients."),
