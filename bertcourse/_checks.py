@@ -139,6 +139,20 @@ def check_str_list(name: str, value, *, what: str = "strings", allow_empty: bool
         raise ValueError(f"{name} must hold at least one of the {what}, got an empty list")
 
 
+def check_text(name: str, value) -> None:
+    """``value`` must be one str with something besides white space in it."""
+    check_instance(name, value, str)
+    if not value.strip():
+        raise ValueError(f"{name} must be a non-empty text, got {value!r}")
+
+
+def check_length(name: str, value, n: int, expected: str) -> None:
+    """``value`` (already checked to be a list or tuple) must have ``n`` entries; ``expected``
+    says what they are, e.g. ``"one per window"``."""
+    if len(value) != n:
+        raise ValueError(f"{name} must have {n} entries ({expected}), got {len(value)}")
+
+
 def check_texts(name: str, value, *, allow_blank: bool = False) -> None:
     """``value`` must be a non-empty list (or tuple) of texts: TypeError for a single str (wrap
     it in a list) or anything else, ValueError for an empty list or, unless ``allow_blank``, a

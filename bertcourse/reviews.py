@@ -14,7 +14,6 @@ Smyth, KDD 2015; CC BY 4.0), shipped inside the package in ``bertcourse/datasets
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.resources
 from dataclasses import dataclass
 from typing import Sequence
@@ -25,6 +24,7 @@ from torch.utils.data import DataLoader, Dataset
 from ._checks import (check_bool, check_choice, check_instance, check_int, check_list_of, check_nonempty,
                       check_positive_int, check_tensor, check_texts)
 from .batching import LengthBucketSampler
+from .utils import stable_order_key
 from .wordpiece import hf_tokenizer
 
 __all__ = ["SITES", "LABELS", "SPLIT_SIZES", "Review", "read_reviews", "text_key", "SentimentSplits",
@@ -128,12 +128,6 @@ class SentimentSplits:
         return pd.DataFrame(rows).set_index("split")
 
 
-def _order_key(seed: int, key: str) -> str:
-    # A hash instead of a random generator: the order is the same on every machine, in every
-    # Python and torch version, and does not depend on the other texts.
-    return hashlib.sha256(f"{seed}\x00{key}".encode("utf-8")).hexdigest()
-
-
 def split_reviews(reviews: Sequence[Review], seed: int = 0, held_out: int = 50) -> SentimentSplits:
     """Split ``reviews`` into train / validation / test, stratified by site and label.
 
@@ -160,7 +154,7 @@ def split_reviews(reviews: Sequence[Review], seed: int = 0, held_out: int = 50) 
             if len(single) < 2 * held_out:
                 raise ValueError(f"site {site!r}, label {label} has {len(single)} distinct sentences; "
                                  f"held_out={held_out} needs at least {2 * held_out}")
-            single.sort(key=lambda i: _order_key(seed, text_key(reviews[i].text)))
+            single.sort(key=lambda i: stable_order_key(seed, text_key(reviews[i].text)))
             for i in single[:held_out]:
                 assigned[i] = "validation"
             for i in single[held_out:2 * held_out]:
@@ -196,7 +190,7 @@ def stratified_indices(reviews: Sequence[Review], n: int, seed: int = 0) -> list
     for i, r in enumerate(reviews):
         groups.setdefault((r.site, r.label), []).append(i)
     for idx in groups.values():
-        idx.sort(key=lambda i: _order_key(seed, f"{text_key(reviews[i].text)}\x00{i}"))
+        idx.sort(key=lambda i: stable_order_key(seed, f"{text_key(reviews[i].text)}\x00{i}"))
     chosen, k = [], 0
     while len(chosen) < n:
         for g in sorted(groups):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import hashlib
 import inspect
 import math
 import os
@@ -18,7 +19,7 @@ from pygments.lexers import PythonLexer
 
 from ._checks import check_bool, check_instance, check_int
 
-__all__ = ["set_seed", "set_threads", "available_cores", "THREADS_VARIABLE", "evaluation_mode", "show_source", "hide_input_checks", "hide_fast_paths", "HIDDEN_CHECKS", "FAST_PATH", "SourceCode",
+__all__ = ["set_seed", "stable_order_key", "set_threads", "available_cores", "THREADS_VARIABLE", "evaluation_mode", "show_source", "hide_input_checks", "hide_fast_paths", "HIDDEN_CHECKS", "FAST_PATH", "SourceCode",
            "cached"]
 
 
@@ -34,6 +35,16 @@ THREADS_VARIABLE = "BERTCOURSE_THREADS"
 """The environment variable that caps :func:`set_threads`: CI sets it to 1, because it runs two
 notebooks side by side on two cores, and threads that wait for a busy core slow a step down many
 times over (``benchmarks/README.md``, "Every core")."""
+
+
+def stable_order_key(seed: int, *parts: str) -> str:
+    """A sort key that shuffles by ``seed``: the SHA-256 of the seed and ``parts``. Unlike a random
+    generator, the order is the same on every machine and in every Python and torch version,
+    and an item's place does not depend on the other items (the data splits use it)."""
+    check_int("seed", seed, low=0)
+    for i, part in enumerate(parts):
+        check_instance(f"parts[{i}]", part, str)
+    return hashlib.sha256("\x00".join([str(seed), *parts]).encode("utf-8")).hexdigest()
 
 
 def _cgroup_cpus() -> float | None:

@@ -179,6 +179,26 @@ FORMULA = {"per_token": 10, "per_pair": 2, "per_sequence": 5, "fixed": 4}     # 
 TEXT_FREE = {"title": "any text is a title", "text": "any text is valid", "text_a": "any text is valid",
              "text_b": "any text (or None) is valid", "name": "any name", "message": "any text"}
 
+TAG_LISTS = Exempt("takes only lists of tags or of words: their wrong inputs are tested in tests/test_token_tags.py")
+
+
+def TAGGED(e):
+    from bertcourse.token_tags import TaggedSentence
+    return [TaggedSentence(["Anna", "ran"], ["B-PER", "O"], "d1", "d1-1"),
+            TaggedSentence(["in", "Oslo"], ["O", "B-LOC"], "d2", "d2-1")]
+
+
+def PAIRS(e):
+    from bertcourse.sentence_pairs import Pair
+    return [Pair(a, b, y) for a, b, y in (("the cat sat", "a dog ran", 0), ("the dog sat", "the cat ran", 1),
+                                          ("a cat", "no dog", 2))] * 2
+
+
+def QA_WINDOW(e):
+    from bertcourse.answer_spans import make_windows
+    return make_windows(e.tok, "who sat", "the cat sat")[0]
+
+
 TABLE: dict[str, Fuzz | Exempt] = {
     # analysis
     "inspection.check_mlm_model": OBJECTS,
@@ -532,6 +552,64 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "learner_progress.import_progress": Fuzz(),
     "learner_progress.record": Fuzz(given={"exercise": lambda e: None, "status": lambda e: "pass"}),
     # utils
+    # sentence_pairs
+    "sentence_pairs.Pair": Fuzz(given={"premise": lambda e: "the cat sat", "hypothesis": lambda e: "a dog ran"}),
+    "sentence_pairs.read_pairs": Fuzz(given={"split": lambda e: "test"}),
+    "sentence_pairs.PairSplits": Fuzz(given={"train": PAIRS, "validation": lambda e: PAIRS(e)[:2],
+                                             "test": lambda e: PAIRS(e)[2:4]}),
+    "sentence_pairs.load_snli": Fuzz(),
+    "sentence_pairs.stratified_pairs": Fuzz(given={"pairs": PAIRS}),
+    "sentence_pairs.label_counts": OBJECTS,
+    "sentence_pairs.majority_class_accuracy": OBJECTS,
+    "sentence_pairs.word_cue": OBJECTS,
+    "sentence_pairs.EncodedPairs": RECORD,
+    "sentence_pairs.encode_pairs": Fuzz(given={"pairs": PAIRS}),
+    "sentence_pairs.PairDataset": Fuzz(given={"pairs": PAIRS}),
+    "sentence_pairs.collate_pairs": Fuzz(given={"examples": lambda e: [(torch.tensor([2, 5, 3]),
+                                                                        torch.tensor([0, 0, 1]), 0)]}),
+    "sentence_pairs.pair_loader": Fuzz(given={"pairs": PAIRS}),
+    # token_tags
+    "token_tags.TaggedSentence": Fuzz(given={"words": lambda e: ["Anna", "ran"], "tags": lambda e: ["B-PER", "O"],
+                                             "doc_id": lambda e: "d1", "sent_id": lambda e: "d1-1"}),
+    "token_tags.read_named_entities": NO_ARGS,
+    "token_tags.split_by_document": Fuzz(given={"sentences": TAGGED}),
+    "token_tags.tag_ids": TAG_LISTS,
+    "token_tags.align_labels": Fuzz(given={"word_ids": lambda e: [None, 0, 0, 1, None],
+                                           "word_labels": lambda e: [1, 0]}, negative_ok=("ignore_index",)),
+    "token_tags.encode_tagged": Fuzz(given={"sentences": TAGGED}, negative_ok=("ignore_index",)),
+    "token_tags.word_tags": Fuzz(given={"word_ids": lambda e: [None, 0, 1, None], "piece_tags": lambda e: [0, 1, 0, 0],
+                                        "num_words": lambda e: 2}),
+    "token_tags.bio_entities": TAG_LISTS,
+    "token_tags.entity_scores": TAG_LISTS,
+    "token_tags.token_accuracy": TAG_LISTS,
+    "token_tags.all_o_tagger": TAG_LISTS,
+    "token_tags.most_frequent_tag": Fuzz(given={"train": TAGGED, "word_lists": lambda e: [["Anna", "ran"]]}),
+    # answer_spans
+    "answer_spans.Question": Fuzz(given={"id": lambda e: "q1", "question": lambda e: "Who sat?",
+                                         "context": lambda e: "Ann sat.", "answers": lambda e: (("Ann", 0),)}),
+    "answer_spans.read_questions": Fuzz(given={"name": lambda e: "xquad_en"}),
+    "answer_spans.normalize_answer": Fuzz(),
+    "answer_spans.exact_match": Fuzz(given={"prediction": lambda e: "Ann", "references": lambda e: ["Ann", "Bob"]}),
+    "answer_spans.f1": Fuzz(given={"prediction": lambda e: "Ann", "references": lambda e: ["Ann", "Bob"]}),
+    "answer_spans.squad_scores": OBJECTS,
+    "answer_spans.bootstrap_se": Fuzz(given={"values": lambda e: [0.0, 1.0, 1.0]}),
+    "answer_spans.Window": RECORD, "answer_spans.Prediction": RECORD,
+    "answer_spans.make_windows": Fuzz(given={"question": lambda e: "who sat", "context": lambda e: "the cat sat"}),
+    "answer_spans.answer_positions": Fuzz(given={"window": QA_WINDOW, "answer_text": lambda e: "cat",
+                                                 "answer_start": lambda e: 4}),
+    "answer_spans.best_span": Fuzz(given={"start_logits": lambda e: torch.zeros(len(QA_WINDOW(e))),
+                                          "end_logits": lambda e: torch.zeros(len(QA_WINDOW(e))), "window": QA_WINDOW}),
+    "answer_spans.span_text": Fuzz(given={"window": QA_WINDOW, "context": lambda e: "the cat sat",
+                                          "start": lambda e: QA_WINDOW(e).context_start,
+                                          "end": lambda e: QA_WINDOW(e).context_start}),
+    "answer_spans.best_answer": Fuzz(given={"windows": lambda e: [QA_WINDOW(e)],
+                                            "start_logits_list": lambda e: [torch.zeros(len(QA_WINDOW(e)))],
+                                            "end_logits_list": lambda e: [torch.zeros(len(QA_WINDOW(e)))],
+                                            "context": lambda e: "the cat sat"}),
+    "answer_spans.split_sentences": Fuzz(given={"context": lambda e: "Ann sat. Bob ran."}),
+    "answer_spans.sentence_overlap_baseline": Fuzz(given={"question": lambda e: "Who sat?",
+                                                          "context": lambda e: "Ann sat. Bob ran."}),
+    "utils.stable_order_key": Fuzz(),
     "utils.set_seed": Fuzz(),
     "utils.set_threads": Fuzz(),
     "utils.available_cores": NO_ARGS,

@@ -175,3 +175,16 @@ def test_available_cores_follows_the_containers_cpu_quota(monkeypatch):
     assert utils.available_cores() == 2
     monkeypatch.setattr(utils, "_cgroup_cpus", lambda: 0.5)      # half a CPU: still one thread
     assert utils.available_cores() == 1
+
+
+def test_stable_order_key_is_a_fixed_hash_of_the_seed_and_the_parts():
+    import hashlib
+    from bertcourse.utils import stable_order_key
+    # an independent spelling of the key: the split of every data set depends on it staying the same
+    assert stable_order_key(0, "a b") == hashlib.sha256(b"0\x00a b").hexdigest()
+    assert stable_order_key(3, "x", "y") == hashlib.sha256(b"3\x00x\x00y").hexdigest()
+    assert stable_order_key(1, "x") != stable_order_key(2, "x")
+    with pytest.raises(TypeError, match=r"parts\[1\]"):
+        stable_order_key(0, "x", 5)
+    with pytest.raises(ValueError, match="seed"):
+        stable_order_key(-1, "x")
