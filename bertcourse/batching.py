@@ -14,10 +14,10 @@ import math
 
 import torch
 
-from ._checks import check_int_list, check_positive_int, shape_str
+from ._checks import check_bool, check_int_list, check_positive_int, shape_str
 from .data import check_batch
 
-__all__ = ["trim_batch", "shard_batches", "LengthBucketSampler", "bucketed_loader"]
+__all__ = ["trim_batch", "shard_batches", "LengthBucketSampler", "bucketed_loader", "length_loader"]
 
 
 def trim_batch(batch: dict) -> dict:
@@ -127,3 +127,28 @@ def bucketed_loader(dataset, batch_size: int, seed: int = 0, pool_batches: int =
     sampler = LengthBucketSampler(lengths, batch_size, pool_batches, torch.Generator().manual_seed(seed),
                                   world_size=world_size, rank=rank)
     return torch.utils.data.DataLoader(dataset, batch_sampler=sampler)
+
+
+def length_loader(dataset, collate, batch_size: int, shuffle: bool = False, seed: int = 0,
+                  by_length: bool = False) -> torch.utils.data.DataLoader:
+    """The fine-tuning chapters' DataLoader over a labelled ``dataset`` that knows its examples'
+    ``lengths``, with ``collate`` padding each batch to its longest example.
+
+    ``shuffle=True`` (training): every epoch visits each example once, in batches of similar
+    length (:class:`LengthBucketSampler`, 20 batches to a pool, seeded by ``seed``).
+    ``shuffle=False`` (evaluation): the dataset's order or, with ``by_length=True``, shortest
+    first (equal lengths in their order): an accuracy does not depend on the order, and
+    similar lengths pad little."""
+    check_bool("shuffle", shuffle)
+    check_bool("by_length", by_length)
+    if shuffle and by_length:
+        raise ValueError("by_length=True orders the batches of an evaluation (shuffle=False); with "
+                         "shuffle=True the training batches are already of similar lengths")
+    check_positive_int("seed", seed, allow_zero=True)
+    check_positive_int("batch_size", batch_size)
+    if shuffle:
+        sampler = LengthBucketSampler(dataset.lengths, batch_size, pool_batches=20,
+                                      generator=torch.Generator().manual_seed(seed))
+        return torch.utils.data.DataLoader(dataset, batch_sampler=sampler, collate_fn=collate)
+    order = torch.argsort(torch.as_tensor(dataset.lengths), stable=True).tolist() if by_length else None
+    return torch.utils.data.DataLoader(dataset, batch_size=batch_size, sampler=order, collate_fn=collate)

@@ -16,18 +16,18 @@ from __future__ import annotations
 import functools
 import importlib.resources
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 from ._checks import (check_bool, check_choice, check_instance, check_int, check_list_of, check_nonempty,
                       check_positive_int, check_tensor, check_texts)
-from .batching import LengthBucketSampler
+from .batching import length_loader
 from .utils import stable_order_key
 from .wordpiece import hf_tokenizer
 
-__all__ = ["SITES", "LABELS", "SPLIT_SIZES", "Review", "read_reviews", "text_key", "SentimentSplits",
+__all__ = ["SITES", "LABELS", "SPLIT_SIZES", "Review", "read_reviews", "text_key", "Splits", "SentimentSplits",
            "split_reviews", "load_sentiment", "stratified_indices", "stratified_subset", "special_ids",
            "MAX_LEN", "encode_texts", "SentimentDataset", "collate_reviews", "review_loader"]
 
@@ -95,16 +95,20 @@ def text_key(text: str) -> str:
 
 
 @dataclass
-class SentimentSplits:
-    """The three splits (lists of :class:`Review`) and the seed that made them."""
+class Splits:
+    """A labelled data set's three splits (lists of records) and the seed that made them;
+    ``splits["test"]`` and ``splits.items()`` read them. A data set's own splits name the
+    record class (``ITEM``) and where such records come from (``ITEM_HINT``)."""
     train: list
     validation: list
     test: list
     seed: int = 0
+    ITEM: ClassVar[type] = object
+    ITEM_HINT: ClassVar[str] = "records"
 
     def __post_init__(self):
         for name in ("train", "validation", "test"):
-            check_list_of(name, getattr(self, name), Review, "Review (see split_reviews())", allow_empty=True)
+            check_list_of(name, getattr(self, name), self.ITEM, self.ITEM_HINT, allow_empty=True)
         check_positive_int("seed", self.seed, allow_zero=True)
 
     def __getitem__(self, name: str) -> list:
@@ -113,6 +117,13 @@ class SentimentSplits:
 
     def items(self):
         return [("train", self.train), ("validation", self.validation), ("test", self.test)]
+
+
+@dataclass
+class SentimentSplits(Splits):
+    """The three splits (lists of :class:`Review`) and the seed that made them."""
+    ITEM: ClassVar[type] = Review
+    ITEM_HINT: ClassVar[str] = "Review (see split_reviews())"
 
     def counts(self):
         """A table: how many sentences of each site and label are in each split."""
@@ -325,19 +336,7 @@ def review_loader(reviews, tokenizer, batch_size: int = 32, shuffle: bool = Fals
     batch to its longest sentence: chapter 9's epoch then holds 44,816 tokens for 40,753 real ones,
     against 61,696 with a multiple of 16, and the chapter runs about a fifth faster
     (``benchmarks/README.md``)."""
-    check_bool("shuffle", shuffle)
-    check_bool("by_length", by_length)
-    if shuffle and by_length:
-        raise ValueError("by_length=True orders the batches of an evaluation (shuffle=False); with "
-                         "shuffle=True the training batches are already of similar lengths")
-    check_positive_int("seed", seed, allow_zero=True)
     check_positive_int("pad_to_multiple", pad_to_multiple)
-    check_positive_int("batch_size", batch_size)
     dataset = reviews if isinstance(reviews, SentimentDataset) else SentimentDataset(reviews, tokenizer, max_len)
     collate = functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=pad_to_multiple)
-    if shuffle:
-        sampler = LengthBucketSampler(dataset.lengths, batch_size, pool_batches=20,
-                                      generator=torch.Generator().manual_seed(seed))
-        return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate)
-    order = torch.argsort(dataset.lengths, stable=True).tolist() if by_length else None
-    return DataLoader(dataset, batch_size=batch_size, sampler=order, collate_fn=collate)
+    return length_loader(dataset, collate, batch_size, shuffle=shuffle, seed=seed, by_length=by_length)

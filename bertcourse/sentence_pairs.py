@@ -18,10 +18,10 @@ from torch.utils.data import DataLoader, Dataset
 
 from ._checks import (check_bool, check_choice, check_dim, check_instance, check_int, check_list_of,
                       check_nonempty, check_positive_int, check_str_list, check_tensor)
-from .batching import LengthBucketSampler
+from .batching import length_loader
 from .bert import get_tokens_and_segments
 from .data import truncate_pair
-from .reviews import special_ids, text_key
+from .reviews import Splits, special_ids, text_key
 from .utils import stable_order_key
 from .wordpiece import hf_tokenizer
 
@@ -80,24 +80,10 @@ def read_pairs(split: str) -> list[Pair]:
 
 
 @dataclass
-class PairSplits:
+class PairSplits(Splits):
     """The three splits (lists of :class:`Pair`) and the seed that made them."""
-    train: list
-    validation: list
-    test: list
-    seed: int = 0
-
-    def __post_init__(self):
-        for name in ("train", "validation", "test"):
-            check_list_of(name, getattr(self, name), Pair, "Pair (see load_snli())", allow_empty=True)
-        check_positive_int("seed", self.seed, allow_zero=True)
-
-    def __getitem__(self, name: str) -> list:
-        check_choice("split", name, ("train", "validation", "test"))
-        return getattr(self, name)
-
-    def items(self):
-        return [("train", self.train), ("validation", self.validation), ("test", self.test)]
+    ITEM: ClassVar[type] = Pair
+    ITEM_HINT: ClassVar[str] = "Pair (see load_snli())"
 
 
 def stratified_pairs(pairs: Sequence[Pair], n: int, seed: int = 0) -> list[Pair]:
@@ -323,10 +309,6 @@ def pair_loader(pairs, tokenizer, batch_size: int = 32, shuffle: bool = False, s
     for name, flag in (("shuffle", shuffle), ("by_length", by_length), ("hypothesis_only", hypothesis_only),
                        ("swap", swap)):
         check_bool(name, flag)
-    if shuffle and by_length:
-        raise ValueError("by_length=True orders the batches of an evaluation (shuffle=False); with "
-                         "shuffle=True the training batches are already of similar lengths")
-    check_positive_int("seed", seed, allow_zero=True)
     for name, value in (("pad_to_multiple", pad_to_multiple), ("batch_size", batch_size), ("max_len", max_len)):
         check_positive_int(name, value)
     if isinstance(pairs, PairDataset) and (pairs.hypothesis_only, pairs.swap) != (hypothesis_only, swap):
@@ -335,9 +317,4 @@ def pair_loader(pairs, tokenizer, batch_size: int = 32, shuffle: bool = False, s
     dataset = pairs if isinstance(pairs, PairDataset) else \
         PairDataset(pairs, tokenizer, max_len, hypothesis_only=hypothesis_only, swap=swap)
     collate = functools.partial(collate_pairs, pad_id=dataset.pad_id, pad_to_multiple=pad_to_multiple)
-    if shuffle:
-        sampler = LengthBucketSampler(dataset.lengths, batch_size, pool_batches=20,
-                                      generator=torch.Generator().manual_seed(seed))
-        return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate)
-    order = torch.argsort(dataset.lengths, stable=True).tolist() if by_length else None
-    return DataLoader(dataset, batch_size=batch_size, sampler=order, collate_fn=collate)
+    return length_loader(dataset, collate, batch_size, shuffle=shuffle, seed=seed, by_length=by_length)
