@@ -89,3 +89,25 @@ def test_ch14_the_bucket_sampler_deals_one_processs_batches_out_like_cards():
     assert len(ranks[0]) == len(ranks[1]) == len(one) // 2
     assert ranks[0] == one[0:2 * len(ranks[0]):2] and ranks[1] == one[1:2 * len(ranks[1]):2]
     assert not set().union(*map(set, ranks[0])) & set().union(*map(set, ranks[1]))
+
+
+def test_length_loader_buckets_training_and_orders_an_evaluation_by_length():
+    from bertcourse.batching import length_loader
+
+    class Lengths(torch.utils.data.Dataset):
+        lengths = torch.tensor([5, 2, 9, 2, 7, 3])
+
+        def __len__(self):
+            return len(self.lengths)
+
+        def __getitem__(self, i):
+            return i
+
+    ds = Lengths()
+    order = [i for batch in length_loader(ds, list, 2, by_length=True) for i in batch]
+    assert order == [1, 3, 5, 0, 4, 2]                        # shortest first, ties in their order
+    assert [i for batch in length_loader(ds, list, 4) for i in batch] == list(range(6))
+    seen = sorted(i for batch in length_loader(ds, list, 2, shuffle=True, seed=3) for i in batch)
+    assert seen == list(range(6))                              # every example once an epoch
+    with pytest.raises(ValueError, match="by_length=True orders the batches of an evaluation"):
+        length_loader(ds, list, 2, shuffle=True, by_length=True)
