@@ -67,11 +67,13 @@ import dataclasses
 import ast
 import copy
 import difflib
+import io
 import pathlib
 import re
 import subprocess
 import sys
 import textwrap
+import tokenize
 
 try:
     import nbformat
@@ -131,22 +133,131 @@ def segments(source: str) -> list[tuple[str, bool]]:
     return chunks
 
 
-def needs_translation(paragraph: str) -> bool:
-    """False for a paragraph that is display math only: it is copied as it is."""
+# Words inside \text{...} of a formula that stay as they are in Chinese: abbreviations in capitals
+# (MLM, NSP, SEP), and the course's English terms (logits) and subscripts (d_ff, b_out).
+TEXT_IN_MATH = re.compile(r"\\text\{([^{}]*)\}")
+KEPT_IN_MATH = {"logits", "ff", "out", "nsp", "mlm"}
+
+
+def english_in_math(math: str) -> list[str]:
+    """The English words written in ``\\text{...}`` in `math` (abbreviations and KEPT_IN_MATH
+    aside): what a Chinese reader should read in Chinese."""
+    words = []
+    for inside in TEXT_IN_MATH.findall(math):
+        words += [w for w in re.findall(r"[A-Za-z]{2,}", inside) if not w.isupper() and w.lower() not in KEPT_IN_MATH]
+    return words
+
+
+def is_display_math(paragraph: str) -> bool:
     text = paragraph.strip()
-    return not (text.startswith("$$") and text.endswith("$$") and len(text) > 2)
+    return text.startswith("$$") and text.endswith("$$") and len(text) > 2
+
+
+def needs_translation(paragraph: str) -> bool:
+    """False for a paragraph that is display math only and has no English words in its
+    ``\\text{...}``: it is copied as it is. (Issue 44: a formula's words are translated.)"""
+    return not is_display_math(paragraph) or bool(english_in_math(paragraph))
 
 
 def paragraphs(nb) -> list[tuple[str, int, str]]:
-    """`(cell id, cell index, paragraph)` for every translatable paragraph, in order."""
+    """`(cell id, cell index, paragraph)` for every translatable paragraph, in order: the
+    markdown paragraphs, then (in a code cell) every comment block (see `comment_blocks`)."""
     found = []
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "markdown":
-            continue
-        for text, is_paragraph in segments(cell.source):
-            if is_paragraph and needs_translation(text):
-                found.append((cell.id, index, text))
+        if cell.cell_type == "markdown":
+            for text, is_paragraph in segments(cell.source):
+                if is_paragraph and needs_translation(text):
+                    found.append((cell.id, index, text))
+        elif cell.cell_type == "code":
+            found += [(cell.id, index, block.text) for block in comment_blocks(cell.source)]
     return found
+
+
+# --- code comments -------------------------------------------------------------------------
+# The Chinese edition's code cells are the English ones token for token; only their comments
+# differ, and they come from the catalog like the prose (issue 44, as d2l-zh writes them).
+
+# Comments that tools read (nbval's markers, linters' pragmas, the Colab install cell's first
+# line, which tools/run_notebooks.py writes and the book and the Colab test look for): never
+# translated.
+TOOL_COMMENT = re.compile(r"#\s*(NBVAL_|noqa|type:|pragma|fmt:|On Colab only)")
+
+
+@dataclasses.dataclass
+class CommentBlock:
+    """A run of whole-line comments on consecutive lines at one indentation, or one comment
+    after code. ``places``: ``(row, col)`` of each ``#`` (row from 1); ``text``: the comments
+    without their ``#`` and one space after it, one line each, joined by newlines."""
+    places: list
+    lines: list
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _comment_text(comment: str) -> str:
+    return comment[2:] if comment.startswith("# ") else comment[1:]
+
+
+def comment_blocks(source: str) -> list[CommentBlock]:
+    """The translatable comments of a code cell's `source`, in order (a comment without two
+    Latin letters in a row, or one that a tool reads, is not translatable)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return []                   # not Python (a cell of shell commands): nothing to translate
+    blocks: list[CommentBlock] = []
+    previous = None                 # (row, col, whole line) of the last comment
+    for tok in tokens:
+        if tok.type != tokenize.COMMENT:
+            previous = previous if tok.type == tokenize.NL else None
+            continue
+        if TOOL_COMMENT.match(tok.string):
+            previous = None
+            continue
+        row, col = tok.start
+        whole = not tok.line[:col].strip()
+        if not re.search(r"[A-Za-z]{2}", tok.string):
+            previous = None
+            continue
+        if whole and previous and previous[2] and previous[0] == row - 1 and previous[1] == col:
+            blocks[-1].places.append((row, col))
+            blocks[-1].lines.append(_comment_text(tok.string))
+        else:
+            blocks.append(CommentBlock([(row, col)], [_comment_text(tok.string)]))
+        previous = (row, col, whole)
+    return blocks
+
+
+def code_tokens(source: str) -> list[tuple[int, str]] | str:
+    """The code of `source` without its comments, token by token (what both editions share);
+    the source itself where it is not Python."""
+    try:
+        return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                if t.type != tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return source
+
+
+def translate_code(source: str, table: dict[str, str], where: str = "code cell") -> str:
+    """`source` with each translatable comment block replaced by its translation in `table`
+    (English block text -> Chinese), line for line: a translation must have as many lines as
+    the English block (ValueError otherwise, naming `where`)."""
+    lines = source.splitlines(keepends=True)
+    for block in reversed(comment_blocks(source)):
+        chinese = table.get(block.text)
+        if not chinese:
+            continue
+        chinese_lines = chinese.split("\n")
+        if len(chinese_lines) != len(block.lines):
+            raise ValueError(f"{where}: the translation of the comment {first_words(block.text)!r} has "
+                             f"{len(chinese_lines)} line(s), the English {len(block.lines)}: keep one line per line")
+        for (row, col), line in zip(reversed(block.places), reversed(chinese_lines)):
+            old = lines[row - 1]
+            end = "\n" if old.endswith("\n") else ""
+            lines[row - 1] = old[:col] + "# " + line + end
+    return "".join(lines)
 
 
 # --- catalogs ------------------------------------------------------------------------------
@@ -278,11 +389,14 @@ def build_notebook(notebook: pathlib.Path, po_path: pathlib.Path, out: pathlib.P
             continue
         if cell.cell_type != "code":
             continue
+        comments = {e.msgid: e.msgstr for e in po if is_translated(e) and e.msgctxt == cell.id}
+        cell.source = translate_code(cell.source, comments, f"{po_path.name}: msgctxt {cell.id}")
         if first_code:
             cell.source = cell.source.rstrip("\n") + "\n" + SWITCH_LINE
             first_code = False
         old = old_cells.get(cell.id)
-        if old is not None and old.cell_type == "code" and old.source == cell.source:
+        # the outputs stay when only comments changed: the code the kernel ran is the same
+        if old is not None and old.cell_type == "code" and code_tokens(old.source) == code_tokens(cell.source):
             cell.outputs, cell.execution_count = old.outputs, old.execution_count
         else:
             cell.outputs, cell.execution_count = [], None
@@ -634,6 +748,9 @@ def style_problems(root: pathlib.Path = ROOT) -> list[str]:
                 if found and not (term.allowed_where and term.allowed_where.search(entry.msgid)):
                     problems.append(f"{where}: {found.group(0)!r} for {term.english}: write {term.chinese} "
                                     f"(locale/zh/terms.tsv)")
+            if is_display_math(entry.msgid) and english_in_math(entry.msgstr):
+                problems.append(f"{where}: English in the formula's \\text{{}}: "
+                                f"{', '.join(english_in_math(entry.msgstr))} (translate the words)")
             for found in ENGLISH_COUNT.finditer(prose):
                 problems.append(f"{where}: {found.group(0)!r}: write counts with 万 or 亿 "
                                 f"(e.g. 1.1亿, 2,270万)")
