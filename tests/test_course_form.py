@@ -87,3 +87,24 @@ def test_the_counts_see_what_they_count(tmp_path):
     assert got == {"cell words": 20, "headings": 1, "chapter words": 16, "asserts": 2, "first cell lines": 4,
                    "test mentions": 3}
     assert words("self-attention in d2l-zh, p = 0.5") == 8 and words("a — b") == 3
+
+
+def section_three(cells_: list[dict]) -> int:
+    """The index of the cell holding the heading of section 3 (``## 3. ...``)."""
+    return next(i for i, c in enumerate(cells_) if c["cell_type"] == "markdown"
+                and any(line.startswith("## 3.") for line in "".join(c["source"]).splitlines()))
+
+
+def shows_a_picture(cell: dict) -> bool:
+    """The chapter's widget, or a figure drawn by its widget module, in a code cell's outputs; or
+    a picture of it attached to a markdown cell (a static picture from the notebook's own run)."""
+    drawn = any("image/png" in o.get("data", {}) or "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                for o in cell.get("outputs", []))
+    return bool(cell.get("attachments")) or (drawn and "bertcourse.widgets" in "".join(cell["source"]))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_chapter_shows_its_widget_or_a_picture_of_it_in_its_first_two_sections(path):
+    # issue 43, "play early": the picture a chapter's widget draws comes before its third section
+    cells_ = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    assert any(shows_a_picture(c) for c in cells_[:section_three(cells_)]), path.name

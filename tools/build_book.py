@@ -15,6 +15,7 @@ sources in a temporary folder and runs Sphinx on them, one process per edition:
   notebooks show the same plot as a static figure next to it), and the notebook's saved
   widget state is dropped, so no page needs the ipywidgets embed manager from a CDN;
 * the ``# NBVAL_IGNORE_OUTPUT`` marker line (a note for the tests) is left out of the code shown;
+* a picture attached to a markdown cell becomes a file beside the page;
 * the front page gets the chapter table (titles from the notebooks, "you build" from the
   README's table, a picture per chapter: the README's widget screenshot or the chapter's
   first figure).
@@ -159,10 +160,27 @@ def chapter_table(notebooks: list[pathlib.Path], src: pathlib.Path, lang: str) -
 
 # --------------------------------------------------------------------------- editions
 
+def stage_attachments(nb, stem: str, src: pathlib.Path) -> None:
+    """Pictures attached to markdown cells (``![…](attachment:NAME)``, the chapters' static
+    pictures of their widgets) become files beside the pages: Sphinx reads files, not
+    attachments. ``nb`` is changed in place."""
+    for cell in nb.cells:
+        attachments = cell.pop("attachments", None) if cell.cell_type == "markdown" else None
+        for name, data in (attachments or {}).items():
+            png = data.get("image/png")
+            if png is None:
+                raise ValueError(f"{stem}: cell {cell.id} attaches {name!r} without a PNG")
+            target = src / "_attachments" / f"{stem}-{cell.id}-{name}"
+            target.parent.mkdir(exist_ok=True)
+            target.write_bytes(base64.b64decode(png if isinstance(png, str) else "".join(png)))
+            cell.source = cell.source.replace(f"(attachment:{name})", f"(_attachments/{target.name})")
+
+
 def stage(lang: str, notebooks: list[pathlib.Path], src: pathlib.Path) -> None:
     src.mkdir(parents=True)
     for path in notebooks:
         nb = stage_notebook(nbformat.read(path, as_version=4), lang)
+        stage_attachments(nb, path.stem, src)
         nbformat.write(nb, src / path.name)
     front = (CONF_DIR / f"front.{lang}.md").read_text(encoding="utf-8")
     front = front.replace("@@CHAPTERS@@", chapter_table(notebooks, src, lang))
