@@ -41,7 +41,7 @@ SHARED = {  # the test files with one expensive session fixture each
 SLOW_FILES = {"test_browser.py", "test_book.py", "test_colab.py", "test_portability.py", "test_distributed.py",
               "test_finetune.py", "test_training.py", "test_checkpoints.py", "test_cli.py", "test_pretrained_bert.py",
               "test_finetuning_baselines.py", "test_public_inputs.py", "test_measured_bounds.py", "test_seq2seq.py",
-              "test_ddp_example.py"}
+              "test_ddp_example.py", "test_task_heads.py"}
 
 
 def pytest_configure(config):

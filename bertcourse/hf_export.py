@@ -15,6 +15,9 @@ it offline, and :func:`~bertcourse.pretrained_bert.load_pretrained` reads it bac
   classifier with ``pooling="cls"`` maps onto that class: Hugging Face classifies the pooler's
   output (the ``[CLS]`` state through dense + tanh), dropout, then one linear layer; a
   mean-pooling head has no place in it.
+* :func:`save_hf_token_classifier` and :func:`save_hf_question_answering` write the heads of
+  :mod:`bertcourse.task_heads` as ``BertForTokenClassification`` and
+  ``BertForQuestionAnswering`` (both without a pooler, as Hugging Face builds them).
 
 Chapter 13 saves a fine-tuned classifier's encoder with :func:`save_hf_checkpoint` and maps the
 course's training settings to the names of ``transformers.TrainingArguments``
@@ -35,10 +38,12 @@ from ._checks import check_instance, check_int, check_path, check_str_list, chec
 from .bert import BERTConfig, BERTEncoder, BERTModel, Pooler
 from .checkpoints import write_files, write_json
 from .finetune import BERTClassifier
+from .task_heads import SpanPredictor, TokenTagger
 from .pretrained_bert import ACTIVATION_NAMES, CONFIG_FIELDS, NAME_MAP, course_name
 from .wordpiece import hf_tokenizer
 
-__all__ = ["HF_ACTIVATION", "hf_name", "config_to_hf", "save_hf_checkpoint", "save_hf_classifier"]
+__all__ = ["HF_ACTIVATION", "hf_name", "config_to_hf", "save_hf_checkpoint", "save_hf_classifier",
+           "save_hf_token_classifier", "save_hf_question_answering"]
 
 # The course's activation -> config.json's hidden_act: ACTIVATION_NAMES read backwards. The tanh
 # GELU has two Hugging Face names; "gelu_pytorch_tanh" is torch's gelu(approximate="tanh"), the very
@@ -90,7 +95,10 @@ def _parts(model) -> tuple[BERTEncoder, Pooler | None]:
         return model, None
     if isinstance(model, (BERTModel, BERTClassifier)):
         return model.encoder, model.pooler
-    raise TypeError(f"model must be a BERTEncoder, BERTModel or BERTClassifier, got {type(model).__name__}")
+    if isinstance(model, (TokenTagger, SpanPredictor)):
+        return model.encoder, None
+    raise TypeError(f"model must be a BERTEncoder, BERTModel, BERTClassifier, TokenTagger or SpanPredictor, "
+                    f"got {type(model).__name__}")
 
 
 def _tensors(encoder: BERTEncoder, pooler: Pooler | None, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -155,8 +163,9 @@ def _write(folder: str, tensors: dict, config: dict, tokenizer, max_len: int) ->
 def save_hf_checkpoint(model: nn.Module, tokenizer, folder) -> str:
     """Save the course's BERT encoder in ``transformers``' ``BertModel`` format. Returns ``folder``.
 
-    ``model``: a :class:`~bertcourse.bert.BERTEncoder`, a :class:`~bertcourse.bert.BERTModel`
-    or a :class:`~bertcourse.finetune.BERTClassifier`; its encoder is written, with its pooler
+    ``model``: a :class:`~bertcourse.bert.BERTEncoder`, a :class:`~bertcourse.bert.BERTModel`,
+    a :class:`~bertcourse.finetune.BERTClassifier` or a head of :mod:`bertcourse.task_heads`;
+    its encoder is written, with its pooler
     when it has one (a ``BERTModel``'s, or a classifier's with ``pooling="cls"``). Task heads
     (MLM, NSP, a classifier's ``head``) are not: ``BertModel`` has none (for a ``"cls"``
     classifier, :func:`save_hf_classifier` writes the head too). ``tokenizer``: the model's
@@ -192,18 +201,60 @@ def save_hf_classifier(model: BERTClassifier, tokenizer, folder, labels=None) ->
         raise ValueError(f"model must have pooling='cls' to become a BertForSequenceClassification, which "
                          f"classifies the [CLS] pooler output; got pooling={model.config.pooling!r}: save the "
                          f"encoder with save_hf_checkpoint and keep the mean pooling and the head yourself")
-    n = model.config.num_classes
-    labels = [f"LABEL_{i}" for i in range(n)] if labels is None else labels
-    check_str_list("labels", labels, what="class names")
-    if len(labels) != n:
-        raise ValueError(f"labels must name the {n} classes of the model, got {len(labels)} names")
+    labels = _class_names(labels, model.config.num_classes)
     check_tokenizer_fits(tokenizer, model)
     config = config_to_hf(model.config.bert, pad_token_id=_pad_id(tokenizer))
     config.update(architectures=["BertForSequenceClassification"], classifier_dropout=model.config.dropout,
                   id2label={str(i): name for i, name in enumerate(labels)},
                   label2id={name: i for i, name in enumerate(labels)},
                   problem_type="single_label_classification")
-    tensors = _tensors(model.encoder, model.pooler, prefix="bert.")
-    tensors.update({"classifier." + name: p.detach().to("cpu", torch.float32).contiguous()
-                    for name, p in model.head.named_parameters()})
+    tensors = _tensors(model.encoder, model.pooler, prefix="bert.") | _head_tensors(model.head, "classifier")
     return _write(folder, tensors, config, tokenizer, model.config.bert.max_len)
+
+
+def _head_tensors(head: nn.Linear, name: str) -> dict[str, torch.Tensor]:
+    return {f"{name}.{n}": p.detach().to("cpu", torch.float32).contiguous() for n, p in head.named_parameters()}
+
+
+def _class_names(labels, n: int) -> list[str]:
+    labels = [f"LABEL_{i}" for i in range(n)] if labels is None else labels
+    check_str_list("labels", labels, what="class names")
+    if len(labels) != n:
+        raise ValueError(f"labels must name the {n} classes of the model, got {len(labels)} names")
+    return list(labels)
+
+
+def save_hf_token_classifier(model: TokenTagger, tokenizer, folder, labels=None) -> str:
+    """Save a :class:`~bertcourse.task_heads.TokenTagger` as a ``transformers``
+    ``BertForTokenClassification`` (``AutoModelForTokenClassification.from_pretrained(folder)``
+    gives the same logits at every position). Returns ``folder``.
+
+    The two compute the same function: the encoder's final hidden states, dropout, one linear
+    layer (``head`` -> ``classifier``); neither has a pooler. ``labels``: optional tag names
+    (``config.json``'s ``id2label``), one per tag, e.g. :data:`~bertcourse.token_tags.TAGS`."""
+    folder = _check_folder(folder)
+    check_instance("model", model, TokenTagger)
+    labels = _class_names(labels, model.num_tags)
+    check_tokenizer_fits(tokenizer, model.encoder)
+    config = config_to_hf(model.config, pad_token_id=_pad_id(tokenizer))
+    config.update(architectures=["BertForTokenClassification"], classifier_dropout=model.dropout.p,
+                  id2label={str(i): name for i, name in enumerate(labels)},
+                  label2id={name: i for i, name in enumerate(labels)})
+    tensors = _tensors(model.encoder, None, prefix="bert.") | _head_tensors(model.head, "classifier")
+    return _write(folder, tensors, config, tokenizer, model.config.max_len)
+
+
+def save_hf_question_answering(model: SpanPredictor, tokenizer, folder) -> str:
+    """Save a :class:`~bertcourse.task_heads.SpanPredictor` as a ``transformers``
+    ``BertForQuestionAnswering`` (``AutoModelForQuestionAnswering.from_pretrained(folder)`` gives
+    the same start and end logits). Returns ``folder``.
+
+    The two compute the same function: the encoder's final hidden states and one linear layer to
+    two numbers per position (``head`` -> ``qa_outputs``; column 0 the start, 1 the end)."""
+    folder = _check_folder(folder)
+    check_instance("model", model, SpanPredictor)
+    check_tokenizer_fits(tokenizer, model.encoder)
+    config = config_to_hf(model.config, pad_token_id=_pad_id(tokenizer))
+    config.update(architectures=["BertForQuestionAnswering"])
+    tensors = _tensors(model.encoder, None, prefix="bert.") | _head_tensors(model.head, "qa_outputs")
+    return _write(folder, tensors, config, tokenizer, model.config.max_len)

@@ -4,6 +4,7 @@ per pitfall of the chapter. (The data: tests/test_reviews.py; the baselines: tes
 from __future__ import annotations
 
 import dataclasses
+import math
 import subprocess
 import sys
 
@@ -609,3 +610,21 @@ def test_cli_freeze_word_embeddings_leaves_the_table_alone(tmp_path, capsys, mon
     assert not torch.equal(trained["all"].token_embedding.weight, table)
     for encoder in trained.values():           # the blocks trained in both runs
         assert not torch.equal(encoder.blks[0].ffn.dense1.weight, initial.encoder.blks[0].ffn.dense1.weight)
+
+
+def test_a_pair_batch_brings_its_segment_ids_to_the_step_and_the_evaluation(tiny_tokenizer):
+    # chapter 10's sentence pairs: classification_step and evaluate_classifier read "segments"
+    from bertcourse.sentence_pairs import Pair, pair_loader
+    clf = tiny_classifier(tiny_tokenizer, dropout=0.0)          # 2 classes: the pairs' labels are 0 and 1
+    pairs = [Pair("the food was good", "the food was bad", 1), Pair("great phone", "a phone", 0)] * 4
+    (batch,) = list(pair_loader(pairs, tiny_tokenizer, batch_size=8))
+    assert int(batch["segments"].sum()) > 0
+    clf.eval()
+    with torch.no_grad():
+        with_segments = clf(batch["tokens"], segments=batch["segments"], valid_lens=batch["mask"])
+        without = clf(batch["tokens"], valid_lens=batch["mask"])
+        step = classification_step(clf, batch)
+    assert not torch.allclose(with_segments, without)                  # the segment ids matter
+    expected = torch.nn.functional.cross_entropy(with_segments, batch["labels"])
+    assert torch.allclose(step["loss"], expected)
+    assert math.isclose(evaluate_classifier(clf, [batch])["loss"], float(expected), rel_tol=1e-5)

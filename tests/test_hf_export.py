@@ -22,14 +22,17 @@ import transformers   # the oracle: a test dependency (pyproject [test], require
 from safetensors.torch import load_file
 from tokenizers import Tokenizer
 from tokenizers.models import WordPiece
-from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer, TrainingArguments
+from transformers import (AutoModel, AutoModelForQuestionAnswering, AutoModelForSequenceClassification,
+                          AutoModelForTokenClassification, AutoTokenizer, TrainingArguments)
 
 from bertcourse.bert import BERTConfig, BERTModel
 from bertcourse.data import train_wordpiece
 import bertcourse.finetune as finetune_module
 from bertcourse import training
 from bertcourse.finetune import RECIPE, BERTClassifier, ClassifierConfig, finetune
-from bertcourse.hf_export import HF_ACTIVATION, config_to_hf, hf_name, save_hf_checkpoint, save_hf_classifier
+from bertcourse.hf_export import (HF_ACTIVATION, config_to_hf, hf_name, save_hf_checkpoint, save_hf_classifier,
+                                  save_hf_question_answering, save_hf_token_classifier)
+from bertcourse.task_heads import SpanPredictor, TokenTagger
 from bertcourse.bert import mean_pool
 from bertcourse.pretrained_bert import NAME_MAP, config_from_hf, course_name, load_pretrained
 from bertcourse.training import TrainConfig
@@ -201,6 +204,37 @@ def test_cls_classifier_is_a_bert_for_sequence_classification(tok, tmp_path):
         save_hf_classifier(clf, tok, tmp_path / "x", labels=["only one"])
 
 
+def test_tagger_is_a_bert_for_token_classification(tok, tmp_path):
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
+    tagger = perturbed(TokenTagger(small_config(tok), num_tags=7, dropout=0.2))
+    save_hf_token_classifier(tagger, tok, tmp_path, labels=tags)
+    hf = AutoModelForTokenClassification.from_pretrained(tmp_path).eval()
+    assert type(hf).__name__ == "BertForTokenClassification" and hf.bert.pooler is None
+    assert hf.config.id2label == dict(enumerate(tags)) and hf.config.classifier_dropout == 0.2
+    ids, segments, mask = batch(tok)
+    with torch.no_grad():
+        hf_logits = hf(input_ids=ids, token_type_ids=segments, attention_mask=mask.long()).logits
+        mine = tagger(ids, segments=segments, valid_lens=mask)
+    assert hf_logits.shape == mine.shape == (*ids.shape, 7)
+    assert max_diff(hf_logits[mask], mine[mask]) <= TOL          # every real position (padding is not read)
+    with pytest.raises(ValueError, match="labels must name the 7 classes"):
+        save_hf_token_classifier(tagger, tok, tmp_path / "x", labels=tags[:3])
+
+
+def test_span_predictor_is_a_bert_for_question_answering(tok, tmp_path):
+    model = perturbed(SpanPredictor(small_config(tok)))
+    save_hf_question_answering(model, tok, tmp_path)
+    hf = AutoModelForQuestionAnswering.from_pretrained(tmp_path).eval()
+    assert type(hf).__name__ == "BertForQuestionAnswering" and hf.bert.pooler is None
+    ids, segments, mask = batch(tok)
+    with torch.no_grad():
+        out = hf(input_ids=ids, token_type_ids=segments, attention_mask=mask.long())
+        start, end = model(ids, segments=segments, valid_lens=mask)
+    assert max_diff(out.start_logits[mask], start[mask]) <= TOL and max_diff(out.end_logits[mask], end[mask]) <= TOL
+    with pytest.raises(TypeError, match="model must be a SpanPredictor"):
+        save_hf_question_answering(TokenTagger(small_config(tok), 3), tok, tmp_path / "y")
+
+
 def test_round_trip_through_load_pretrained_is_exact(tok, tmp_path):
     model = perturbed(BERTModel(small_config(tok, activation="gelu_tanh"), with_heads=False))
     save_hf_checkpoint(model, tok, tmp_path)
@@ -245,7 +279,7 @@ def test_wrong_inputs_are_named(tok, tmp_path):
     file.write_text("x")
     with pytest.raises(ValueError, match="folder .* is a file"):
         save_hf_checkpoint(model, tok, file)
-    with pytest.raises(TypeError, match="model must be a BERTEncoder, BERTModel or BERTClassifier"):
+    with pytest.raises(TypeError, match="model must be a BERTEncoder, BERTModel, BERTClassifier, TokenTagger or SpanPredictor"):
         save_hf_checkpoint(torch.nn.Linear(2, 2), tok, tmp_path / "x")
     with pytest.raises(TypeError, match="tokenizer must be"):
         save_hf_checkpoint(model, "bert-base-uncased", tmp_path / "x")

@@ -155,6 +155,11 @@ class PublicEnv(Env):
         return torch.utils.data.DataLoader(ds, batch_size=4)
 
     @functools.cached_property
+    def reviews_dataset(self):
+        from bertcourse.reviews import SentimentDataset
+        return SentimentDataset(self.reviews, self.tok, max_len=24)
+
+    @functools.cached_property
     def batch(self):
         return next(iter(self.loader))
 
@@ -449,6 +454,12 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "hf_export.config_to_hf": Fuzz(),
     "hf_export.save_hf_checkpoint": Fuzz(given={"model": lambda e: e.bert_tok, "folder": lambda e: e.tmp / "hf"}),
     "hf_export.save_hf_classifier": Fuzz(given={"model": lambda e: e.clf_cls, "folder": lambda e: e.tmp / "hf"}),
+    "hf_export.save_hf_token_classifier": Fuzz(given={
+        "model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"]).TokenTagger(e.cfg_tok, 3),
+        "folder": lambda e: e.tmp / "hf"}),
+    "hf_export.save_hf_question_answering": Fuzz(given={
+        "model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"]).SpanPredictor(e.cfg_tok),
+        "folder": lambda e: e.tmp / "hf"}),
     "memory.saved_for_backward": OBJECTS,
     "memory.activation_formula": OBJECTS,
     "memory.activation_bytes": Fuzz(given={"formula": lambda e: FORMULA}),
@@ -523,7 +534,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "batching.trim_batch": OBJECTS,
     "batching.shard_batches": Fuzz(given={"batches": lambda e: [[0], [1]]}),
     "batching.LengthBucketSampler": Fuzz(given={"lengths": lambda e: [3, 4, 5, 6]}),
-    "batching.length_loader": OBJECTS,
+    "batching.length_loader": Fuzz(given={"dataset": lambda e: e.reviews_dataset, "collate": lambda e: list}),
     "batching.bucketed_loader": Fuzz(given={"dataset": lambda e: e.loader.dataset}),
     "fast_paths.add_dropout": Fuzz(given={"X": lambda e: torch.zeros(2, 3), "Y": lambda e: torch.zeros(2, 3),
                                        "p": lambda e: 0.1, "training": lambda e: True}),
@@ -612,6 +623,21 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "answer_spans.split_sentences": Fuzz(given={"context": lambda e: "Ann sat. Bob ran."}),
     "answer_spans.sentence_overlap_baseline": Fuzz(given={"question": lambda e: "Who sat?",
                                                           "context": lambda e: "Ann sat. Bob ran."}),
+    # task_heads
+    "task_heads.TokenTagger": Fuzz(given={"config": lambda e: e.cfg, "num_tags": lambda e: 3}),
+    "task_heads.SpanPredictor": Fuzz(given={"config": lambda e: e.cfg}),
+    "task_heads.build_tagger": Fuzz(given={"source": lambda e: "scratch"}),
+    "task_heads.build_span_predictor": Fuzz(given={"source": lambda e: "scratch"}),
+    "task_heads.tagging_loss": Fuzz(given={"logits": lambda e: torch.randn(1, 4, 3),
+                                           "labels": lambda e: torch.tensor([[-100, 1, 2, -100]])}),
+    "task_heads.span_loss": Fuzz(given={"start_logits": lambda e: torch.randn(2, 5), "end_logits": lambda e: torch.randn(2, 5),
+                                        "starts": lambda e: torch.tensor([0, 1]), "ends": lambda e: torch.tensor([0, 3])}),
+    "task_heads.tagging_step": OBJECTS,
+    "task_heads.span_step": OBJECTS,
+    "task_heads.evaluate_tagger": Fuzz(given={"model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"])
+                                              .TokenTagger(e.cfg, 3), "loader": lambda e: []}),
+    "task_heads.evaluate_spans": Fuzz(given={"model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"])
+                                             .SpanPredictor(e.cfg), "loader": lambda e: []}),
     "utils.stable_order_key": Fuzz(),
     "utils.set_seed": Fuzz(),
     "utils.set_threads": Fuzz(),

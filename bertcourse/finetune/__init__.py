@@ -307,10 +307,11 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor, reduction: s
 
 def classification_step(model: BERTClassifier, batch: dict) -> dict:
     """Forward and loss of one batch, for :class:`~bertcourse.training.Trainer`:
-    ``{"loss": mean cross-entropy (0-d tensor), "acc": batch accuracy}``. Counts the step in
-    ``model.trained_steps`` when gradients are on."""
+    ``{"loss": mean cross-entropy (0-d tensor), "acc": batch accuracy}``. A batch of sentence
+    pairs (:func:`~bertcourse.sentence_pairs.collate_pairs`) brings its ``"segments"``. Counts
+    the step in ``model.trained_steps`` when gradients are on."""
     _check_batch(batch)
-    logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
+    logits = model(batch["tokens"], segments=batch.get("segments"), valid_lens=batch["mask"]).float()
     check_labels("batch['labels']", batch["labels"], logits.shape[-1], n=logits.shape[0])
     loss = classification_loss(logits, batch["labels"])
     if torch.is_grad_enabled() and model.training:
@@ -331,7 +332,7 @@ def evaluate_classifier(model: nn.Module, loader: Iterable, amp: bool | None = N
     correct, total, loss_sum = 0, 0, 0.0
     try:
         for batch in evaluation_batches(model, map(_checked, loader), amp=amp):
-            logits = model(batch["tokens"], valid_lens=batch["mask"]).float()
+            logits = model(batch["tokens"], segments=batch.get("segments"), valid_lens=batch["mask"]).float()
             check_labels("batch['labels']", batch["labels"], logits.shape[-1], n=logits.shape[0])
             loss_sum += float(classification_loss(logits, batch["labels"], reduction="sum"))
             correct += int(accuracy(logits, batch["labels"], reduction="sum"))
