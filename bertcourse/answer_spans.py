@@ -15,7 +15,8 @@ licences and an ``ATTRIBUTION.md``) and are read with ``importlib.resources``.
 * :func:`make_windows` cuts ``[CLS] question [SEP] context part [SEP]`` windows over a long
   paragraph (:class:`Window`: ids, segments, and each piece's character offsets into the
   context); :func:`answer_positions` labels an answer with its (start, end) pieces in a window,
-  ``(0, 0)`` (``[CLS]``) where it is not wholly inside.
+  ``(0, 0)`` (``[CLS]``) where it is not wholly inside; :class:`WindowDataset`,
+  :func:`collate_windows` and :func:`window_loader` make the batches a span head trains on.
 * Decoding: :func:`best_span` (the best valid span of one window), :func:`span_text` (its
   characters), :func:`best_answer` (the best over all windows of a question: a :class:`Prediction`).
 * A baseline without learning: :func:`sentence_overlap_baseline` answers with the sentence
@@ -24,6 +25,7 @@ licences and an ``ATTRIBUTION.md``) and are read with ``importlib.resources``.
 from __future__ import annotations
 
 import collections
+import functools
 import importlib.resources
 import json
 import re
@@ -32,14 +34,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch.utils.data import DataLoader, Dataset
 
 from ._checks import (check_choice, check_dim, check_finite_number, check_instance, check_int, check_int_list,
                       check_length, check_list_of, check_positive_int, check_str_list, check_tensor, check_text)
+from .batching import length_loader
 from .reviews import special_ids
 from .wordpiece import hf_tokenizer
 
 __all__ = ["DATASETS", "Question", "read_questions", "normalize_answer", "exact_match", "f1", "squad_scores",
-           "bootstrap_se", "Window", "make_windows", "answer_positions", "best_span", "span_text", "Prediction",
+           "bootstrap_se", "Window", "make_windows", "answer_positions", "WindowDataset", "collate_windows",
+           "window_loader", "best_span", "span_text", "Prediction",
            "best_answer", "STOP_WORDS", "split_sentences", "sentence_overlap_baseline"]
 
 # ----------------------------------------------------------------------------------------
@@ -375,6 +380,59 @@ def answer_positions(window: Window, answer_text: str, answer_start: int) -> tup
         raise ValueError(f"answer_text {answer_text!r} at answer_start={answer_start} covers no word piece of "
                          f"the context (only characters the tokenizer drops)")
     return first[0], last[-1]
+
+
+class WindowDataset(Dataset):
+    """Every window of every question (:func:`make_windows`), labelled for training with its
+    first reference answer (:func:`answer_positions`; ``(0, 0)`` where the window does not hold
+    it wholly): ``dataset[i] = (ids, segments, start, end)`` (1-D long tensors and two ints).
+    ``questions``, ``windows``, ``question_of`` (the index in ``questions`` of each window's
+    question), ``lengths`` and ``pad_id`` are attributes."""
+
+    def __init__(self, questions: list, tokenizer, max_len: int = 192, stride: int = 64):
+        check_list_of("questions", questions, Question, "Question (see read_questions())")
+        self.questions, self.windows, self.question_of, self.targets = list(questions), [], [], []
+        for q_index, q in enumerate(self.questions):
+            text, char_start = q.answers[0]
+            for w in make_windows(tokenizer, q.question, q.context, max_len, stride):
+                self.windows.append(w)
+                self.question_of.append(q_index)
+                self.targets.append(answer_positions(w, text, char_start))
+        self.lengths = torch.tensor([len(w) for w in self.windows])
+        self.pad_id = special_ids(tokenizer)["[PAD]"]
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def __getitem__(self, i: int):
+        w = self.windows[i]
+        return torch.tensor(w.ids), torch.tensor(w.segments), *self.targets[i]
+
+
+def collate_windows(examples, pad_id: int = 0) -> dict:
+    """Pad a list of ``(ids, segments, start, end)`` to the longest: ``{"tokens", "segments" (0 on
+    padding), "mask" (True on real pieces): (batch, seq); "starts", "ends": (batch,) long}``."""
+    check_positive_int("pad_id", pad_id, allow_zero=True)
+    check_list_of("examples", examples, (tuple, list), "(ids, segments, start, end) (see WindowDataset)")
+    n = max(len(ids) for ids, *_ in examples)
+    tokens = torch.full((len(examples), n), pad_id, dtype=torch.long)
+    segments = torch.zeros(len(examples), n, dtype=torch.long)
+    mask = torch.zeros(len(examples), n, dtype=torch.bool)
+    for r, (ids, segs, *_) in enumerate(examples):
+        tokens[r, :len(ids)], segments[r, :len(ids)], mask[r, :len(ids)] = ids, segs, True
+    return {"tokens": tokens, "segments": segments, "mask": mask,
+            "starts": torch.tensor([e[2] for e in examples]), "ends": torch.tensor([e[3] for e in examples])}
+
+
+def window_loader(questions, tokenizer, batch_size: int = 32, shuffle: bool = False, seed: int = 0,
+                  max_len: int = 192, stride: int = 64, by_length: bool = False) -> DataLoader:
+    """Padded batches (:func:`collate_windows`) of the windows of ``questions`` (or of a
+    :class:`WindowDataset`), as the other fine-tuning chapters make them
+    (:func:`~bertcourse.batching.length_loader`)."""
+    dataset = questions if isinstance(questions, WindowDataset) else \
+        WindowDataset(questions, tokenizer, max_len, stride)
+    collate = functools.partial(collate_windows, pad_id=dataset.pad_id)
+    return length_loader(dataset, collate, batch_size, shuffle=shuffle, seed=seed, by_length=by_length)
 
 
 # ----------------------------------------------------------------------------------------

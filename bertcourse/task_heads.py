@@ -15,7 +15,9 @@ with or without segment ids. The other two read every position's final hidden st
 Each head is one small class, trained by the one :class:`~bertcourse.training.Trainer` through
 a step function (:func:`tagging_step`, :func:`span_step`) and evaluated by the one evaluation
 loop (:func:`~bertcourse.training.evaluation_batches`): :func:`evaluate_tagger`,
-:func:`evaluate_spans`. :func:`build_tagger` and :func:`build_span_predictor` put them on the
+:func:`evaluate_spans`; :func:`predict_tags` and :func:`predict_answers` give what the scores
+of :mod:`bertcourse.token_tags` and :mod:`bertcourse.answer_spans` read: a tag per word, an
+answer text per question. :func:`build_tagger` and :func:`build_span_predictor` put them on the
 pretrained all-MiniLM-L6-v2 of chapter 8 (or on random weights of the same shape).
 :mod:`bertcourse.hf_export` writes them as ``BertForTokenClassification`` and
 ``BertForQuestionAnswering``.
@@ -35,10 +37,13 @@ from .bert import BERTConfig, BERTEncoder
 from .memory import release_memory
 from .pretrain import init_bert_weights
 from .pretrained_bert import Pretrained, load_pretrained
+from .answer_spans import WindowDataset, best_answer, collate_windows
+from .token_tags import TaggedDataset, collate_tagged, word_tags
 from .training import evaluation_batches
 
 __all__ = ["IGNORE_INDEX", "TokenTagger", "SpanPredictor", "build_tagger", "build_span_predictor",
-           "tagging_loss", "span_loss", "tagging_step", "span_step", "evaluate_tagger", "evaluate_spans"]
+           "tagging_loss", "span_loss", "tagging_step", "span_step", "evaluate_tagger", "evaluate_spans",
+           "predict_tags", "predict_answers"]
 
 IGNORE_INDEX = -100
 """The label of a position that takes no part in the loss (``cross_entropy``'s default
@@ -292,3 +297,56 @@ def evaluate_spans(model: nn.Module, loader: Iterable, amp: bool | None = None) 
     if total == 0:
         raise ValueError("loader gave no windows")
     return {"loss": loss_sum / total, "start_acc": starts_right / total, "end_acc": ends_right / total, "n": total}
+
+
+def _in_order(dataset, collate, batch_size: int):
+    """The dataset's examples in their order, in padded batches."""
+    return torch.utils.data.DataLoader(dataset, batch_size=batch_size, collate_fn=collate)
+
+
+def predict_tags(model: TokenTagger, dataset: TaggedDataset, batch_size: int = 64) -> list[list[str]]:
+    """A tag per word of every sentence of ``dataset``, in its order: the tag predicted at the
+    word's first piece (:func:`~bertcourse.token_tags.word_tags`; a word cut off by ``max_len``
+    gets ``"O"``). In eval mode, without gradients."""
+    check_instance("model", model, TokenTagger, "see build_tagger()")
+    check_instance("dataset", dataset, TaggedDataset, "see bertcourse.token_tags.TaggedDataset")
+    check_positive_int("batch_size", batch_size)
+    tags, row = [], 0
+    loader = _in_order(dataset, lambda b: collate_tagged(b, pad_id=dataset.pad_id), batch_size)
+    for batch in evaluation_batches(model, loader):
+        best = model(batch["tokens"], valid_lens=batch["mask"]).argmax(-1).cpu()
+        for r in range(len(best)):
+            n = int(batch["mask"][r].sum())
+            sentence = dataset.sentences[row]
+            tags.append(word_tags(dataset.word_ids[row], best[r, :n], len(sentence.words)))
+            row += 1
+    return tags
+
+
+def predict_answers(model: SpanPredictor, dataset: WindowDataset, batch_size: int = 64,
+                    max_answer_len: int = 30) -> dict[str, str]:
+    """The answer text of every question of ``dataset``: question id -> text, the best valid span
+    over all its windows (:func:`~bertcourse.answer_spans.best_answer`). In eval mode, without
+    gradients. Score it with :func:`~bertcourse.answer_spans.squad_scores`."""
+    check_instance("model", model, SpanPredictor, "see build_span_predictor()")
+    check_instance("dataset", dataset, WindowDataset, "see bertcourse.answer_spans.WindowDataset")
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("max_answer_len", max_answer_len)
+    starts, ends = [], []
+    loader = _in_order(dataset, lambda b: collate_windows(b, pad_id=dataset.pad_id), batch_size)
+    for batch in evaluation_batches(model, loader):
+        start, end = model(batch["tokens"], segments=batch["segments"], valid_lens=batch["mask"])
+        for r in range(len(start)):
+            n = int(batch["mask"][r].sum())
+            starts.append(start[r, :n].float().cpu())
+            ends.append(end[r, :n].float().cpu())
+    by_question: dict[int, list[int]] = {}
+    for i, q in enumerate(dataset.question_of):
+        by_question.setdefault(q, []).append(i)
+    answers = {}
+    for q, rows in by_question.items():
+        question = dataset.questions[q]
+        best = best_answer([dataset.windows[i] for i in rows], [starts[i] for i in rows], [ends[i] for i in rows],
+                           question.context, max_answer_len=max_answer_len)
+        answers[question.id] = best.text
+    return answers

@@ -11,27 +11,33 @@ an ``ATTRIBUTION.md``) and read with ``importlib.resources``.
 * :func:`align_labels` gives the words' labels to WordPiece pieces (the first piece of a word
   carries its label); :func:`encode_tagged` encodes a batch with a ``tokenizers.Tokenizer``
   and :func:`word_tags` turns the pieces' predictions back into one tag per word.
+* :class:`TaggedDataset`, :func:`collate_tagged` and :func:`tagged_loader` make the padded,
+  length-bucketed batches a tagger trains on.
 * :func:`bio_entities` reads the entities out of a tag sequence; :func:`entity_scores` (entity
   precision, recall and F1) and :func:`token_accuracy` score predictions; :func:`all_o_tagger`
   and :func:`most_frequent_tag` are the baselines a model must beat.
 """
 from __future__ import annotations
 
+import functools
 import importlib.resources
 from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
 import torch
+from torch.utils.data import DataLoader, Dataset
 
 from ._checks import (check_bool, check_choice, check_finite_number, check_instance, check_int, check_int_list,
                       check_list_of, check_positive_int, check_str_list, check_texts)
+from .batching import length_loader
 from .reviews import special_ids
 from .utils import stable_order_key
 from .wordpiece import hf_tokenizer
 
 __all__ = ["ENTITY_TYPES", "TAGS", "FILES", "MAX_LEN", "TaggedSentence", "read_named_entities", "split_by_document",
-           "tag_ids", "align_labels", "encode_tagged", "word_tags", "bio_entities", "entity_scores",
+           "tag_ids", "align_labels", "encode_tagged", "word_tags", "TaggedDataset", "collate_tagged",
+           "tagged_loader", "bio_entities", "entity_scores",
            "token_accuracy", "all_o_tagger", "most_frequent_tag"]
 
 # ----------------------------------------------------------------------------------------
@@ -273,6 +279,62 @@ def word_tags(word_ids, piece_tags, num_words: int) -> list[str]:
         if w is not None and tags[w] is None:
             tags[w] = TAGS[t]
     return [t or "O" for t in tags]
+
+
+class TaggedDataset(Dataset):
+    """Sentences as word pieces, for training and evaluation: ``dataset[i] = (ids, labels)``
+    (1-D long tensors, ``[CLS]`` and ``[SEP]`` included, no padding; labels as
+    :func:`encode_tagged` gives them). ``sentences``, ``word_ids`` (per sentence, for
+    :func:`word_tags`), ``lengths``, ``cut_words`` and ``pad_id`` are attributes."""
+
+    def __init__(self, sentences: Sequence[TaggedSentence], tokenizer, max_len: int = MAX_LEN, *,
+                 label_all_pieces: bool = False):
+        check_list_of("sentences", sentences, TaggedSentence, "TaggedSentence (see read_named_entities())")
+        self.sentences = list(sentences)
+        enc = encode_tagged(tokenizer, self.sentences, max_len, label_all_pieces=label_all_pieces)
+        self.lengths = enc["mask"].sum(1)
+        n = self.lengths.tolist()
+        self.ids = [enc["tokens"][i, :k].clone() for i, k in enumerate(n)]
+        self.labels = [enc["labels"][i, :k].clone() for i, k in enumerate(n)]
+        self.word_ids = [enc["word_ids"][i][:k] for i, k in enumerate(n)]
+        self.cut_words, self.pad_id = enc["cut_words"], special_ids(tokenizer)["[PAD]"]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int):
+        return self.ids[i], self.labels[i]
+
+
+def collate_tagged(examples, pad_id: int = 0, ignore_index: int = -100) -> dict:
+    """Pad a list of ``(ids, labels)`` to the longest: ``{"tokens": (batch, seq) long, "mask":
+    (batch, seq) bool (True on real pieces), "labels": (batch, seq) long, ignore_index on
+    padding}``."""
+    check_positive_int("pad_id", pad_id, allow_zero=True)
+    check_int("ignore_index", ignore_index)
+    check_list_of("examples", examples, (tuple, list), "(ids, labels) pairs (see TaggedDataset)")
+    n = max(len(ids) for ids, _ in examples)
+    tokens = torch.full((len(examples), n), pad_id, dtype=torch.long)
+    labels = torch.full((len(examples), n), ignore_index, dtype=torch.long)
+    mask = torch.zeros(len(examples), n, dtype=torch.bool)
+    for r, (ids, y) in enumerate(examples):
+        if len(y) != len(ids):
+            raise ValueError(f"examples[{r}] must have one label per piece: {len(ids)} ids, {len(y)} labels")
+        tokens[r, :len(ids)], labels[r, :len(ids)], mask[r, :len(ids)] = ids, y, True
+    return {"tokens": tokens, "mask": mask, "labels": labels}
+
+
+def tagged_loader(sentences, tokenizer, batch_size: int = 32, shuffle: bool = False, seed: int = 0,
+                  max_len: int = MAX_LEN, by_length: bool = False, *, label_all_pieces: bool = False) -> DataLoader:
+    """Padded batches (:func:`collate_tagged`) of ``sentences`` (or a :class:`TaggedDataset`),
+    as the other fine-tuning chapters make them (:func:`~bertcourse.batching.length_loader`):
+    ``shuffle=True`` for training, sentences of similar length together; else in order, or
+    shortest first with ``by_length=True``."""
+    check_bool("label_all_pieces", label_all_pieces)
+    dataset = sentences if isinstance(sentences, TaggedDataset) else \
+        TaggedDataset(sentences, tokenizer, max_len, label_all_pieces=label_all_pieces)
+    collate = functools.partial(collate_tagged, pad_id=dataset.pad_id)
+    return length_loader(dataset, collate, batch_size, shuffle=shuffle, seed=seed, by_length=by_length)
 
 
 # ----------------------------------------------------------------------------------------

@@ -348,3 +348,23 @@ def test_wrong_inputs_name_the_argument(tok):
     for error, name, call in _wrong_inputs(tok):
         with pytest.raises(error, match=name):
             call()
+
+
+def test_window_dataset_labels_every_window_of_every_question(tok, long_context):
+    from bertcourse.answer_spans import Question, WindowDataset, collate_windows, window_loader
+    answer = "Café Zürich"                                            # words 10 and 11 of the paragraph
+    start = long_context.index(answer)
+    q = Question("q1", "what is it?", long_context, ((answer, start),))
+    ds = WindowDataset([q, q], tok, max_len=48, stride=16)
+    per_question = len(make_windows(tok, q.question, long_context, 48, 16))
+    assert len(ds) == 2 * per_question and ds.question_of == [0] * per_question + [1] * per_question
+    holding = [i for i in range(per_question) if ds[i][2:] != (0, 0)]
+    assert holding                                                    # some window holds the answer...
+    for i in holding:                                                 # ...and points at it
+        ids, segments, s, e = ds[i]
+        assert span_text(ds.windows[i], long_context, s, e) == answer
+    batch = collate_windows([ds[0], ds[1]], pad_id=ds.pad_id)
+    assert batch["tokens"].shape == batch["segments"].shape == batch["mask"].shape
+    assert batch["starts"].tolist() == [ds[0][2], ds[1][2]]
+    n = sum(len(b["starts"]) for b in window_loader(ds, tok, batch_size=3, shuffle=True))
+    assert n == len(ds)

@@ -628,3 +628,16 @@ def test_a_pair_batch_brings_its_segment_ids_to_the_step_and_the_evaluation(tiny
     expected = torch.nn.functional.cross_entropy(with_segments, batch["labels"])
     assert torch.allclose(step["loss"], expected)
     assert math.isclose(evaluate_classifier(clf, [batch])["loss"], float(expected), rel_tol=1e-5)
+
+
+def test_finetune_trains_on_sentence_pairs_and_refuses_a_mix(tiny_tokenizer, splits):
+    from bertcourse.sentence_pairs import Pair
+    clf = tiny_classifier(tiny_tokenizer, num_classes=3)
+    pairs = [Pair(f"the food was {w}", f"the food was {v}", y) for w, v, y in
+             (("good", "good", 0), ("good", "cold", 1), ("good", "bad", 2))] * 8
+    trainer = finetune(clf, tiny_tokenizer, pairs, pairs[:6], batch_size=8, lr=1e-3, progress=False, plot=False)
+    assert len(trainer.history.step) == 3 and trainer.history.evals[-1]["n"] == 6
+    with pytest.raises(TypeError, match="validation must hold what train holds"):
+        finetune(clf, tiny_tokenizer, pairs, splits.validation[:4], progress=False, plot=False)
+    with pytest.raises(TypeError, match="train must hold one kind of example"):
+        finetune(clf, tiny_tokenizer, pairs[:2] + splits.train[:2], progress=False, plot=False)

@@ -199,6 +199,11 @@ def PAIRS(e):
                                           ("a cat", "no dog", 2))] * 2
 
 
+def QA_QUESTIONS(e):
+    from bertcourse.answer_spans import Question
+    return [Question("q1", "who sat?", "the cat sat", (("cat", 4),))]
+
+
 def QA_WINDOW(e):
     from bertcourse.answer_spans import make_windows
     return make_windows(e.tok, "who sat", "the cat sat")[0]
@@ -593,6 +598,10 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "token_tags.encode_tagged": Fuzz(given={"sentences": TAGGED}, negative_ok=("ignore_index",)),
     "token_tags.word_tags": Fuzz(given={"word_ids": lambda e: [None, 0, 1, None], "piece_tags": lambda e: [0, 1, 0, 0],
                                         "num_words": lambda e: 2}),
+    "token_tags.TaggedDataset": Fuzz(given={"sentences": TAGGED}),
+    "token_tags.collate_tagged": Fuzz(given={"examples": lambda e: [(torch.tensor([2, 5, 3]), torch.tensor([-100, 1, -100]))]},
+                                      negative_ok=("ignore_index",)),
+    "token_tags.tagged_loader": Fuzz(given={"sentences": TAGGED}),
     "token_tags.bio_entities": TAG_LISTS,
     "token_tags.entity_scores": TAG_LISTS,
     "token_tags.token_accuracy": TAG_LISTS,
@@ -620,6 +629,9 @@ TABLE: dict[str, Fuzz | Exempt] = {
                                             "start_logits_list": lambda e: [torch.zeros(len(QA_WINDOW(e)))],
                                             "end_logits_list": lambda e: [torch.zeros(len(QA_WINDOW(e)))],
                                             "context": lambda e: "the cat sat"}),
+    "answer_spans.WindowDataset": Fuzz(given={"questions": QA_QUESTIONS}),
+    "answer_spans.collate_windows": Fuzz(given={"examples": lambda e: [(torch.tensor([2, 5, 3]), torch.tensor([0, 1, 1]), 0, 0)]}),
+    "answer_spans.window_loader": Fuzz(given={"questions": QA_QUESTIONS}),
     "answer_spans.split_sentences": Fuzz(given={"context": lambda e: "Ann sat. Bob ran."}),
     "answer_spans.sentence_overlap_baseline": Fuzz(given={"question": lambda e: "Who sat?",
                                                           "context": lambda e: "Ann sat. Bob ran."}),
@@ -632,6 +644,12 @@ TABLE: dict[str, Fuzz | Exempt] = {
                                            "labels": lambda e: torch.tensor([[-100, 1, 2, -100]])}),
     "task_heads.span_loss": Fuzz(given={"start_logits": lambda e: torch.randn(2, 5), "end_logits": lambda e: torch.randn(2, 5),
                                         "starts": lambda e: torch.tensor([0, 1]), "ends": lambda e: torch.tensor([0, 3])}),
+    "task_heads.predict_tags": Fuzz(given={
+        "model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"]).TokenTagger(e.cfg_tok, 7),
+        "dataset": lambda e: __import__("bertcourse.token_tags", fromlist=["x"]).TaggedDataset(TAGGED(e), e.tok)}),
+    "task_heads.predict_answers": Fuzz(given={
+        "model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"]).SpanPredictor(e.cfg_tok),
+        "dataset": lambda e: __import__("bertcourse.answer_spans", fromlist=["x"]).WindowDataset(QA_QUESTIONS(e), e.tok)}),
     "task_heads.tagging_step": OBJECTS,
     "task_heads.span_step": OBJECTS,
     "task_heads.evaluate_tagger": Fuzz(given={"model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"])

@@ -121,3 +121,35 @@ def test_build_puts_the_heads_on_minilm_and_the_steps_run_on_real_batches():
     assert torch.equal(again.head.weight, tagger.head.weight)
     with pytest.raises(ValueError, match="source"):
         build_tagger("bert-large")
+
+
+def test_predictions_are_a_tag_per_word_and_an_answer_per_question():
+    from bertcourse.answer_spans import Question, WindowDataset, best_answer, make_windows
+    from bertcourse.pretrained_bert import load_pretrained
+    from bertcourse.token_tags import TaggedDataset, TaggedSentence, encode_tagged, word_tags
+    from bertcourse.task_heads import predict_answers, predict_tags
+    tok = load_pretrained("minilm").tokenizer
+    cfg = BERTConfig(vocab_size=30522, num_hiddens=16, ffn_num_hiddens=32, num_heads=2, num_blks=1, max_len=128)
+    torch.manual_seed(0)
+    tagger, spans = TokenTagger(cfg, num_tags=7).train(), SpanPredictor(cfg)
+    sentences = [TaggedSentence(["Anna", "visited", "Tampa", "Bay"], ["B-PER", "O", "B-LOC", "I-LOC"], "d", "d-1"),
+                 TaggedSentence(["hello", "there"], ["O", "O"], "d", "d-2")]
+    # batches of one: the same computation as by hand below, bit for bit (an untrained model's
+    # logits are nearly tied, and padding may move a last bit on some CPUs)
+    got = predict_tags(tagger, TaggedDataset(sentences, tok), batch_size=1)
+    by_hand = []
+    for sentence in sentences:
+        enc = encode_tagged(tok, [sentence])
+        with torch.no_grad():
+            best = tagger.eval()(enc["tokens"], valid_lens=enc["mask"]).argmax(-1)
+        by_hand.append(word_tags(enc["word_ids"][0], best[0].tolist(), len(sentence.words)))
+    assert got == by_hand
+    context = " ".join(["the river runs by the town"] * 30)
+    questions = [Question("a", "what runs?", context, (("river", 4),)), Question("b", "where?", "by the town", (("town", 7),))]
+    answers = predict_answers(spans, WindowDataset(questions, tok, max_len=48, stride=16), batch_size=1)
+    assert set(answers) == {"a", "b"}
+    windows = make_windows(tok, "what runs?", context, 48, 16)
+    with torch.no_grad():
+        logits = [spans.eval()(torch.tensor([w.ids]), segments=torch.tensor([w.segments])) for w in windows]
+    by_hand = best_answer(windows, [s[0] for s, _ in logits], [e[0] for _, e in logits], context)   # unpadded, as batch_size=1
+    assert answers["a"] == by_hand.text

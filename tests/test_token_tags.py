@@ -346,3 +346,24 @@ WRONG = [
 def test_wrong_inputs_name_the_argument(tokenizer, call, error, name):
     with pytest.raises(error, match=name.replace("[", r"\[").replace("]", r"\]")):
         call(tokenizer)
+
+
+def test_tagged_dataset_and_loader_pad_labels_with_minus_100(tokenizer):
+    from bertcourse.token_tags import TaggedDataset, collate_tagged, tagged_loader
+    sentences = [sent(["Anna", "visited", "Tampa", "Bay"], ["B-PER", "O", "B-LOC", "I-LOC"]),
+                 sent(["hello"], ["O"]), sent(["Johanson", "works", "at", "Google"], ["B-PER", "O", "O", "B-ORG"])]
+    ds = TaggedDataset(sentences, tokenizer)
+    whole = encode_tagged(tokenizer, sentences)
+    for i in range(3):                          # each example is its row of encode_tagged, unpadded
+        ids, labels = ds[i]
+        assert torch.equal(ids, whole["tokens"][i, :len(ids)]) and torch.equal(labels, whole["labels"][i, :len(ids)])
+        assert ds.word_ids[i] == whole["word_ids"][i][:len(ids)] and int(ds.lengths[i]) == len(ids)
+    batch = collate_tagged([ds[1], ds[0]], pad_id=ds.pad_id)
+    short = len(ds[1][0])
+    assert (batch["labels"][0, short:] == -100).all() and not batch["mask"][0, short:].any()
+    assert (batch["tokens"][0, short:] == ds.pad_id).all()
+    order = [int(b["mask"].sum(1)[0]) for b in tagged_loader(ds, tokenizer, batch_size=1, by_length=True)]
+    assert order == sorted(order)
+    assert sorted(len(b["labels"]) for b in tagged_loader(ds, tokenizer, batch_size=2, shuffle=True)) == [1, 2]
+    with pytest.raises(ValueError, match=r"examples\[0\] must have one label per piece"):
+        collate_tagged([(ds[0][0], ds[0][1][:2])])

@@ -49,6 +49,7 @@ from ..memory import release_memory
 from ..pretrain import init_bert_weights
 from ..finetuning_baselines import WEIGHT_DECAYS, LogisticRegression, select_weight_decay
 from ..reviews import Review, SentimentDataset, collate_reviews, encode_texts, review_loader, special_ids
+from ..sentence_pairs import Pair, PairDataset, pair_loader
 from ..training import TrainConfig, Trainer, evaluation_batches, evaluation_mode
 from ..wordpiece import hf_tokenizer
 
@@ -349,13 +350,28 @@ def _checked(batch: dict) -> dict:
     return batch
 
 
+def _loader_for(examples, name: str):
+    """The loader of what ``examples`` holds: reviews (chapter 9) or sentence pairs (chapter 10)."""
+    if isinstance(examples, SentimentDataset):
+        return review_loader
+    if isinstance(examples, PairDataset):
+        return pair_loader
+    check_list_of(name, examples, (Review, Pair), "Review (see load_sentiment()), Pair (see load_snli()) "
+                  "or their datasets")
+    kinds = {type(x) for x in examples}
+    if len(kinds) > 1:
+        raise TypeError(f"{name} must hold one kind of example, got both Review and Pair")
+    return review_loader if kinds == {Review} else pair_loader
+
+
 def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs: int = RECIPE["epochs"],
              lr: float = RECIPE["lr"], batch_size: int = RECIPE["batch_size"],
              warmup_ratio: float = RECIPE["warmup_ratio"], weight_decay: float = RECIPE["weight_decay"],
              clip: float | None = RECIPE["clip"], evals_per_epoch: int = 1, seed: int = 0, amp="auto",
              train_word_embeddings: bool = True, checkpointing: bool = False, progress: bool = True,
              plot: bool = True, desc: str = "fine-tuning", device: str = "cpu"):
-    """Train ``model`` on the reviews ``train`` with the shared loop; returns the
+    """Train ``model`` on ``train`` with the shared loop: reviews (chapter 9) or sentence pairs
+    (chapter 10's :class:`~bertcourse.sentence_pairs.Pair`, with their segment ids); returns the
     :class:`~bertcourse.training.Trainer` (its ``history`` has the losses and the validation
     accuracies, ``elapsed`` the seconds).
 
@@ -389,15 +405,14 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     check_bool("progress", progress)
     check_bool("plot", plot)
     check_instance("desc", desc, str, "the progress bar's label")
-    if not isinstance(train, SentimentDataset):
-        check_list_of("train", train, Review, "Review (see load_sentiment()) or a SentimentDataset")
-    if validation is not None and not isinstance(validation, SentimentDataset):
-        check_list_of("validation", validation, Review, "Review (see load_sentiment()) or a SentimentDataset")
-    train_loader = review_loader(train, tokenizer, batch_size, shuffle=True, seed=seed)
+    loader = _loader_for(train, "train")
+    if validation is not None and _loader_for(validation, "validation") is not loader:
+        raise TypeError("validation must hold what train holds (reviews, or sentence pairs)")
+    train_loader = loader(train, tokenizer, batch_size, shuffle=True, seed=seed)
     steps = epochs * len(train_loader)
     # evaluation in batches of the training size, shortest sentences first: little padding,
     # and its activations fit in the memory a training step has just given back
-    eval_loader = None if validation is None else review_loader(validation, tokenizer, batch_size, by_length=True)
+    eval_loader = None if validation is None else loader(validation, tokenizer, batch_size, by_length=True)
     cfg = TrainConfig(steps=steps, lr=lr, warmup_steps=round(warmup_ratio * steps), final_lr_ratio=0.0,
                       weight_decay=weight_decay, clip=clip,
                       eval_every=max(1, len(train_loader) // evals_per_epoch), seed=seed, amp=amp,
