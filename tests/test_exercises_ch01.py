@@ -259,3 +259,9 @@ def test_ch01_without_the_scale_the_entropy_about_halves_each_time_d_quadruples(
     assert all(2.3 <= h <= 2.45 for h in scaled.values())
     assert list(raw.values()) == sorted(raw.values(), reverse=True) and raw[ch01.Q5_D] < 0.3
     assert all(0.4 < raw[4 * d] / raw[d] < 0.6 for d in (16, 64, 256))
+
+
+def test_q2_refuses_the_packages_masked_softmax():
+    from bertcourse.attention import masked_softmax
+    result = q2.check(lambda scores, valid_lens: masked_softmax(scores, valid_lens))
+    assert result.status == "fail" and "without masked_softmax" in result.message

@@ -179,3 +179,9 @@ def test_q5_wrong_predictions_explain(answer, phrases):
 ])
 def test_q5_refuses_malformed_predictions(bad, phrase):
     assert_fails_with(q5, bad, phrase)
+
+
+def test_q1_refuses_the_packages_sinusoidal_encoding():
+    from bertcourse.positional import sinusoidal_encoding
+    result = q1.check(lambda pos, d: sinusoidal_encoding(pos + 1, d)[pos])
+    assert result.status == "fail" and "without sinusoidal_encoding" in result.message

@@ -292,3 +292,12 @@ def test_q5_refuses_what_is_not_a_share(bad, phrase):
 
 def test_q5_experiment_leaves_the_global_rng_alone():
     assert assert_leaves_global_rng_alone(lambda: q5.check(0.5), ch05.both_neighbours_visible)
+
+
+def test_q3_and_q4_refuse_the_packages_own_functions():
+    from bertcourse.bert import MaskLM
+    from bertcourse.pretrain import mlm_loss
+    result = q3.check(lambda logits, labels, weights: mlm_loss(logits, labels, weights))
+    assert result.status == "fail" and "without mlm_loss" in result.message
+    result = q4.check(lambda X, pred_positions: MaskLM.gather(X, pred_positions))
+    assert result.status == "fail" and "without MaskLM.gather" in result.message

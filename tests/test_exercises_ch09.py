@@ -181,3 +181,49 @@ def test_q1_a_guess_of_no_advantage_fails_even_within_the_tolerance(measured):
 def test_q1_refuses_malformed_predictions(bad, words_in_message):
     result = q1.check(bad)
     assert result.status == "fail" and words_in_message in result.message, result.message
+
+
+def test_the_mistakes_a_learner_review_found_are_named():
+    from bertcourse.finetuning_baselines import words as split_words
+
+    def lr_divides_by_zero(step, steps, warmup_steps, peak):
+        return peak * min(1, (step + 1) / warmup_steps) * (1 - step / steps)
+
+    assert "divided by warmup_steps = 0" in q2.check(lr_divides_by_zero).message
+
+    def bow_no_membership(texts, vocab):
+        X = torch.zeros(len(texts), len(vocab))
+        for r, t in enumerate(texts):
+            for w in split_words(t):
+                X[r, vocab[w]] = 1
+        return X
+
+    def bow_lower_split(texts, vocab):
+        X = torch.zeros(len(texts), len(vocab))
+        for r, t in enumerate(texts):
+            for w in t.lower().split():
+                if w in vocab:
+                    X[r, vocab[w]] = 1
+        return X
+
+    assert "skip them (if w in vocab)" in q3.check(bow_no_membership).message
+    assert "punctuation then stays on the words" in q3.check(bow_lower_split).message
+
+    def accuracy_as_a_float32_tensor(model, loader):          # right: a float32 division, then .item()
+        was = model.training
+        model.eval()
+        correct, n = torch.tensor(0.0), 0
+        with torch.no_grad():
+            for b in loader:
+                correct += (model(b["tokens"], valid_lens=b["mask"]).argmax(-1) == b["labels"]).sum()
+                n += len(b["labels"])
+        model.train(was)
+        return (correct / n).item()
+
+    def batches_unpacked(model, loader):
+        model.eval()
+        with torch.no_grad():
+            return sum(int((model(t, valid_lens=m).argmax(-1) == y).sum()) for t, m, y in loader)
+
+    assert q4.check(accuracy_as_a_float32_tensor).status == "pass"
+    assert "each batch is a dict" in q4.check(batches_unpacked).message

@@ -38,6 +38,11 @@ def test_the_right_share_written_in_percent_is_named_and_not_counted():
     assert "(0.297)" in result.message and "Too high" not in result.message
     assert "Too high." in quiz.check({1: 45}).message                 # 45 % is not the answer
     assert "right answer in percent" not in QUIZ.check({1: "b", 2: 150}).message   # 1.5 is not a share
+    percent = Quiz("Quiz (toy)", [Question("What percent?", answer=47, tolerance=3, why="47 %.",
+                                           why_low="Too low.", why_high="Too high.")])
+    result = percent.check({1: 0.47})
+    assert "0.47 is the right answer as a share; the question asks for a percentage (47)" in result.message
+    assert "Too low." in percent.check({1: 0.2}).message
 
 
 def test_unanswered_questions_and_starters():

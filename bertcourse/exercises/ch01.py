@@ -27,6 +27,7 @@ import math
 
 import torch
 
+from .. import attention
 from ..attention import MultiHeadAttention, dot_product_attention, entropy, masked_softmax
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, as_number, check_bool, check_positive_int, equal_values,
@@ -195,6 +196,7 @@ def _check_q2(answer) -> str:
 q2 = Exercise(
     name=N_("Q2 (masked softmax)"),
     var="my_masked_softmax",
+    forbidden=[(attention, "masked_softmax", "masked_softmax")],
     checker=_check_q2,
     hints=[
         N_("Build a boolean mask of shape (batch, 1, keys): key j is visible when j < valid_len. "

@@ -30,6 +30,7 @@ import math
 import torch
 
 from ..attention import MultiHeadAttention
+from .. import positional
 from ..positional import frequencies, relative_rotation, sinusoidal_encoding
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, check_bool, check_choice, check_finite_number, check_positive_int,
@@ -90,6 +91,7 @@ def _check_q1(answer) -> str:
 q1 = Exercise(
     name=N_("Q1 (one row of the sinusoid table)"),
     var="position_encoding",
+    forbidden=[(positional, "sinusoidal_encoding", "sinusoidal_encoding")],
     checker=_check_q1,
     hints=[
         N_("Return a tensor of shape (d,). Column pair j covers columns 2j (sine) and 2j+1 (cosine)."),

@@ -664,10 +664,10 @@ quiz = Quiz(N_("Quiz (chapter 4)"), [
         N_("Section 4.2 trained two vocabularies of 3,000 pieces on the same text. Held-out words took 2.57 pieces "
            "with one and 1.06 with the other. Which rule gave 1.06, and why?"),
         options=(
-            Option(N_("Merging the most frequent pair (the tokenizers library): it covers the corpus's word types "
-                      "almost whole."),
-                   why=N_("Frequent pairs build the frequent words first; with 3,000 pieces nearly every word "
-                          "is one piece, so every later chapter gets shorter sequences."), correct=True),
+            Option(N_("Merging the most frequent pair (the tokenizers library): it keeps the frequent words whole."),
+                   why=N_("Frequent pairs build the frequent words first; with 3,000 pieces nearly every word of "
+                          "running text is one piece (rare words are still split), so every later chapter gets "
+                          "shorter sequences."), correct=True),
             Option(N_("The score rule, freq(ab) / (freq(a) × freq(b)): it prefers pairs whose parts rarely occur "
                       "apart."),
                    why=N_("That rule gave 2.57. Its first merges go to pairs that always occur together (of, sq, "

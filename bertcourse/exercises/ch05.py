@@ -31,6 +31,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .. import bert, pretrain
 from ..bert import MaskLM
 from ..data import generate_corpus, get_tokenizer, mask_tokens, num_mlm_preds
 from ..pretrain import mlm_loss
@@ -320,6 +321,7 @@ def _check_q3(answer) -> str:
 q3 = Exercise(
     name=N_("Q3 (the weighted MLM loss)"),
     var="weighted_mlm_loss",
+    forbidden=[(bert, "mlm_loss", "mlm_loss"), (pretrain, "mlm_loss", "mlm_loss")],
     checker=_check_q3,
     hints=[
         N_("logits are (batch, max_preds, vocab), labels and weights (batch, max_preds). Get one "
@@ -402,6 +404,7 @@ def _check_q4(answer) -> str:
 q4 = Exercise(
     name=N_("Q4 (gather the prediction positions)"),
     var="gather_predictions",
+    forbidden=[(MaskLM, "gather", "MaskLM.gather")],
     checker=_check_q4,
     hints=[
         N_("The result is (batch, num_preds, hidden): out[b, i] = X[b, pred_positions[b, i]]."),

@@ -94,6 +94,10 @@ class Question:
             # the right share written in percent (29.7 for 0.297): a slip of form, not of thought
             return False, _("{value:g} is the right answer in percent; write it as a share between 0 and 1 "
                             "({share:g}).").format(value=value, share=value / 100)
+        if 1 < abs(self.answer) <= 100 and 0 < abs(value) <= 1 and abs(value * 100 - self.answer) <= self.tolerance:
+            # the right percentage written as a share (0.47 for 47)
+            return False, _("{value:g} is the right answer as a share; the question asks for a percentage "
+                            "({percent:g}).").format(value=value, percent=value * 100)
         return False, _(self.why_low if value < self.answer else self.why_high)
 
     def right_value(self):
