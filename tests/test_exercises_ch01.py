@@ -265,3 +265,14 @@ def test_q2_refuses_the_packages_masked_softmax():
     from bertcourse.attention import masked_softmax
     result = q2.check(lambda scores, valid_lens: masked_softmax(scores, valid_lens))
     assert result.status == "fail" and "without masked_softmax" in result.message
+
+
+def test_q1_names_a_three_axis_transpose_and_torch_sqrt_of_an_int():
+    import math
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # torch warns about .T on a 3-D tensor
+        result = q1.check(lambda Q, K: torch.softmax(Q @ K.T / math.sqrt(Q.shape[-1]), -1))
+    assert "K.T reverses all three axes" in result.message, result.message
+    result = q1.check(lambda Q, K: torch.softmax(Q @ K.transpose(-2, -1) / torch.sqrt(Q.shape[-1]), -1))
+    assert "use math.sqrt(d)" in result.message, result.message

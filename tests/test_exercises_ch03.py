@@ -144,3 +144,10 @@ def test_q1_refuses_nn_layernorm_and_q4_refuses_building_the_block():
         return sum(p.numel() for p in EncoderBlock(d, ffn_hiddens, heads, bias=bias).parameters())
     result = q4.check(measured)
     assert result.status == "fail" and "building an EncoderBlock" in result.message
+
+
+def test_q4_tells_forgotten_attention_biases_from_forgotten_layer_norms():
+    result = q4.check(lambda d, f, h, b: 4 * d * d + 2 * d * f + f + d + 4 * d)      # no attention biases
+    assert "each of the four attention projections has d biases too" in result.message, result.message
+    result = q4.check(lambda d, f, h, b: 4 * d * d + (4 * d if b else 0) + 2 * d * f + f + d)   # no layer norms
+    assert "you forgot the two layer norms" in result.message, result.message

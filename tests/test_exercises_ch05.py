@@ -301,3 +301,11 @@ def test_q3_and_q4_refuse_the_packages_own_functions():
     assert result.status == "fail" and "without mlm_loss" in result.message
     result = q4.check(lambda X, pred_positions: MaskLM.gather(X, pred_positions))
     assert result.status == "fail" and "without MaskLM.gather" in result.message
+
+
+def test_q1_names_a_share_fixed_at_0_15():
+    import math
+    result = q1.check(lambda num_candidates, mask_prob=0.15: max(1, math.floor(0.15 * num_candidates + 0.5)))
+    assert "you used 0.15 whatever mask_prob is" in result.message, result.message
+    result = q1.check(lambda num_candidates, mask_prob=0.15: max(1, round(mask_prob * num_candidates)))
+    assert "rounds halves to the nearest EVEN number" in result.message, result.message

@@ -131,6 +131,9 @@ def test_q3_mistakes():
     assert_fails_with(q3, lambda e, pw, pb, cw, cb: e[:, 0] @ cw.T + cb, "skipped the pooler")
     assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.softmax(torch.tanh(e[:, 0] @ pw.T + pb) @ cw.T + cb, -1),
                       "you returned probabilities")
+    assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.tanh(e.flatten(1) @ pw.T + pb) @ cw.T + cb,
+                      "you flattened the whole sequence into the pooler")
+    assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.tanh(e[:, 0] @ pw.T + pb) @ cw + cb, "multiply by cls_w.T")
     assert_fails_with(q3, lambda e, pw, pb, cw, cb: torch.tanh(e.flatten(1)[:, :e.shape[-1]] @ pw.T + pb) @ cw.T,
                       "first difference")
 

@@ -67,6 +67,17 @@ def _weights_scores_only(Q, K):
     return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
 
 
+def _weights_dot_T(Q, K):
+    """K.T reverses all three axes of a (batch, keys, d) tensor; transpose only the last two:
+    K.transpose(-2, -1), which gives (batch, d, keys)."""
+    return torch.softmax(Q @ K.T / math.sqrt(Q.shape[-1]), dim=-1)
+
+
+def _weights_torch_sqrt(Q, K):
+    """torch.sqrt takes a tensor, and d = Q.shape[-1] is a Python int: use math.sqrt(d)."""
+    return torch.softmax(Q @ K.transpose(-2, -1) / torch.sqrt(Q.shape[-1]), dim=-1)
+
+
 Q1_CASES = [
     (N_("batch=2, 3 queries, 5 keys, d=8"),
      (randn(2, 3, 8, seed=1), randn(2, 5, 8, seed=2))),
@@ -78,7 +89,8 @@ Q1_CASES = [
      (randn(2, 3, 64, seed=7, scale=2.0), randn(2, 4, 64, seed=8, scale=2.0))),
 ]
 
-Q1_DIAGNOSES = [_weights_no_scale, _weights_div_d, _weights_wrong_axis, _weights_scores_only]
+Q1_DIAGNOSES = [_weights_no_scale, _weights_div_d, _weights_wrong_axis, _weights_scores_only, _weights_dot_T,
+                _weights_torch_sqrt]
 
 
 def _check_q1(answer) -> str:

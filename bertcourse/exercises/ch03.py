@@ -266,6 +266,11 @@ def _ffn(d, f):
 
 
 Q4_DIAGNOSES = [
+    # first: with bias=True it gives the same count as forgetting the layer norms (both are 4d),
+    # and the first case, bias=False, already names the layer norms for whoever forgot them
+    (lambda d, f, h, b: _attn(d, h, False) + _ffn(d, f) + 4 * d,
+     N_("with bias=True each of the four attention projections has d biases too (4d in all); you "
+        "counted only their weights.")),
     (lambda d, f, h, b: _attn(d, h, b) + _ffn(d, f),
      N_("you forgot the two layer norms: each has a scale and a shift of d numbers (4d in all).")),
     (lambda d, f, h, b: _attn(d, h, b) + _ffn(d, f) + 2 * d,

@@ -57,6 +57,10 @@ Q1_CASES = [(20, 0.15), (100, 0.15), (13, 0.15), (10, 0.15), (30, 0.15), (3, 0.1
             (7, 0.15), (10, 0.25), (5, 0.5), (61, 0.15)]
 
 Q1_DIAGNOSES = [
+    # first: on mask_prob=0.25 and 0.5 a fixed 0.15 can land on what the round() mistake gives
+    (lambda n, p: max(1, math.floor(0.15 * n + 0.5)),
+     N_("you used 0.15 whatever mask_prob is: the share is the argument mask_prob (0.15 is only its "
+        "default).")),
     (lambda n, p: max(1, round(p * n)),
      N_("Python's round() rounds halves to the nearest EVEN number (round(4.5) = 4, round(2.5) = 2); "
         "the rule here rounds halves up: floor(x + 0.5).")),

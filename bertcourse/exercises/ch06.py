@@ -266,6 +266,18 @@ def _head_no_pooler(encoded, pool_w, pool_b, cls_w, cls_b):
     return encoded[:, 0] @ cls_w.T + cls_b
 
 
+def _head_flattened(encoded, pool_w, pool_b, cls_w, cls_b):
+    """you flattened the whole sequence into the pooler (the pitfall "flattening the whole
+    sequence into the classifier"): the pooler reads one state, encoded[:, 0], (batch, hidden)."""
+    return torch.tanh(encoded.flatten(1) @ pool_w.T + pool_b) @ cls_w.T + cls_b
+
+
+def _head_cls_w_not_transposed(encoded, pool_w, pool_b, cls_w, cls_b):
+    """cls_w is stored like nn.Linear's weight, (2, hidden): multiply by cls_w.T (or use
+    F.linear(pooled, cls_w, cls_b))."""
+    return torch.tanh(encoded[:, 0] @ pool_w.T + pool_b) @ cls_w + cls_b
+
+
 def _head_softmax(encoded, pool_w, pool_b, cls_w, cls_b):
     """you returned probabilities (a softmax over the two classes): the head returns logits, and
     the loss (cross-entropy) applies the softmax itself. Leave the softmax out."""
@@ -285,7 +297,8 @@ Q3_CASES = [
     (N_("hidden=16, seq=12"), _q3_case(2, 12, 16, 4)),
 ]
 
-Q3_DIAGNOSES = [_head_mean, _head_last, _head_no_tanh, _head_no_transpose, _head_no_pooler, _head_softmax]
+Q3_DIAGNOSES = [_head_mean, _head_last, _head_no_tanh, _head_no_transpose, _head_no_pooler, _head_softmax,
+                _head_flattened, _head_cls_w_not_transposed]
 
 
 def _check_q3(answer) -> str:
