@@ -24,7 +24,6 @@ pretrained all-MiniLM-L6-v2 of chapter 8 (or on random weights of the same shape
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Iterable
 
@@ -33,11 +32,11 @@ from torch import nn
 
 from ._checks import (check_bool, check_choice, check_instance, check_positive_int, check_probability,
                       check_tensor, shape_str)
+from .answer_spans import WindowDataset, best_answer, collate_windows
 from .bert import BERTConfig, BERTEncoder
+from .finetune import starting_model
 from .memory import release_memory
 from .pretrain import init_bert_weights
-from .pretrained_bert import Pretrained, load_pretrained
-from .answer_spans import WindowDataset, best_answer, collate_windows
 from .token_tags import TaggedDataset, collate_tagged, word_tags
 from .training import evaluation_batches
 
@@ -120,21 +119,17 @@ class SpanPredictor(_OnEncoder):
         return start, end
 
 
-def _encoder_and_tokenizer(source, seed: int):
-    """A copy of the pretrained MiniLM's (or a Pretrained's) encoder, or the same shape at
-    random (BERT's initialisation from ``seed``), and its tokenizer."""
-    if isinstance(source, str):
-        check_choice("source", source, ("minilm", "scratch"))
-        pretrained = load_pretrained("minilm")
-        model, tokenizer = pretrained.model, pretrained.tokenizer
-    elif isinstance(source, Pretrained):
-        model, tokenizer = copy.deepcopy(source.model), source.tokenizer
-    else:
-        raise TypeError(f"source must be 'minilm', 'scratch' or a Pretrained from load_pretrained(), "
-                        f"got {type(source).__name__}")
-    if source == "scratch":
-        init_bert_weights(model)
-    return dataclasses.replace(model.config), model.encoder, tokenizer
+def _on_start(source, seed: int, make):
+    """``(head on the starting encoder, tokenizer)``: the encoder of
+    :func:`~bertcourse.finetune.starting_model` (re-initialised from ``seed`` for ``"scratch"``)
+    and a new head from ``seed``, in training mode."""
+    bert, tokenizer = starting_model(source)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if source == "scratch":
+            init_bert_weights(bert)
+        model = make(dataclasses.replace(bert.config), bert.encoder)
+    return model.train(), tokenizer
 
 
 def build_tagger(source="minilm", num_tags: int = 7, dropout: float = 0.1, seed: int = 0):
@@ -146,11 +141,7 @@ def build_tagger(source="minilm", num_tags: int = 7, dropout: float = 0.1, seed:
     check_positive_int("num_tags", num_tags)
     check_probability("dropout", dropout)
     check_positive_int("seed", seed, allow_zero=True)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        config, encoder, tokenizer = _encoder_and_tokenizer(source, seed)
-        tagger = TokenTagger(config, num_tags, dropout, encoder=encoder)
-    return tagger.train(), tokenizer
+    return _on_start(source, seed, lambda config, encoder: TokenTagger(config, num_tags, dropout, encoder=encoder))
 
 
 def build_span_predictor(source="minilm", seed: int = 0):
@@ -158,11 +149,7 @@ def build_span_predictor(source="minilm", seed: int = 0):
     random weights of the same shape (``"scratch"``) or on a copy of a ``Pretrained``'s encoder,
     and its tokenizer: ``(model, tokenizer)``, in training mode, the new head from ``seed``."""
     check_positive_int("seed", seed, allow_zero=True)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        config, encoder, tokenizer = _encoder_and_tokenizer(source, seed)
-        model = SpanPredictor(config, encoder=encoder)
-    return model.train(), tokenizer
+    return _on_start(source, seed, lambda config, encoder: SpanPredictor(config, encoder=encoder))
 
 
 # ----------------------------------------------------------------------------------------

@@ -386,6 +386,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "finetune.ClassifierConfig": Fuzz(given={"bert": lambda e: e.cfg_tok}),
     "finetune.BERTClassifier": OBJECTS,
     "finetune.UntrainedClassifierError": ERROR,
+    "finetune.starting_model": Fuzz(given={"source": lambda e: "scratch"}),
     "finetune.build_classifier": Fuzz(given={"source": lambda e: "scratch"}),
     "finetune.save_classifier": Fuzz(given={"model": lambda e: e.clf}),
     "finetune.load_classifier": Fuzz(),

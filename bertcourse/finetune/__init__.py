@@ -55,7 +55,7 @@ from ..wordpiece import hf_tokenizer
 
 __all__ = [
     # the classifier
-    "POOLINGS", "ClassifierConfig", "BERTClassifier", "UntrainedClassifierError", "build_classifier",
+    "POOLINGS", "ClassifierConfig", "BERTClassifier", "UntrainedClassifierError", "starting_model", "build_classifier",
     "save_classifier", "load_classifier",
     # training and evaluation
     "RECIPE", "classification_loss", "classification_step", "evaluate_classifier", "finetune", "release_memory",
@@ -212,6 +212,25 @@ def _init_normal(module: nn.Module, std: float = 0.02) -> None:
                     m.bias.zero_()
 
 
+def starting_model(source="minilm"):
+    """The BERT a fine-tuning starts from and its tokenizer: ``(model, tokenizer)``.
+
+    ``"minilm"`` and ``"scratch"``: all-MiniLM-L6-v2 of chapter 8, loaded offline (for
+    ``"scratch"`` the caller re-initialises it, seeded, with
+    :func:`~bertcourse.pretrain.init_bert_weights`: the same shape and tokenizer, random weights);
+    a :class:`~bertcourse.pretrained_bert.Pretrained`: a copy of its model (the original is left
+    untouched). Every task's builder starts here (:func:`build_classifier`,
+    :func:`~bertcourse.task_heads.build_tagger`, :func:`~bertcourse.task_heads.build_span_predictor`)."""
+    if isinstance(source, str):
+        check_choice("source", source, ("minilm", "scratch"))
+        pretrained = load_pretrained("minilm")
+        return pretrained.model, pretrained.tokenizer
+    if isinstance(source, Pretrained):
+        return copy.deepcopy(source.model), source.tokenizer
+    raise TypeError(f"source must be 'minilm', 'scratch' or a Pretrained from load_pretrained(), "
+                    f"got {type(source).__name__}")
+
+
 def build_classifier(source="minilm", num_classes: int = 2, pooling: str = "mean", dropout: float = 0.1,
                      seed: int = 0):
     """A :class:`BERTClassifier` and its tokenizer: ``(classifier, tokenizer)``.
@@ -229,15 +248,7 @@ def build_classifier(source="minilm", num_classes: int = 2, pooling: str = "mean
     """
     check_positive_int("seed", seed, allow_zero=True)
     _check_head(num_classes, pooling, dropout)      # before loading 90 MB of weights
-    if isinstance(source, str):
-        check_choice("source", source, ("minilm", "scratch"))
-        pretrained = load_pretrained("minilm")
-        model, tokenizer = pretrained.model, pretrained.tokenizer
-    elif isinstance(source, Pretrained):
-        model, tokenizer = copy.deepcopy(source.model), source.tokenizer
-    else:
-        raise TypeError(f"source must be 'minilm', 'scratch' or a Pretrained from load_pretrained(), "
-                        f"got {type(source).__name__}")
+    model, tokenizer = starting_model(source)
     bert_config = dataclasses.replace(model.config)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
