@@ -21,7 +21,7 @@ from typing import ClassVar, Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from ._checks import (check_bool, check_choice, check_instance, check_int, check_list_of, check_nonempty,
+from ._checks import (check_choice, check_instance, check_int, check_list_of, check_nonempty,
                       check_positive_int, check_tensor, check_texts)
 from .batching import length_loader
 from .utils import stable_order_key

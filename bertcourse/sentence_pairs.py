@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import torch
 from torch.utils.data import DataLoader, Dataset
