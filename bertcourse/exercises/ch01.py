@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import torch
 
@@ -70,7 +71,9 @@ def _weights_scores_only(Q, K):
 def _weights_dot_T(Q, K):
     """K.T reverses all three axes of a (batch, keys, d) tensor; transpose only the last two:
     K.transpose(-2, -1), which gives (batch, d, keys)."""
-    return torch.softmax(Q @ K.T / math.sqrt(Q.shape[-1]), dim=-1)
+    with warnings.catch_warnings():      # torch warns about .T on 3-D; the learner's code already did
+        warnings.simplefilter("ignore")
+        return torch.softmax(Q @ K.T / math.sqrt(Q.shape[-1]), dim=-1)
 
 
 def _weights_torch_sqrt(Q, K):
