@@ -449,6 +449,7 @@ def test_translate_code_replaces_comments_line_for_line_and_keeps_the_code():
     assert zh.splitlines()[:5] == ["x = 1  # 第一个值", "# 两行", "# 注释", "if x:", "    # 里面"]
     assert "# NBVAL_IGNORE_OUTPUT" in zh and zh.endswith("# ---\n")
     assert i18n.code_tokens(zh) == i18n.code_tokens(CODE) and i18n.code_tokens(CODE) != i18n.code_tokens("x = 2\n")
+    assert i18n.code_tokens("# a new comment line\n" + CODE) == i18n.code_tokens(CODE)   # a comment added: same code
     with pytest.raises(ValueError, match=r"x.po: the translation of the comment 'two lines of comment' has 1 line\(s\), the English 2"):
         i18n.translate_code(CODE, {"two lines\nof comment": "两行注释"}, where="x.po")
 

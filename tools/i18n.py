@@ -234,8 +234,9 @@ def code_tokens(source: str) -> list[tuple[int, str]] | str:
     """The code of `source` without its comments, token by token (what both editions share);
     the source itself where it is not Python."""
     try:
+        # NL: the end of a line that holds no code (a comment line, a blank line)
         return [(t.type, t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
-                if t.type != tokenize.COMMENT]
+                if t.type not in (tokenize.COMMENT, tokenize.NL)]
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return source
 
