@@ -107,8 +107,10 @@ _STAGE_SECONDS: dict = {}
 # Test files whose tests compute the same thing that the package caches per process: each runs in
 # the group of the file named, so one worker computes it once. chapter 9's q4 (few_shot_accuracies:
 # MiniLM's features of the 3,000 review sentences) took 16.7 s in each of the two files in a CI
-# run on the 2-core Intel Xeon (2026-11-27), which xdist had handed to different workers.
-SAME_WORKER = {"tests/test_exercises_ch09.py": "tests/test_exercises.py"}
+# run on the 2-core Intel Xeon (2026-11-27), which xdist had handed to different workers; chapter 10's
+# q1 (one_side_baselines: eight logistic regressions on SNLI's bags of words) 25-50 s on one thread.
+SAME_WORKER = {"tests/test_exercises_ch09.py": "tests/test_exercises.py",
+               "tests/test_exercises_ch10.py": "tests/test_exercises.py"}
 
 
 def group_of_nodeid(nodeid: str) -> str:

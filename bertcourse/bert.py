@@ -19,6 +19,7 @@ from ._checks import (
     check_finite_number,
     check_hidden,
     check_instance,
+    check_labels,
     check_nonempty,
     check_positive_int,
     check_probability,
@@ -32,8 +33,8 @@ from .positional import LearnedPositionalEmbedding
 from .transformer import ACTIVATIONS, EncoderBlock, get_activation
 
 __all__ = ["get_tokens_and_segments", "BERTConfig", "CONFIGS", "get_config", "BERTEncoder",
-           "MaskLM", "mlm_loss", "mlm_accuracy", "accuracy", "Pooler", "mean_pool", "IS_NEXT", "NOT_NEXT", "NextSentencePred", "nsp_loss",
-           "BERTModel", "num_parameters"]
+           "MaskLM", "mlm_loss", "mlm_accuracy", "accuracy", "confusion_matrix", "Pooler", "mean_pool", "IS_NEXT",
+           "NOT_NEXT", "NextSentencePred", "nsp_loss", "BERTModel", "num_parameters"]
 
 REDUCTIONS = ("mean", "sum")
 
@@ -399,6 +400,18 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean"
     check_dim("labels", labels, 0, logits.shape[0], f"(n={logits.shape[0]},)")
     correct = (logits.argmax(-1) == labels).float()
     return correct.sum() if reduction == "sum" else correct.mean()
+
+
+def confusion_matrix(labels: torch.Tensor, predictions: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """Counts ``(num_classes, num_classes)`` long: entry ``[i, j]`` is the number of examples of true
+    class ``i`` predicted as ``j`` (rows: the truth, as in scikit-learn). ``labels`` and
+    ``predictions`` are ``(n,)`` class indices; the diagonal's sum over ``n`` is :func:`accuracy`."""
+    check_positive_int("num_classes", num_classes)
+    check_labels("labels", labels, num_classes)
+    check_labels("predictions", predictions, num_classes, n=labels.shape[0])
+    # one bincount over the flat index true * C + predicted
+    flat = labels.long() * num_classes + predictions.long()
+    return torch.bincount(flat, minlength=num_classes * num_classes).reshape(num_classes, num_classes)
 
 
 class _FusedLinearCrossEntropy(torch.autograd.Function):

@@ -5,6 +5,8 @@
 * **logistic regression** on any fixed features: :class:`LogisticRegression`,
   :func:`fit_logistic_regression` (full-batch L-BFGS), :func:`select_weight_decay` (on the
   validation split);
+* chapter 10's **one-side baselines** (:func:`one_side_baselines`): a bag of words that reads
+  only the premise, or only the hypothesis, of a sentence pair;
 * a **linear probe** on frozen BERT features (:func:`~bertcourse.inspection.sentence_vectors`):
   :func:`frozen_features` (all-MiniLM-L6-v2's mean-pooled and ``[CLS]`` vectors,
   for the whole data set, cached) and :func:`few_shot_accuracies` (both baselines trained on
@@ -28,11 +30,12 @@ from .bert import accuracy
 from .inspection import sentence_vectors
 from .pretrained_bert import load_pretrained
 from .reviews import load_sentiment, stratified_indices
+from .sentence_pairs import PairSplits
 from .precision import cpu_has_fast_bf16
 
 __all__ = ["words", "build_vocabulary", "bag_of_words", "LogisticRegression", "fit_logistic_regression",
            "select_weight_decay", "WEIGHT_DECAYS", "FrozenFeatures", "frozen_features",
-           "few_shot_accuracies"]
+           "few_shot_accuracies", "PAIR_SIDES", "one_side_baselines"]
 
 # ----------------------------------------------------------------------------------------
 # Bag of words and logistic regression
@@ -244,3 +247,39 @@ def few_shot_accuracies(n: int, seed: int = 0, amp: bool | None = None) -> dict:
                                       F.labels["validation"], WEIGHT_DECAYS)
     return {"bag of words": bow.accuracy(X["test"], y["test"]),
             "probe": probe.accuracy(F.mean["test"], F.labels["test"])}
+
+
+PAIR_SIDES = ("premise", "hypothesis")
+"""The two texts of a :class:`~bertcourse.sentence_pairs.Pair` that :func:`one_side_baselines` reads alone."""
+
+
+def one_side_baselines(splits: PairSplits) -> dict:
+    """Chapter 10's annotation-artefact test: for each side of the pairs (:data:`PAIR_SIDES`), a
+    bag of words (vocabulary from ``splits.train``'s texts of that side) and a logistic regression
+    whose weight decay is chosen on ``splits.validation``: ``{side: {"validation": acc, "test": acc,
+    "weight_decay": wd, "model": LogisticRegression, "vocab": {word: column}}}``. A side that beats
+    the majority class carries the label without the other text.
+
+    Cached (the same splits give the same fits, and the models are shared: do not train them
+    further); the global random state is left as it was."""
+    check_instance("splits", splits, PairSplits, "the splits of load_snli()")
+    fits = _one_side_fits(*(tuple(part) for _, part in splits.items()))
+    return {side: dict(result) for side, result in fits.items()}
+
+
+@functools.lru_cache(maxsize=2)
+def _one_side_fits(train: tuple, validation: tuple, test: tuple) -> dict:
+    parts = {"train": train, "validation": validation, "test": test}
+    y = {name: torch.tensor([p.label for p in part]) for name, part in parts.items()}
+    out = {}
+    with torch.random.fork_rng(devices=[]):       # nn.Linear draws before its zero init
+        for side in PAIR_SIDES:
+            texts = {name: [getattr(p, side) for p in part] for name, part in parts.items()}
+            vocab = build_vocabulary(texts["train"])
+            X = {name: bag_of_words(t, vocab) for name, t in texts.items()}
+            model, wd, _ = select_weight_decay(X["train"], y["train"], X["validation"], y["validation"],
+                                               WEIGHT_DECAYS, num_classes=3)
+            out[side] = {"validation": model.accuracy(X["validation"], y["validation"]),
+                         "test": model.accuracy(X["test"], y["test"]), "weight_decay": wd, "model": model,
+                         "vocab": vocab}
+    return out

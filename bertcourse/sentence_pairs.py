@@ -301,20 +301,25 @@ def _check_examples(examples) -> None:
 
 def pair_loader(pairs, tokenizer, batch_size: int = 32, shuffle: bool = False, seed: int = 0,
                 max_len: int = MAX_LEN, pad_to_multiple: int = 1, by_length: bool = False, *,
-                hypothesis_only: bool = False, swap: bool = False) -> DataLoader:
+                hypothesis_only: bool | None = None, swap: bool | None = None) -> DataLoader:
     """Padded batches (:func:`collate_pairs`) as :func:`~bertcourse.reviews.review_loader` makes them:
     ``shuffle=True`` (training): pairs of similar length (:class:`~bertcourse.batching.LengthBucketSampler`,
     seeded by ``seed``); else the order of ``pairs``, or shortest first with ``by_length=True``.
-    ``pairs`` may be a :class:`PairDataset` (whose ``max_len``, ``hypothesis_only``, ``swap`` hold)."""
-    for name, flag in (("shuffle", shuffle), ("by_length", by_length), ("hypothesis_only", hypothesis_only),
-                       ("swap", swap)):
+    ``pairs`` may be a :class:`PairDataset`, whose ``max_len``, ``hypothesis_only`` and ``swap`` hold
+    (``None``, the default, means the dataset's; for a list of pairs, ``False``)."""
+    for name, flag in (("shuffle", shuffle), ("by_length", by_length)):
         check_bool(name, flag)
+    for name, flag in (("hypothesis_only", hypothesis_only), ("swap", swap)):
+        check_bool(name, flag, allow_none=True)
     for name, value in (("pad_to_multiple", pad_to_multiple), ("batch_size", batch_size), ("max_len", max_len)):
         check_positive_int(name, value)
-    if isinstance(pairs, PairDataset) and (pairs.hypothesis_only, pairs.swap) != (hypothesis_only, swap):
-        raise ValueError(f"pairs is a PairDataset made with hypothesis_only={pairs.hypothesis_only}, "
-                         f"swap={pairs.swap}; got hypothesis_only={hypothesis_only}, swap={swap}")
-    dataset = pairs if isinstance(pairs, PairDataset) else \
-        PairDataset(pairs, tokenizer, max_len, hypothesis_only=hypothesis_only, swap=swap)
+    if isinstance(pairs, PairDataset):
+        for name, asked in (("hypothesis_only", hypothesis_only), ("swap", swap)):
+            if asked is not None and asked != getattr(pairs, name):
+                raise ValueError(f"pairs is a PairDataset made with {name}={getattr(pairs, name)}; got "
+                                 f"{name}={asked} (leave it out to use the dataset's)")
+        dataset = pairs
+    else:
+        dataset = PairDataset(pairs, tokenizer, max_len, hypothesis_only=bool(hypothesis_only), swap=bool(swap))
     collate = functools.partial(collate_pairs, pad_id=dataset.pad_id, pad_to_multiple=pad_to_multiple)
     return length_loader(dataset, collate, batch_size, shuffle=shuffle, seed=seed, by_length=by_length)

@@ -5,7 +5,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertcourse.bert import (BERTEncoder, BERTModel, CONFIGS, MaskLM, NextSentencePred, Pooler, get_config,
-                             get_tokens_and_segments, mlm_accuracy, mlm_loss, nsp_loss, num_parameters, accuracy)
+                             get_tokens_and_segments, mlm_accuracy, mlm_loss, nsp_loss, num_parameters, accuracy,
+                             confusion_matrix)
 
 
 def tiny(**kw):
@@ -368,3 +369,25 @@ def test_accuracy_is_the_share_of_rows_whose_highest_logit_is_the_label():
         accuracy(logits, labels.float())
     with pytest.raises(ValueError, match="reduction must be one of"):
         accuracy(logits, labels, reduction="none")
+
+
+def test_confusion_matrix_counts_true_rows_against_predicted_columns():
+    labels = torch.tensor([0, 0, 1, 2, 2, 2])
+    predicted = torch.tensor([0, 1, 1, 2, 0, 2])
+    m = confusion_matrix(labels, predicted, 3)
+    assert m.tolist() == [[1, 1, 0], [0, 1, 0], [1, 0, 2]] and m.dtype == torch.long
+    # a class absent from both still has its row and column; the diagonal is the accuracy's numerator
+    assert confusion_matrix(torch.tensor([1]), torch.tensor([1]), 4).tolist() == [[0] * 4, [0, 1, 0, 0], [0] * 4, [0] * 4]
+    g = torch.Generator().manual_seed(0)
+    y, p = torch.randint(0, 3, (200,), generator=g), torch.randint(0, 3, (200,), generator=g)
+    m = confusion_matrix(y, p, 3)
+    assert int(m.sum()) == 200 and int(m.trace()) == int((y == p).sum())
+    assert m.sum(1).tolist() == torch.bincount(y, minlength=3).tolist()      # rows: the true labels
+    with pytest.raises(ValueError, match=r"predictions must have shape \(n=6,\)"):
+        confusion_matrix(labels, predicted[:5], 3)
+    with pytest.raises(ValueError, match=r"labels must hold class labels in 0..1"):
+        confusion_matrix(labels, predicted, 2)
+    with pytest.raises(TypeError, match="predictions"):
+        confusion_matrix(labels, predicted.float(), 3)
+    with pytest.raises((TypeError, ValueError), match="num_classes"):
+        confusion_matrix(labels, predicted, 0)

@@ -282,6 +282,30 @@ def test_checkpoint_round_trip(tmp_path, splits, tiny_tokenizer):
         save_classifier(tmp_path, torch.nn.Linear(2, 2))
 
 
+def test_predict_proba_reads_sentence_pairs_with_their_segment_ids(tiny_tokenizer):
+    from bertcourse.sentence_pairs import Pair, collate_pairs, PairDataset
+
+    clf = tiny_classifier(tiny_tokenizer, num_classes=3)
+    clf.trained_steps += 1
+    pairs = [Pair("A man plays a guitar.", "A person plays music.", 0), Pair("Two dogs run.", "Cats sleep.", 2),
+             Pair("A child smiles at the camera on a sunny day.", "A kid is happy.", 1)]
+    probs = predict_proba(clf, tiny_tokenizer, pairs)
+    assert probs.shape == (3, 3) and torch.allclose(probs.sum(1), torch.ones(3))
+    # the oracle: the same pairs one at a time, with their segment ids, no padding
+    data = PairDataset(pairs, tiny_tokenizer)
+    clf.eval()
+    with torch.no_grad():
+        for i in range(3):
+            b = collate_pairs([data[i]], pad_id=data.pad_id)
+            assert b["segments"].any()
+            one = clf(b["tokens"], segments=b["segments"], valid_lens=b["mask"]).softmax(-1)[0]
+            torch.testing.assert_close(probs[i], one, atol=1e-5, rtol=1e-5)
+    swapped = predict_proba(clf, tiny_tokenizer, [Pair(p.hypothesis, p.premise, p.label) for p in pairs])
+    assert not torch.allclose(probs, swapped)          # the order of the two texts is read
+    with pytest.raises(TypeError, match="texts"):
+        predict_proba(clf, tiny_tokenizer, [pairs[0], "a sentence"])
+
+
 def test_predictions_and_contributions(splits, tiny_tokenizer):
     clf = tiny_classifier(tiny_tokenizer)
     clf.trained_steps += 1

@@ -13,7 +13,7 @@ from bertcourse.bert import mean_pool
 from bertcourse.inspection import sentence_vectors
 from bertcourse.pretrained_bert import load_pretrained
 from bertcourse.finetuning_baselines import (LogisticRegression, bag_of_words, build_vocabulary, fit_logistic_regression,
-                                select_weight_decay, words)
+                                WEIGHT_DECAYS, select_weight_decay, words)
 
 
 @pytest.fixture(scope="module")
@@ -179,3 +179,28 @@ def test_ch09_minilm_keeps_bert_base_uncased_special_ids(minilm):
     [MASK] are 0, 101, 102 and 103, which is why hard-coded ids work there by luck."""
     from bertcourse.reviews import special_ids
     assert [special_ids(minilm.tokenizer)[t] for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]")] == [0, 101, 102, 103]
+
+
+def test_ch10_one_side_baselines_the_premise_alone_is_exactly_chance_on_validation():
+    from bertcourse.finetuning_baselines import PAIR_SIDES, one_side_baselines
+    from bertcourse.sentence_pairs import load_snli
+
+    splits = load_snli(train_size=600, validation_size=90, test_size=300, seed=0)
+    out = one_side_baselines(splits)
+    assert set(out) == set(PAIR_SIDES)
+    # every validation premise comes with one hypothesis of each label: one input, three answers
+    assert abs(out["premise"]["validation"] - 1 / 3) < 1e-6
+    model, vocab = out["hypothesis"]["model"], out["hypothesis"]["vocab"]
+    X = bag_of_words([p.hypothesis for p in splits.test], vocab)
+    y = torch.tensor([p.label for p in splits.test])
+    assert out["hypothesis"]["test"] == model.accuracy(X, y)        # the test figure is that model's
+    assert out["hypothesis"]["weight_decay"] in WEIGHT_DECAYS and set(vocab) <= {
+        w for p in splits.train for w in words(p.hypothesis)}        # a vocabulary of the training side only
+    assert one_side_baselines(splits)["hypothesis"]["model"] is model           # cached: fitted once
+    from bertcourse import finetuning_baselines
+    finetuning_baselines._one_side_fits.cache_clear()
+    before = torch.random.get_rng_state()
+    assert one_side_baselines(splits)["hypothesis"]["test"] == out["hypothesis"]["test"]
+    assert torch.equal(before, torch.random.get_rng_state())                    # the notebook's draws stay its own
+    with pytest.raises(TypeError, match="splits must be"):
+        one_side_baselines([p for p in splits.train])

@@ -520,7 +520,8 @@ def test_style_problems_name_the_variant_the_term_and_the_file(tmp_path):
 
 @pytest.mark.parametrize("text, counts", [("1.1亿个参数，2,270万个", []), ("110M个参数", ["110M"]),
                                           ("50K个子词", ["50K"]), ("302.0 M次运算", ["302.0 M"]),
-                                          ("约196k", ["196k"]), ("86 MB、2 GB", []), ("BERT-base", [])])
+                                          ("约196k", ["196k"]), ("86 MB、2 GB", []), ("BERT-base", []),
+                                          ("来自Flickr30k数据集", []), ("1.1M和Flickr8k", ["1.1M"])])
 def test_english_count_suffixes_are_found_and_units_are_not(text, counts):
     assert [m.group(0) for m in i18n.ENGLISH_COUNT.finditer(text)] == counts
 

@@ -140,13 +140,22 @@ OBJECTS = Exempt("takes only objects (models, loaders, tensors, callables): thei
 
 
 class PublicEnv(Env):
-    """The objects of tests/test_bad_inputs.py, plus a [CLS]-pooled classifier and a loader."""
+    """The objects of tests/test_bad_inputs.py, plus a [CLS]-pooled classifier, a three-class one and a loader."""
 
     @functools.cached_property
     def clf_cls(self):
         from bertcourse.finetune import BERTClassifier, ClassifierConfig
         torch.manual_seed(0)
         return BERTClassifier(ClassifierConfig(self.cfg_tok, pooling="cls", dropout=0.0)).eval()
+
+    @functools.cached_property
+    def clf_nli(self):
+        """A three-class (entailment, neutral, contradiction) classifier, marked as trained."""
+        from bertcourse.finetune import BERTClassifier, ClassifierConfig
+        torch.manual_seed(0)
+        model = BERTClassifier(ClassifierConfig(self.cfg_tok, num_classes=3, dropout=0.0)).eval()
+        model.trained_steps.fill_(1)
+        return model
 
     @functools.cached_property
     def loader(self):
@@ -381,6 +390,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "exercises.ch06.nsp_gradient_positions": Fuzz(),
     "exercises.ch07.first_mlm_loss": Fuzz(given={"bert_init": lambda e: True}),
     "exercises.ch08.sentence_cosine": Fuzz(skip=TEXT_FREE),
+    "exercises.ch10.one_side_accuracies": NO_ARGS,
     "exercises.ch13.activation_mb": NO_ARGS,
     # finetune, probing, reviews
     "finetune.ClassifierConfig": Fuzz(given={"bert": lambda e: e.cfg_tok}),
@@ -427,6 +437,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
                                           "seconds": lambda e: 1.0}),
     "finetuning_baselines.frozen_features": Fuzz(),
     "finetuning_baselines.few_shot_accuracies": Fuzz(),
+    "finetuning_baselines.one_side_baselines": OBJECTS,
     "reviews.Review": Fuzz(given={"site": lambda e: "amazon"}),
     "reviews.read_reviews": NO_ARGS,
     "reviews.text_key": Fuzz(skip=TEXT_FREE),
@@ -503,6 +514,8 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "precision.cpu_supports_bf16": NO_ARGS,
     "precision.bf16_speedup": NO_ARGS,
     "bert.accuracy": Fuzz(given={"logits": lambda e: torch.zeros(2, 3), "labels": lambda e: torch.tensor([0, 2])}),
+    "bert.confusion_matrix": Fuzz(given={"labels": lambda e: torch.tensor([0, 2]), "predictions": lambda e: torch.tensor([1, 2]),
+                                         "num_classes": lambda e: 3}),
     "training.evaluation_batches": Fuzz(given={"model": lambda e: e.bert_tok, "loader": lambda e: e.loader}),
     "precision.autocast": Fuzz(given={"amp": lambda e: False}),
     # seq2seq and transformer
@@ -725,6 +738,11 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "widgets.nsp.draw_pair": Fuzz(given={"tokens": lambda e: ["[CLS]", "a", "[SEP]"], "segments": lambda e: [0, 0, 0]},
                                   skip=TEXT_FREE),
     "widgets.nsp.PairSampler": Fuzz(),
+    "widgets.pairs.inference_data": Fuzz(given={"model": lambda e: e.clf_nli, "premise": lambda e: "the cat sat",
+                                                "hypothesis": lambda e: "a dog ran"}),
+    "widgets.pairs.draw_inference": Exempt("takes only the dict inference_data returns: its wrong inputs are tested "
+                                           "in tests/test_widgets_pairs.py"),
+    "widgets.pairs.InferenceExplorer": Fuzz(given={"model": lambda e: e.clf_nli, "examples": PAIRS}),
     "widgets.positional.encoding_view": Fuzz(given={"position": lambda e: 3, "dims": lambda e: (0, 1)}),
     "widgets.positional.binary_table": Fuzz(given={"num_positions": lambda e: 4, "num_bits": lambda e: 3}),
     "widgets.positional.draw_explorer": OBJECTS,

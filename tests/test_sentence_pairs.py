@@ -225,8 +225,9 @@ def test_pair_loader_visits_every_pair_once_and_orders_an_evaluation(tok, splits
     assert lengths == sorted(lengths) and len(lengths) == 90
     only = pair_loader(part, tok, 16, hypothesis_only=True)
     assert not any(b["segments"].any() for b in only) and only.dataset.truncated == 0
-    with pytest.raises(ValueError, match="hypothesis_only=False"):
-        pair_loader(only.dataset, tok, 16)
+    assert pair_loader(only.dataset, tok, 16).dataset is only.dataset      # None: the dataset's own flags
+    with pytest.raises(ValueError, match="hypothesis_only=True; got hypothesis_only=False"):
+        pair_loader(only.dataset, tok, 16, hypothesis_only=False)
     with pytest.raises(ValueError, match="by_length"):
         pair_loader(part, tok, 16, shuffle=True, by_length=True)
 

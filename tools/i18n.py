@@ -696,7 +696,8 @@ def mentions(name: str, root: pathlib.Path = ROOT) -> list[str]:
 TERMS = pathlib.Path("locale") / "zh" / "terms.tsv"
 # Counts in Chinese prose are written with 万 and 亿 (1.1亿, 2,270万), never with the English
 # suffixes K, M and B (110M, 50K): CONTRIBUTING.md, "Translating". Units (MB, GB) are not counts.
-ENGLISH_COUNT = re.compile(r"\d(?:[\d.,]*\d)?(?:\s?[MB]|[kK])(?![A-Za-z])")
+# a number that does not continue a name (Flickr30k is a data set, not 30 thousand)
+ENGLISH_COUNT = re.compile(r"(?<![A-Za-z\d.,])\d(?:[\d.,]*\d)?(?:\s?[MB]|[kK])(?![A-Za-z])")
 
 
 @dataclasses.dataclass(frozen=True)

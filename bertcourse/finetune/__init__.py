@@ -461,21 +461,29 @@ def _check_trained(model, allow_untrained: bool) -> None:
 
 
 @torch.no_grad()
-def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str], batch_size: int = 64,
+def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str] | Sequence[Pair], batch_size: int = 64,
                   allow_untrained: bool = False, amp: bool = False) -> torch.Tensor:
-    """Class probabilities ``(len(texts), num_classes)`` (column 1 = P(positive)), in eval
-    mode. Raises :class:`UntrainedClassifierError` for a classifier that was never trained."""
+    """Class probabilities ``(len(texts), num_classes)`` in the order of ``texts``, in eval mode:
+    ``texts`` holds sentences (chapter 9: column 1 = P(positive)) or sentence pairs (chapter 10's
+    :class:`~bertcourse.sentence_pairs.Pair`, columns in the order of its ``LABELS``; the pair's
+    label is not read). Raises :class:`UntrainedClassifierError` for a classifier that was never trained."""
     check_positive_int("batch_size", batch_size)
     check_bool("allow_untrained", allow_untrained)
     check_bool("amp", amp)
-    check_texts("texts", texts)
+    pairs = isinstance(texts, (list, tuple)) and bool(texts) and all(isinstance(t, Pair) for t in texts)
+    if not pairs:
+        check_texts("texts", texts)
     _check_trained(model, allow_untrained)
     check_tokenizer_fits(tokenizer, model)
-    dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
-    loader = DataLoader(dataset, batch_size=batch_size,
-                        collate_fn=functools.partial(collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16))
+    if pairs:
+        loader = pair_loader(list(texts), tokenizer, batch_size, pad_to_multiple=16)
+    else:
+        dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
+        loader = DataLoader(dataset, batch_size=batch_size, collate_fn=functools.partial(
+            collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16))
     try:
-        out = [model(batch["tokens"], valid_lens=batch["mask"]).float().softmax(-1).cpu()
+        out = [model(batch["tokens"], segments=batch.get("segments"), valid_lens=batch["mask"]).float()
+               .softmax(-1).cpu()
                for batch in evaluation_batches(model, loader, amp=bool(amp))]
     finally:
         release_memory()
