@@ -48,7 +48,7 @@ def chromium_and_playwright():
 # installed without bytecode), all the others together 206-228 s. The second shard runs in two
 # nbval calls since 2026-11-28 (the chapters that train at AVX2, the others at the portable
 # kernels, a few seconds more each: colab_check.capability_plan).
-COLAB_NBVAL_SHARDS = (("09",), ("07", "14", "03", "08", "13", "05", "01", "02", "04", "06"))
+COLAB_NBVAL_SHARDS = (("09",), ("07", "10", "14", "03", "08", "13", "05", "01", "02", "04", "06"))
 
 
 COLAB_NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"    # its test in tests/test_colab.py

