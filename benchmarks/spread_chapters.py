@@ -1,6 +1,7 @@
-"""The trained numbers of chapters 3, 7 and 14 (the scaling-up chapter, chapter 10 until 2026-11-28) over seeds and machines (issue 22, item 3):
-how far each number the notebooks assert moves, so that their margins come from a measured
-spread and not from one run.
+"""The trained numbers of chapters 3, 7, 10 (sentence pairs, since 2026-11-29) and 14 (the scaling-up
+chapter, chapter 10 until 2026-11-28) over seeds and machines (issue 22, item 3; issue 45): how far
+each number the notebooks assert moves, so that their margins come from a measured spread and not
+from one run. Chapter 10's configurations and seeds: CHAPTER10_CONFIGS and SEEDS below.
 
     python benchmarks/spread_chapters.py                                # seeds 0-1, both configurations
     python benchmarks/spread_chapters.py --seeds 0 1 2 3 4 --jobs 14 --deadline-s 420 --out other.json
