@@ -9,9 +9,10 @@ from matplotlib.figure import Figure
 
 from .._checks import check_finite_number, check_positive_int, check_tensor, shape_str
 
-__all__ = ["ROW_WIDTH", "draw_heatmap", "draw_message", "draw_tally", "token_layout"]
+__all__ = ["ROW_WIDTH", "SEGMENT_COLOURS", "draw_heatmap", "draw_message", "draw_tally", "token_layout"]
 
 ROW_WIDTH = 96            # width of a row of token boxes, in characters
+SEGMENT_COLOURS = {0: "#9ecae1", 1: "#fdae6b"}     # boxes of segment 0 ([CLS] A [SEP]): blue; 1 (B [SEP]): orange
 
 
 def draw_message(message: str, width: float = 11) -> Figure:

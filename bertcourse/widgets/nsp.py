@@ -30,12 +30,11 @@ from ..data import (IS_NEXT, NOT_NEXT, WordPieceTokenizer, generate_corpus, get_
                     truncate_pair)
 from ..i18n import gettext as _
 from . import RepeatedDraws
-from .drawing import ROW_WIDTH, draw_tally, token_layout
+from .drawing import ROW_WIDTH, SEGMENT_COLOURS, draw_tally, token_layout
 
 __all__ = ["SEGMENT_COLOURS", "LABEL_NAMES", "pair_tokens", "label_name",
            "tally", "draw_pair", "PairSampler"]
 
-SEGMENT_COLOURS = {0: "#9ecae1", 1: "#fdae6b"}     # segment 0: [CLS] A [SEP]; 1: B [SEP]
 LABEL_NAMES = {IS_NEXT: "IsNext", NOT_NEXT: "NotNext"}
 
 

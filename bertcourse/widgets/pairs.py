@@ -31,12 +31,11 @@ from ..finetune import BERTClassifier, predict_proba
 from ..i18n import gettext as _
 from ..sentence_pairs import LABELS, Pair, encode_pairs
 from . import FigureWidget
-from .drawing import ROW_WIDTH, draw_message, token_layout
+from .drawing import ROW_WIDTH, SEGMENT_COLOURS, draw_message, token_layout
 
 __all__ = ["TYPE_YOUR_OWN", "SEGMENT_COLOURS", "inference_data", "draw_inference", "InferenceExplorer"]
 
 TYPE_YOUR_OWN = -1          # the example control's value for "the boxes hold my own pair"
-SEGMENT_COLOURS = {0: "#9ecae1", 1: "#fdae6b"}     # segment 0: [CLS] premise [SEP]; 1: hypothesis [SEP]
 LABEL_COLOURS = ("#2e7d32", "#8d8d8d", "#c62828")  # entailment, neutral, contradiction
 KEYS = ("labels", "pieces", "segments", "p", "p_swapped", "prediction", "prediction_swapped", "changed",
         "message")
