@@ -276,3 +276,149 @@ def test_q1_names_a_three_axis_transpose_and_torch_sqrt_of_an_int():
     assert "K.T reverses all three axes" in result.message, result.message
     result = q1.check(lambda Q, K: torch.softmax(Q @ K.transpose(-2, -1) / torch.sqrt(Q.shape[-1]), -1))
     assert "use math.sqrt(d)" in result.message, result.message
+
+
+# --- shape and dtype slips in Q2 and Q3: named in the exercise's terms (issue 43) ----------
+
+def _q2_mask(visible):
+    """A learner's masked softmax around their mask ``visible``."""
+    def my_masked_softmax(scores, valid_lens):
+        mask = visible(scores, valid_lens)
+        return torch.softmax(scores.masked_fill(~mask, -1e6), dim=-1) * mask
+    return my_masked_softmax
+
+
+def _q3_mask(visible):
+    """A learner's attention output around their mask ``visible``."""
+    def attention_output(Q, K, V, valid_lens):
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        return _q2_mask(visible)(scores, valid_lens) @ V
+    return attention_output
+
+
+Q2_GOT = ("Your function got scores: shape (2, 3, 4), float32; valid_lens: shape (2,), int64. It must return a "
+          "tensor of shape (2, 3, 4), float32.")
+Q3_GOT = ("Your function got Q: shape (2, 3, 8), float32; K: shape (2, 4, 8), float32; V: shape (2, 4, 5), float32; "
+          "valid_lens: shape (2,), int64. It must return a tensor of shape (2, 3, 5), float32.")
+
+# the masks as learners write them, one axis too many or none added at all
+THREE_AXES = lambda scores, valid_lens: torch.arange(scores.shape[-1]) < valid_lens[:, :, None]        # noqa: E731
+NO_NEW_AXES = [
+    lambda scores, valid_lens: torch.arange(scores.shape[-1]) < valid_lens,
+    lambda scores, valid_lens: valid_lens > torch.arange(scores.shape[-1]),
+    lambda scores, valid_lens: torch.arange(scores.shape[-1])[None, :] < valid_lens,
+    lambda scores, valid_lens: torch.arange(scores.shape[-1]).unsqueeze(0).unsqueeze(0) < valid_lens,
+]
+
+
+@pytest.mark.parametrize("ex, wrong, got", [(q2, _q2_mask, Q2_GOT), (q3, _q3_mask, Q3_GOT)], ids=["q2", "q3"])
+def test_valid_lens_with_one_axis_too_many_is_named_with_the_shapes(ex, wrong, got):
+    result = assert_fails_with(
+        ex, wrong(THREE_AXES), got, "IndexError: too many indices for tensor of dimension 1",
+        "valid_lens[:, :, None] indexes two axes of valid_lens, but it has one: shape (2,)",
+        "valid_lens[:, None, None] has shape (2, 1, 1)", "the mask (2, 1, 4)", "the scores (2, 3, 4)")
+    assert result.message.index("(The error:") < result.message.index("valid_lens[:, :, None] indexes")
+
+
+@pytest.mark.parametrize("mask", NO_NEW_AXES, ids=["arange<lens", "lens>arange", "row<lens", "unsqueezed-row<lens"])
+@pytest.mark.parametrize("ex, wrong, got", [(q2, _q2_mask, Q2_GOT), (q3, _q3_mask, Q3_GOT)], ids=["q2", "q3"])
+def test_valid_lens_without_new_axes_is_named_with_the_shapes(ex, wrong, got, mask):
+    assert_fails_with(ex, wrong(mask), got, "RuntimeError: The size of tensor a",
+                      "valid_lens is compared without new axes: it has shape (2,) and the key positions "
+                      "torch.arange(4) shape (4,)", "valid_lens[:, None, None] of shape (2, 1, 1)",
+                      "then the mask is (2, 1, 4) and broadcasts against the scores (2, 3, 4)")
+
+
+def q2_half_scores(scores, valid_lens):
+    visible = torch.arange(scores.shape[-1]) < valid_lens[:, None, None]
+    return torch.softmax(scores.half().masked_fill(~visible, -1e6), dim=-1) * visible
+
+
+def q2_half_scores_small_fill(scores, valid_lens):
+    visible = torch.arange(scores.shape[-1]) < valid_lens[:, None, None]
+    return torch.softmax(scores.half().masked_fill(~visible, -1e4), dim=-1) * visible
+
+
+def q2_half_result(scores, valid_lens):
+    visible = torch.arange(scores.shape[-1]) < valid_lens[:, None, None]
+    return (torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1) * visible).half()
+
+
+def q2_half_mask(scores, valid_lens):
+    visible = (torch.arange(scores.shape[-1]) < valid_lens[:, None, None]).half()
+    return torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1) * visible
+
+
+def test_q2_half_scores_with_the_usual_fill_is_named():
+    # -1e6 does not fit in float16: torch raises "value cannot be converted to type c10::Half without overflow"
+    assert_fails_with(q2, q2_half_scores, Q2_GOT, "without overflow",
+                      "you converted the scores to float16 (.half()): -1e6 does not fit in float16",
+                      "The scores come as float32: compute and return float32")
+
+
+@pytest.mark.parametrize("wrong", [q2_half_scores_small_fill, q2_half_result])
+def test_q2_a_float16_result_gives_both_dtypes_and_names_half(wrong):
+    result = assert_fails_with(q2, wrong, "first difference", "your result is float16, the expected result float32",
+                               "about 3 significant digits", "A .half()", "compute in float32")
+    assert "took part in the softmax" not in result.message       # rounding is not a masking mistake
+
+
+def test_q2_a_float_mask_flipped_with_tilde_is_named():
+    assert_fails_with(q2, q2_half_mask, Q2_GOT, "TypeError: ~ (operator.invert)",
+                      "~ flips a boolean (or integer) tensor only", "torch.bool")
+    assert_fails_with(q2, lambda scores, valid_lens: q2_half_mask(scores, valid_lens.float()), "~ flips a boolean")
+
+
+def q3_half_queries_and_keys(Q, K, V, valid_lens):
+    scores = Q.half() @ K.half().transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    return masked_softmax(scores, valid_lens) @ V
+
+
+def q3_half_values(Q, K, V, valid_lens):
+    return masked_softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), valid_lens) @ V.half()
+
+
+def q3_half_both(Q, K, V, valid_lens):
+    weights = masked_softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), valid_lens)
+    return weights.half() @ V.half()
+
+
+@pytest.mark.parametrize("wrong, error", [(q3_half_queries_and_keys, "expected scalar type Half but found Float"),
+                                          (q3_half_values, "expected scalar type Float but found Half")])
+def test_q3_float16_mixed_with_float32_is_named_with_the_dtypes(wrong, error):
+    assert_fails_with(q3, wrong, Q3_GOT, error, "your code mixed float16 and float32 in one product",
+                      "Q, K and V come as float32 and the output must be float32: drop the .half()")
+
+
+def test_q3_a_float16_result_gives_both_dtypes():
+    assert_fails_with(q3, q3_half_both, "your result is float16, the expected result float32", "A .half()")
+
+
+def q3_lens_unsqueezed(Q, K, V, valid_lens):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    return masked_softmax(scores, valid_lens.unsqueeze(-1)) @ V
+
+
+def test_q3_valid_lens_unsqueezed_for_the_packages_masked_softmax_is_named():
+    assert_fails_with(q3, q3_lens_unsqueezed, Q3_GOT, "got shape (2, 1)",
+                      "masked_softmax takes valid_lens as they come, shape (2,), and adds the new axes itself")
+
+
+# near misses of the masking mistakes get a nudge, not only the numbers
+
+def q2_fill_zero(scores, valid_lens):
+    visible = torch.arange(scores.shape[-1]) < valid_lens[:, None, None]
+    return torch.softmax(scores.masked_fill(~visible, 0.0), dim=-1) * visible
+
+
+def q2_fill_minus_ten(scores, valid_lens):
+    visible = torch.arange(scores.shape[-1]) < valid_lens[:, None, None]
+    weights = torch.softmax(scores.masked_fill(~visible, -10.0), dim=-1)
+    return weights.masked_fill((valid_lens == 0)[:, None, None], 0.0)
+
+
+def test_q2_near_misses_of_the_masking_mistakes_get_a_nudge():
+    assert_fails_with(q2, q2_fill_zero, "first difference", "the hidden keys got weight 0, but a row of visible "
+                      "weights sums to", "the hidden scores still took part in the softmax", "*before* the softmax")
+    assert_fails_with(q2, q2_fill_minus_ten, "first difference", "a key at a position >= valid_len got weight",
+                      "a very negative number such as -1e6")

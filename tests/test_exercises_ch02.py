@@ -185,3 +185,201 @@ def test_q1_refuses_the_packages_sinusoidal_encoding():
     from bertcourse.positional import sinusoidal_encoding
     result = q1.check(lambda pos, d: sinusoidal_encoding(pos + 1, d)[pos])
     assert result.status == "fail" and "without sinusoidal_encoding" in result.message
+
+
+# --- an odd width in Q1: the failure says what went wrong (issue 43) -------------------------
+
+Q1_ODD = "on odd width: i=3, d=5"
+
+
+def q1_cosines_uncut(i, d):
+    """fails: Your code put 3 values, one per pair, into 2 places"""
+    angle = i / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    p = torch.zeros(d, dtype=torch.float64)
+    p[0::2] = torch.sin(angle)
+    p[1::2] = torch.cos(angle)
+    return p
+
+
+def q1_pairs_grid(i, d):
+    angle = i / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    p = torch.zeros(d // 2, 2, dtype=torch.float64)
+    p[:, 0] = torch.sin(angle)
+    p[:, 1] = torch.cos(angle)
+    return p.reshape(d)
+
+
+def q1_half_the_angles(i, d):
+    j = torch.arange(d // 2, dtype=torch.float64)
+    angle = i / 10000 ** (2 * j / d)
+    p = torch.zeros(d, dtype=torch.float64)
+    p[0::2] = torch.sin(angle)
+    p[1::2] = torch.cos(angle)
+    return p
+
+
+def q1_loop_over_d_halves(i, d):
+    p = torch.zeros(d)
+    for j in range(d // 2):
+        angle = i / 10000 ** (2 * j / d)
+        p[2 * j], p[2 * j + 1] = math.sin(angle), math.cos(angle)
+    return p
+
+
+def q1_loop_past_the_end(i, d):
+    p = torch.zeros(d)
+    for j in range((d + 1) // 2):
+        angle = i / 10000 ** (2 * j / d)
+        p[2 * j], p[2 * j + 1] = math.sin(angle), math.cos(angle)
+    return p
+
+
+def q1_stacked_pairs(i, d):
+    angle = i / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten()
+
+
+def q1_refuses_odd(i, d):
+    if d % 2:
+        raise ValueError("d must be even")
+    return q1_cosines_uncut(i, d)
+
+
+def q1_asserts_even(i, d):
+    assert d % 2 == 0, "d must be even"
+    return q1_cosines_uncut(i, d)
+
+
+def q1_sines_then_cosines(i, d):
+    """fails: you put all the sines first and then all the cosines"""
+    angle = i / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    return torch.cat([torch.sin(angle), torch.cos(angle)])[:d]
+
+
+ODD_GOT = "Your function got i = 3; d = 5. It must return a tensor of shape (5,), float64."
+
+
+@pytest.mark.parametrize("wrong, phrases", [
+    (q1_cosines_uncut, [ODD_GOT, "an odd d = 5 has 3 sine columns (0, 2, 4) but only 2 cosine columns (1, 3)",
+                        "put 3 values, one per pair, into 2 places", "torch.cos(angle)[: d // 2]"]),
+    (q1_pairs_grid, [ODD_GOT, "3 sine columns (0, 2, 4) but only 2 cosine columns", "into 2 places"]),
+    (q1_half_the_angles, [ODD_GOT, "your code made d // 2 = 2 values for the 3 sine columns (0, 2, 4) of an odd "
+                          "d = 5", "the last column is a lone sine", "torch.arange(0, d, 2)"]),
+    (q1_loop_past_the_end, [ODD_GOT, "index 5 is out of bounds", "an odd d = 5 has no column 5",
+                            "Write the cosine only when 2j + 1 < d"]),
+    (q1_loop_over_d_halves, ["first difference at index (4,)", "the last column of an odd d = 5 stayed 0",
+                             "column 4 holds the sine of pair j = 2", "ceil(d/2) pairs"]),
+    (q1_stacked_pairs, ["expected shape (5,), got (6,)", "you returned 6 numbers for d = 5", "p[:d]"]),
+    (q1_refuses_odd, ["ValueError: d must be even", "an odd width is allowed",
+                      "the columns 0, 2, 4 hold sines and 1, 3 cosines"]),
+    (q1_asserts_even, ["AssertionError: d must be even", "your own assert failed, on line",
+                       '`assert d % 2 == 0, "d must be even"`', "an odd width is allowed"]),
+])
+def test_q1_an_odd_width_names_what_went_wrong(wrong, phrases):
+    result = assert_fails_with(q1, wrong, Q1_ODD, *phrases)
+    assert result.message.count(" — ") == 1 + ("your own assert" in result.message), result.message
+
+
+# --- Q4: the table unsliced or sliced off by one, and the learner's own assert ---------------
+
+Q4_GOT = ("on batch=2, seq=5, d=8, max_len=10, the shapes or dtypes in your code do not fit together. Your function "
+          "got E: shape (2, 5, 8), float32; P: shape (10, 8), float32. It must return a tensor of shape (2, 5, 8), "
+          "float32.")
+
+
+def q4_whole_table(E, P):
+    if E.shape[1] > P.shape[0]:
+        raise ValueError(f"max_len={P.shape[0]}")
+    return E * math.sqrt(E.shape[-1]) + P          # the table not sliced to the sequence
+
+
+def _sliced(rows):
+    def embed_with_positions(E, P):
+        if E.shape[1] > P.shape[0]:
+            raise ValueError(f"sequence longer than max_len={P.shape[0]}")
+        return E * math.sqrt(E.shape[-1]) + rows(E, P)
+    return embed_with_positions
+
+
+@pytest.mark.parametrize("wrong, phrases", [
+    (q4_whole_table, [Q4_GOT, "The size of tensor a (5) must match the size of tensor b (10)",
+                      "you added the whole table P, 10 rows (max_len), to a sequence of 5 positions",
+                      "P[:seq] = P[:5], shape (5, 8)"]),
+    (_sliced(lambda E, P: P.unsqueeze(0)), [Q4_GOT, "you added the whole table P"]),
+    (_sliced(lambda E, P: P[: E.shape[1] + 1]), [Q4_GOT, "off by one: P[:seq + 1] has 6 rows for 5 positions"]),
+    (_sliced(lambda E, P: P[: E.shape[1] - 1]), [Q4_GOT, "off by one: P[:seq - 1] has 4 rows for 5 positions"]),
+    (_sliced(lambda E, P: P[1: E.shape[1] + 1]), ["first difference", "off by one: P[1:seq + 1] starts at "
+                                                  "position 1, but the first token stands at position 0"]),
+    (_sliced(lambda E, P: P[: len(E)]), [Q4_GOT, "you sliced P to E.shape[0] = len(E) = 2, the batch size"]),
+    (_sliced(lambda E, P: P[:, : E.shape[1]]), [Q4_GOT, "P[:, :seq] slices the columns of P",
+                                                "(max_len, d) = (10, 8)"]),
+])
+def test_q4_the_rows_of_the_table_are_named(wrong, phrases):
+    assert_fails_with(q4, wrong, *phrases)
+
+
+def q4_own_assert(E, P):
+    assert E.shape[1] <= P.shape[0], "the sequence is longer than the table"
+    return E * math.sqrt(E.shape[-1]) + P[: E.shape[1]]
+
+
+def q4_own_bare_assert(E, P):
+    assert E.shape[1] <= P.shape[0]
+    return E * math.sqrt(E.shape[-1]) + P[: E.shape[1]]
+
+
+@pytest.mark.parametrize("wrong, source", [
+    (q4_own_assert, '`assert E.shape[1] <= P.shape[0], "the sequence is longer than the table"`'),
+    (q4_own_bare_assert, "`assert E.shape[1] <= P.shape[0]`"),
+])
+def test_q4_the_learners_own_assert_is_reported_as_their_assert(wrong, source):
+    result = assert_fails_with(q4, wrong, "a sequence of 7 positions with a table of max_len=5: your code raised "
+                               "AssertionError", "your own assert failed, on line", source,
+                               "Refusing the sequence is right, but the exercise asks for a ValueError naming "
+                               "max_len")
+    assert "broadcasting" not in result.message
+
+
+def q4_refuses_a_full_table(E, P):
+    if E.shape[1] >= P.shape[0]:
+        raise ValueError(f"longer than max_len={P.shape[0]}")
+    return E * math.sqrt(E.shape[-1]) + P[: E.shape[1]]
+
+
+def q4_asserts_shorter_than_the_table(E, P):
+    assert E.shape[1] < P.shape[0]
+    return E * math.sqrt(E.shape[-1]) + P[: E.shape[1]]
+
+
+@pytest.mark.parametrize("wrong, phrase", [(q4_refuses_a_full_table, "ValueError: longer than max_len=4"),
+                                           (q4_asserts_shorter_than_the_table, "your own assert failed")])
+def test_q4_a_length_check_off_by_one_is_named(wrong, phrase):
+    assert_fails_with(q4, wrong, "on seq = max_len = 4, d=16, your code raised", phrase,
+                      "a sequence of 4 positions fits a table of max_len = 4 rows: refuse only seq > max_len",
+                      "`seq >= max_len`")
+
+
+def test_q4_another_error_on_a_too_long_sequence_is_not_called_an_accident_of_broadcasting():
+    def index_error(E, P):
+        if E.shape[1] > P.shape[0]:
+            raise IndexError(f"longer than max_len={P.shape[0]}")
+        return E * math.sqrt(E.shape[-1]) + P[: E.shape[1]]
+    result = assert_fails_with(q4, index_error, "your code raised IndexError: longer than max_len=5",
+                               "the exercise asks for a ValueError naming max_len")
+    assert "broadcasting" not in result.message
+
+
+def test_q4_the_value_error_must_name_max_len_as_the_notebook_says():
+    def vague(E, P):
+        if E.shape[1] > P.shape[0]:
+            raise ValueError("too long")
+        return E * math.sqrt(E.shape[-1]) + P[: E.shape[1]]
+    assert_fails_with(q4, vague, "refuses it with a ValueError, good, but its message (ValueError: too long) does "
+                      "not name the limit", "max_len = 5")
+    for message in ("sequence of {seq} positions, but max_len is {n}", "{seq} > {n}", "too long for the table "
+                    "(maximum length {n})"):
+        def named(E, P, message=message):
+            if E.shape[1] > P.shape[0]:
+                raise ValueError(message.format(seq=E.shape[1], n=P.shape[0]))
+            return E * math.sqrt(E.shape[-1]) + P[: E.shape[1]]
+        assert_passes_with(q4, named, "refused with a ValueError")

@@ -215,6 +215,129 @@ def q3_all_segment_a(encoder, tokens, segments):
     return encoder.embedding_norm(X)
 
 
+# Q3's shape slips, written as a learner writes them (the first case: batch 3, seq 9, num_hiddens 16, max_len 12)
+Q3_GOT = ("the shapes or dtypes in your code do not fit together. Your function got encoder: BERTEncoder; tokens: "
+          "shape (3, 9), int64; segments: shape (3, 9), int64. It must return a tensor of shape (3, 9, 16), float32.")
+
+
+def _tokens_and_segments(encoder, tokens, segments):
+    return encoder.token_embedding(tokens) + encoder.segment_embedding(segments)
+
+
+def q3_positions_by_len(encoder, tokens, segments):
+    """fails: len(tokens) (or tokens.shape[0]) is the batch size"""
+    X = _tokens_and_segments(encoder, tokens, segments) + encoder.pos_embedding.weight[:len(tokens)]
+    return encoder.embedding_norm(X)
+
+
+def q3_positions_arange_batch(encoder, tokens, segments):
+    """fails: the position rows follow the seq axis"""
+    positions = torch.arange(tokens.shape[0])                  # the batch axis, not seq
+    return encoder.embedding_norm(_tokens_and_segments(encoder, tokens, segments) + encoder.pos_embedding.weight[positions])
+
+
+def q3_whole_position_table(encoder, tokens, segments):
+    """fails: you added the whole position table"""
+    return encoder.embedding_norm(_tokens_and_segments(encoder, tokens, segments) + encoder.pos_embedding.weight)
+
+
+def q3_d2l_slice(encoder, tokens, segments):
+    """fails: d2l's [:, :seq, :] is for one with a batch axis in front"""
+    X = _tokens_and_segments(encoder, tokens, segments)
+    return encoder.embedding_norm(X + encoder.pos_embedding.weight[:, :X.shape[1], :])
+
+
+def q3_slice_second_axis(encoder, tokens, segments):
+    """fails: and [:, :seq] (or .T) puts seq last"""
+    X = _tokens_and_segments(encoder, tokens, segments)
+    return encoder.embedding_norm(X + encoder.pos_embedding.weight[:, :X.shape[1]])
+
+
+def q3_batch_axis_in_the_middle(encoder, tokens, segments):
+    """fails: put the new axis in front"""
+    P = encoder.pos_embedding.weight[:tokens.shape[1]].unsqueeze(1)
+    return encoder.embedding_norm(_tokens_and_segments(encoder, tokens, segments) + P)
+
+
+def q3_position_module_on_ids(encoder, tokens, segments):
+    """fails: encoder.pos_embedding(X) looks no ids up"""
+    return encoder.embedding_norm(_tokens_and_segments(encoder, tokens, segments) + encoder.pos_embedding(tokens))
+
+
+def q3_position_module_on_positions(encoder, tokens, segments):
+    """fails: encoder.pos_embedding(X) looks no ids up"""
+    positions = torch.arange(tokens.shape[1])
+    return encoder.embedding_norm(_tokens_and_segments(encoder, tokens, segments) + encoder.pos_embedding(positions))
+
+
+def q3_positions_by_token_id(encoder, tokens, segments):
+    """fails: you looked the position table up with the token ids; its max_len = 12 rows"""
+    return encoder.embedding_norm(_tokens_and_segments(encoder, tokens, segments) + encoder.pos_embedding.weight[tokens])
+
+
+def q3_segment_table(encoder, tokens, segments):
+    """fails: encoder.segment_embedding.weight is the whole table"""
+    X = (encoder.token_embedding(tokens) + encoder.segment_embedding.weight
+         + encoder.pos_embedding.weight[:tokens.shape[1]])
+    return encoder.embedding_norm(X)
+
+
+@pytest.mark.parametrize("wrong, phrases", [
+    (q3_positions_by_len, ["must match the size of tensor b (3)", "tokens is (batch, seq) = (3, 9)",
+                           "the batch size, 3", "(seq, num_hiddens) = (9, 16)"]),
+    (q3_positions_arange_batch, ["must match the size of tensor b (3)", "the position rows follow the seq axis"]),
+    (q3_whole_position_table, ["size of tensor b (12)", "(max_len, num_hiddens) = (12, 16)", "seq = 9 positions"]),
+    (q3_d2l_slice, ["too many indices for tensor of dimension 2", "is 2-D, (max_len, num_hiddens) = (12, 16)",
+                    "d2l's [:, :seq, :]"]),
+    (q3_slice_second_axis, ["size of tensor a (16) must match the size of tensor b (9)",
+                            "Take weight[:tokens.shape[1]], (seq, num_hiddens) = (9, 16)"]),
+    (q3_batch_axis_in_the_middle, ["(seq, 1, num_hiddens) = (9, 1, 16)", "the batch axis of the (3, 9, 16) "
+                                                                          "embeddings"]),
+    (q3_position_module_on_ids, ["got shape (3, 9))", "(batch, seq, num_hiddens) = (3, 9, 16)"]),
+    (q3_position_module_on_positions, ["got shape (9,))", "plus the position rows"]),
+    (q3_positions_by_token_id, ["index 39 is out of bounds for dimension 0 with size 12", "a token id can be larger"]),
+    (q3_segment_table, ["size of tensor b (2)", "(num_segments, num_hiddens) = (2, 16)",
+                        "encoder.segment_embedding(segments), (batch, seq, num_hiddens) = (3, 9, 16)"]),
+])
+def test_q3_shape_slips_are_named_with_the_sizes(wrong, phrases):
+    assert_fails_with(q3, wrong, "on batch=3, a pair of 9 tokens, " + Q3_GOT, *phrases, ") — ")
+
+
+def q3_position_module_added_to_the_sum(encoder, tokens, segments):
+    """fails: encoder.pos_embedding(X) already returns X plus the position rows"""
+    X = _tokens_and_segments(encoder, tokens, segments)
+    return encoder.embedding_norm(X + encoder.pos_embedding(X))
+
+
+def q3_segments_in_token_table(encoder, tokens, segments):
+    """fails: you looked the segment ids up in the token table"""
+    X = encoder.token_embedding(tokens) + encoder.token_embedding(segments)
+    return encoder.embedding_norm(X + encoder.pos_embedding.weight[:tokens.shape[1]])
+
+
+def q3_first_sequence_only(encoder, tokens, segments):
+    """fails: you returned one sequence's embeddings, (seq, num_hiddens) = (9, 16)"""
+    tokens, segments = tokens[0], segments[0]                   # as if there were no batch axis
+    X = encoder.token_embedding(tokens) + encoder.segment_embedding(segments) + encoder.pos_embedding.weight[:len(tokens)]
+    return encoder.embedding_norm(X)
+
+
+def test_q3_near_misses_get_a_nudge():
+    assert_fails_with(q3, q3_position_module_added_to_the_sum, "first difference", "counts the token and segment "
+                      "embeddings twice")
+    assert_fails_with(q3, q3_first_sequence_only, "expected shape (3, 9, 16), got (9, 16) — you returned one "
+                      "sequence's", "return (batch, seq, num_hiddens) = (3, 9, 16)")
+    assert_fails_with(q3, q3_segments_in_token_table, "first difference", " — you looked the segment ids up in the "
+                      "token table")
+
+
+def test_q3_first_case_tells_the_batch_from_the_other_sizes():
+    """A slip that uses the wrong size raises an error with that size only when the sizes differ."""
+    encoder, tokens, segments = ch04.Q3_CASES[0][1]
+    c = encoder.config
+    assert len({tokens.shape[0], tokens.shape[1], c.num_segments, c.max_len, c.num_hiddens}) == 5
+
+
 def test_q3_refuses_calling_embed():
     result = q3.check(lambda encoder, tokens, segments: encoder.embed(tokens, segments))
     assert result.status == "fail" and "without encoder.embed" in result.message

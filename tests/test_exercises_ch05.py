@@ -159,10 +159,23 @@ def q3_weights_not_flat(logits, labels, weights):
     return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
 
 
+def q3_weights_column(logits, labels, weights):
+    """fails: broadcasts to a (8, 8) table, every loss times every weight"""
+    per_slot = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
+    return (per_slot * weights.reshape(-1, 1)).sum() / (weights.sum() + 1e-8)
+
+
+def q3_labels_flat_only(logits, labels, weights):
+    """fails: (or the labels but not the logits): flatten both alike"""
+    per_slot = F.cross_entropy(logits, labels.reshape(-1), reduction="none")
+    return (per_slot * weights.reshape(-1)).sum() / weights.sum().clamp(min=1e-8)
+
+
 @pytest.mark.parametrize("wrong, error", [
     (q3_not_flattened, "RuntimeError: Expected target size [2, 7], got [2, 4]"),
     (q3_labels_not_flat, "ValueError: Expected input batch_size (8) to match target batch_size (2)."),
     (q3_weights_not_flat, "RuntimeError: The size of tensor a (8) must match the size of tensor b (4)"),
+    (q3_labels_flat_only, "ValueError: Expected input batch_size (2) to match target batch_size (8)."),
 ])
 def test_q3_a_missing_reshape_is_named_with_the_shapes(wrong, error):
     assert_fails_with(q3, wrong, "the shapes or dtypes in your code do not fit together. Your function got logits: "
@@ -202,6 +215,119 @@ def test_q4_an_indexing_mistake_is_named_with_the_shapes():
         i18n.set_language("en")
     assert "你的函数收到的是X：形状(2, 6, 4)，float32；pred_positions：形状(2, 3)，int64" in chinese.message
     assert "它对齐的是num_preds轴，而不是批量轴" in chinese.message
+
+
+Q4_GOT = ("Your function got X: shape (2, 6, 4), float32; pred_positions: shape (2, 3), int64. It must return a "
+          "tensor of shape (2, 3, 4), float32.")
+
+
+def q4_positions_as_mask(X, pred_positions):
+    """fails: pred_positions holds positions, numbers from 0 to seq-1, not a mask"""
+    return X[pred_positions.bool()]
+
+
+def q4_flat_positions(X, pred_positions):
+    """fails: every position needs its own: torch.arange(batch).repeat_interleave(num_preds)"""
+    # d2l's flat recipe, without its repeat_interleave
+    batch, num_preds = pred_positions.shape
+    return X[torch.arange(batch), pred_positions.reshape(-1)].reshape(batch, num_preds, -1)
+
+
+def q4_counted_predictions(X, pred_positions):
+    """fails: the column of batch indices counts the sequences"""
+    return X[torch.arange(len(pred_positions[0]))[:, None], pred_positions]
+
+
+def q4_gather_along_batch(X, pred_positions):
+    """fails: the positions index the seq axis"""
+    index = pred_positions.unsqueeze(-1).expand(-1, -1, X.shape[-1])
+    return torch.gather(X, 0, index)
+
+
+def q4_gather_along_hidden(X, pred_positions):
+    """fails: torch.gather(X, dim, index) picks along the axis dim"""
+    index = pred_positions.unsqueeze(-1).expand(-1, -1, X.shape[-1])
+    return X.gather(-1, index)
+
+
+def q4_index_select(X, pred_positions):
+    """fails: X.index_select(1, index) takes one 1-D list of positions for the whole batch"""
+    return X.index_select(1, pred_positions)
+
+
+def q4_transposed_positions(X, pred_positions):
+    """fails: no transpose"""
+    return X[torch.arange(X.shape[0]).unsqueeze(1), pred_positions.T]
+
+
+@pytest.mark.parametrize("wrong, phrases", [
+    (q4_positions_as_mask, ["The shape of the mask [2, 3] at index 1 does not match",
+                            "(batch, seq) = (2, 6), not (batch, num_preds) = (2, 3)"]),
+    (q4_flat_positions, ["with shapes [2], [6]", "(batch · num_preds,) = (6,)", "torch.arange(batch), (2,)",
+                         "repeat_interleave(num_preds), (6,)"]),
+    (q4_counted_predictions, ["with shapes [3, 1], [2, 3]", "X.shape[0] = 2, shape (2, 1)", "num_preds = 3"]),
+    (q4_gather_along_batch, ["index 2 is out of bounds for dimension 0", "(batch, seq, hidden) = (2, 6, 4): dim=1"]),
+    (q4_gather_along_hidden, ["index 4 is out of bounds for dimension 2", "(batch, seq, hidden) = (2, 6, 4): dim=1"]),
+    (q4_index_select, ["Index is supposed to be a vector", "(batch, num_preds) = (2, 3)"]),
+    (q4_transposed_positions, ["with shapes [2, 1], [3, 2]", "already (batch, num_preds) = (2, 3)"]),
+])
+def test_q4_indexing_slips_are_named_with_the_sizes(wrong, phrases):
+    result = assert_fails_with(q4, wrong, *phrases, " — ")
+    if wrong is not q4_index_select:            # torch's message names no shape: told as raised, without them
+        assert Q4_GOT in result.message
+
+
+def q4_repeat_not_interleave(X, pred_positions):
+    """fails: repeat_interleave(num_preds)"""
+    batch, num_preds = pred_positions.shape
+    batch_idx = torch.arange(batch).repeat(num_preds)
+    return X[batch_idx, pred_positions.reshape(-1)].reshape(batch, num_preds, -1)
+
+
+def q4_index_not_expanded(X, pred_positions):
+    """fails: expand it along the hidden axis"""
+    return torch.gather(X, 1, pred_positions.unsqueeze(-1))
+
+
+def q4_boolean_mask(X, pred_positions):
+    """fails: it loses the batch axis, the order of pred_positions and its repeats"""
+    mask = torch.zeros(X.shape[0], X.shape[1], dtype=torch.bool)
+    for b in range(X.shape[0]):
+        mask[b, pred_positions[b]] = True
+    return X[mask]
+
+
+def q4_loop_cat(X, pred_positions):
+    """fails: the numbers are right, in the right order, but laid out as (6, 4)"""
+    return torch.cat([X[b, pred_positions[b]] for b in range(X.shape[0])])
+
+
+def q4_flat_without_reshape(X, pred_positions):
+    """fails: laid out as (6, 4)"""
+    batch, num_preds = pred_positions.shape
+    return X[torch.arange(batch).repeat_interleave(num_preds), pred_positions.reshape(-1)]
+
+
+def test_q4_near_misses_get_a_nudge_with_the_shapes():
+    assert_fails_with(q4, q4_index_not_expanded, "expected shape (2, 3, 4), got (2, 3, 1) — your index is (batch, "
+                      "num_preds, 1)", "(2, 3, 4)")
+    assert_fails_with(q4, q4_boolean_mask, "expected shape (2, 3, 4), got (5, 4) — X[mask]",
+                      "(batch, num_preds, hidden) = (2, 3, 4)")
+    assert_fails_with(q4, q4_loop_cat, "expected shape (2, 3, 4), got (6, 4) — the numbers are right",
+                      "torch.stack the rows")
+    assert_fails_with(q4, lambda X, p: X[torch.arange(X.shape[0])[:, None], p].reshape(X.shape[0], -1),
+                      "got (2, 12) — the numbers are right, in the right order, but laid out as (2, 12)")
+    assert_fails_with(q4, q4_repeat_not_interleave, "first difference", "gives 0 1 0 1")
+    # values that are merely wrong get no nudge about their layout
+    result = assert_fails_with(q4, lambda X, p: X[:, :p.shape[1]].reshape(-1, X.shape[-1]), "got (6, 4)")
+    assert " — " not in result.message
+
+
+def test_q3_names_both_one_sided_flattenings_and_the_weights_column():
+    assert_fails_with(q3, q3_labels_flat_only, "but not the labels (or the labels but not the logits)")
+    assert_fails_with(q3, q3_labels_not_flat, "but not the labels (or the labels but not the logits)")
+    assert_fails_with(q3, q3_weights_column, "first difference", "weights.reshape(-1, 1) is a column, (8, 1)",
+                      "a (8, 8) table")
 
 
 def test_q3_mistakes():

@@ -148,6 +148,117 @@ def test_q4_mistakes():
     assert q4.check(lambda lo, la: float(-torch.log_softmax(lo, -1)[torch.arange(len(la)), la].mean()))  # a float is fine
 
 
+# Q4's shape and dtype slips, written as a learner writes them: the check names each, with the case's sizes
+Q4_GOT = ("the shapes or dtypes in your code do not fit together. Your function got logits: shape (6, 2), float32; "
+          "labels: shape (6,), int64. It must return a single number, a tensor of shape (), float32.")
+
+
+def q4_float_labels(logits, labels):
+    """fails: .float() makes them unusable as an index"""
+    log_p = torch.log_softmax(logits, dim=-1)
+    return -log_p[torch.arange(len(labels)), labels.float()].mean()
+
+
+def q4_float_labels_gather(logits, labels):
+    """fails: the labels are class ids that pick a column, so they must stay whole numbers"""
+    log_p = torch.log_softmax(logits, dim=-1)
+    return -log_p.gather(1, labels.float().unsqueeze(1)).mean()
+
+
+def q4_gather_flat_labels(logits, labels):
+    """fails: so make it a column, labels[:, None], (6, 1)"""
+    return -torch.log_softmax(logits, dim=-1).gather(1, labels).mean()
+
+
+def q4_rows_of_classes(logits, labels):
+    """fails: torch.arange(2) counts the two classes"""
+    return -torch.log_softmax(logits, dim=-1)[range(2), labels].mean()
+
+
+def q4_labels_as_one_hot(logits, labels):
+    """fails: not a one-hot (batch, 2) table"""
+    return -(torch.log_softmax(logits, dim=-1) * labels).sum(dim=1).mean()
+
+
+def q4_transposed(logits, labels):
+    """fails: no transpose"""
+    log_p = torch.log_softmax(logits.T, dim=-1)
+    return -log_p[torch.arange(len(labels)), labels].mean()
+
+
+def q4_swapped_indices(logits, labels):
+    """fails: you swapped the two indices"""
+    return -torch.log_softmax(logits, dim=-1)[labels, torch.arange(len(labels))].mean()
+
+
+def q4_no_dim(logits, labels):
+    """fails: torch.log_softmax needs the axis of the classes: dim=-1"""
+    return -torch.log_softmax(logits)[torch.arange(len(labels)), labels].mean()
+
+
+@pytest.mark.parametrize("wrong, phrases", [
+    (q4_float_labels, ["your code raised IndexError: tensors used as indices must be long", "labels is int64"]),
+    (q4_float_labels_gather, [Q4_GOT, "Expected dtype int32/int64 for index", "labels is int64"]),
+    (q4_gather_flat_labels, [Q4_GOT, "Index tensor must have the same number of dimensions", "(batch, 2) = (6, 2)",
+                             "labels is (batch,) = (6,)"]),
+    (q4_rows_of_classes, [Q4_GOT, "with shapes [2], [6]", "torch.arange(batch) = torch.arange(6)"]),
+    (q4_labels_as_one_hot, [Q4_GOT, "labels is (batch,) = (6,), one class id per pair",
+                            "F.one_hot(labels, num_classes=2)"]),
+    (q4_transposed, [Q4_GOT, "logits is already (batch, 2) = (6, 2)"]),
+    (q4_swapped_indices, [Q4_GOT, "the rows are the 6 pairs and the columns the 2 classes"]),
+    (q4_no_dim, ['TypeError: log_softmax() missing 1 required positional arguments: "dim"',
+                 "(logits is (batch, 2) = (6, 2))"]),
+])
+def test_q4_shape_and_dtype_slips_are_named_with_the_sizes(wrong, phrases):
+    assert_fails_with(q4, wrong, *phrases, " — ")
+
+
+def q4_column_of_rows(logits, labels):
+    """fails: every pair's log-probabilities with every pair's label"""
+    # chapter 5's gather, a (batch, 1) column of rows, against the (batch,) labels
+    rows = torch.arange(len(labels))[:, None]
+    return -torch.log_softmax(logits, dim=-1)[rows, labels].mean()
+
+
+def q4_all_rows_label_columns(logits, labels):
+    """fails: your picks form a (batch, batch) = (6, 6) table"""
+    return -torch.log_softmax(logits, dim=-1)[:, labels].mean()
+
+
+def q4_rows_by_label(logits, labels):
+    """fails: log_p[labels] picks whole rows"""
+    return -torch.log_softmax(logits, dim=-1)[labels].mean()
+
+
+def q4_gather_rows(logits, labels):
+    """fails: gather(0, ...) picks along axis 0, the pairs"""
+    return -torch.log_softmax(logits, dim=-1).gather(0, labels.unsqueeze(1)).mean()
+
+
+def q4_softmax_over_batch(logits, labels):
+    """fails: your log_softmax normalised over axis 0, the pairs of the batch"""
+    return -torch.log_softmax(logits, dim=0)[torch.arange(len(labels)), labels].mean()
+
+
+def q4_one_hot_without_classes(logits, labels):
+    """fails: F.one_hot(labels, num_classes=2)"""
+    return -(F.one_hot(labels) * torch.log_softmax(logits, dim=-1)).sum(dim=1).mean()
+
+
+def q4_loss_per_pair(logits, labels):
+    """fails: you returned one loss per pair, (batch,) = (6,)"""
+    return -torch.log_softmax(logits, dim=-1)[torch.arange(len(labels)), labels]
+
+
+def test_q4_near_misses_get_a_nudge_with_the_numbers():
+    result = assert_fails_with(q4, q4_column_of_rows, "first difference at index ()", " — your picks form")
+    assert "log_p[torch.arange(batch), labels]" in result.message
+    assert_fails_with(q4, q4_one_hot_without_classes, "on all IsNext", "gets a single column")
+    assert_fails_with(q4, q4_loss_per_pair, "expected shape (), got (6,) — you returned one loss per pair")
+    for wrong in (q4_all_rows_label_columns, q4_rows_by_label, q4_gather_rows, q4_softmax_over_batch):
+        assert_fails_with(q4, wrong, "first difference", " — " + wrong.__doc__.removeprefix("fails: "))
+
+
 def test_hints_and_solutions_exist():
     for ex in EXERCISES:
         assert len(ex.hints) >= 2 and ex.var in ex.solution()

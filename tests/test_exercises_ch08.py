@@ -80,6 +80,113 @@ def test_q1_needs_a_function():
     assert result.status == "fail" and "must be a function" in result.message
 
 
+# --- Q1: slips in the learner's own translation code --------------------------------------
+
+BLOCK = {"attention.self.query": "attention.W_q", "attention.self.key": "attention.W_k",
+         "attention.self.value": "attention.W_v", "attention.output.dense": "attention.W_o",
+         "attention.output.LayerNorm": "addnorm1.ln", "intermediate.dense": "ffn.dense1",
+         "output.dense": "ffn.dense2", "output.LayerNorm": "addnorm2.ln"}
+TOP = {"embeddings.word_embeddings": "encoder.token_embedding",
+       "embeddings.token_type_embeddings": "encoder.segment_embedding",
+       "embeddings.position_embeddings": "encoder.pos_embedding",
+       "embeddings.LayerNorm": "encoder.embedding_norm", "pooler.dense": "pooler.dense"}
+# the order a learner writes them in: longer names before the shorter names they contain
+REPLACEMENTS = [("embeddings.word_embeddings", "encoder.token_embedding"),
+                ("embeddings.token_type_embeddings", "encoder.segment_embedding"),
+                ("embeddings.position_embeddings", "encoder.pos_embedding"),
+                ("embeddings.LayerNorm", "encoder.embedding_norm"),
+                ("encoder.layer.", "encoder.blks."),
+                ("attention.self.query", "attention.W_q"), ("attention.self.key", "attention.W_k"),
+                ("attention.self.value", "attention.W_v"),
+                ("attention.output.dense", "attention.W_o"), ("attention.output.LayerNorm", "addnorm1.ln"),
+                ("intermediate.dense", "ffn.dense1"),
+                ("output.dense", "ffn.dense2"), ("output.LayerNorm", "addnorm2.ln")]
+
+
+def without(pairs, *olds):
+    return [(old, new) for old, new in pairs if old not in olds]
+
+
+def by_dict(strip=lambda name: name.removeprefix("bert."), top=TOP, block=BLOCK):
+    """A learner's dict lookup, like the solution's, with one step changed."""
+    def to_course_name(hf_name):
+        name = strip(hf_name)
+        *path, suffix = name.split(".")
+        path = ".".join(path)
+        if path in top:
+            return f"{top[path]}.{suffix}"
+        _, _, i, *layer = path.split(".")
+        return f"encoder.blks.{i}.{block['.'.join(layer)]}.{suffix}"
+    return to_course_name
+
+
+def by_replacing(pairs=REPLACEMENTS, strip=lambda name: name.removeprefix("bert.")):
+    """A learner's chain of str.replace, with one step changed."""
+    def to_course_name(hf_name):
+        name = strip(hf_name)
+        for old, new in pairs:
+            name = name.replace(old, new)
+        return name
+    return to_course_name
+
+
+def by_kind_without_the_pooler(hf_name):
+    name = hf_name.removeprefix("bert.")
+    *path, suffix = name.split(".")
+    if name.startswith("embeddings."):
+        return f"{TOP['.'.join(path)]}.{suffix}"
+    if name.startswith("encoder.layer."):
+        return f"encoder.blks.{path[2]}.{BLOCK['.'.join(path[3:])]}.{suffix}"
+
+
+def test_q1_both_ways_of_writing_it_pass():
+    assert_passes_with(q1, by_dict(), "correct on all 13 names")
+    assert_passes_with(q1, by_replacing())
+    assert any("token_type" in n for n in ch08.Q1_NAMES)         # the segment embedding, renamed most
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    # the 'bert.' prefix
+    (by_dict(strip=lambda name: name), "works on the same name without it, 'encoder.layer.1.attention.self.key.bias'"),
+    (by_replacing(strip=lambda name: name), "strip it first"),
+    (by_dict(strip=lambda name: name.lstrip("bert.")), "str.lstrip('bert.') does not remove the prefix"),
+    (by_replacing(strip=lambda name: name.lstrip("bert.")), "str.lstrip('bert.') does not remove the prefix"),
+    (by_dict(strip=lambda name: name[5:]), "you cut the first five characters off every name"),
+    (by_replacing(strip=lambda name: name[5:]), "you cut the first five characters off every name"),
+    # the pooler, forgotten three ways: no row (ValueError), no branch (None), put inside the encoder
+    (by_dict(top={k: v for k, v in TOP.items() if k != "pooler.dense"}), "this is the pooler"),
+    (by_kind_without_the_pooler, "this is the pooler"),
+    (lambda hf: by_replacing()(hf) if "pooler" not in hf else "encoder." + hf, "this is the pooler"),
+    # the embeddings and the block layers, forgotten or misnamed
+    (by_dict(top={"pooler.dense": "pooler.dense"}), "this is one of the embeddings"),
+    (by_replacing(without(REPLACEMENTS, "embeddings.token_type_embeddings")), "this is one of the embeddings"),
+    (by_dict(block={k: v for k, v in BLOCK.items() if k != "attention.self.key"}),
+     "your code fails on the block layer 'attention.self.key'"),
+    (by_replacing(without(REPLACEMENTS, "intermediate.dense")), "part of the Hugging Face name is still in your "
+                                                                "result ('intermediate')"),
+    # the order of the replacements
+    (by_replacing(without(REPLACEMENTS, "attention.output.dense", "attention.output.LayerNorm")
+                  + [("attention.output.dense", "attention.W_o"), ("attention.output.LayerNorm", "addnorm1.ln")]),
+     "the order of your replacements"),
+    (by_replacing(without(REPLACEMENTS, "attention.output.LayerNorm", "output.dense")
+                  + [("attention.output.LayerNorm", "addnorm1.ln"), ("output.dense", "ffn.dense2")]),
+     "the order of your replacements"),
+    (by_replacing([("attention.output", "attention.W_o")] + without(REPLACEMENTS, "attention.output.dense")),
+     "'attention.output' holds two layers"),
+])
+def test_q1_slips_in_the_translation_code_are_named(wrong, phrase):
+    assert_fails_with(q1, wrong, phrase)
+
+
+def test_q1_names_only_the_slip_that_is_there():
+    # a missing row for 'key' first shows on the 'bert.' name: it is not the prefix
+    message = q1.check(by_dict(block={k: v for k, v in BLOCK.items() if k != "attention.self.key"})).message
+    assert "start with 'bert.'" not in message and "lstrip" not in message
+    # a code that strips correctly and fails on the first name for another reason is not told about lstrip
+    message = q1.check(by_dict(top={"pooler.dense": "pooler.dense"})).message
+    assert "lstrip" not in message and "five characters" not in message and "raised" in message
+
+
 @pytest.mark.parametrize("wrong, phrase", [
     (lambda h, m: h.mean(1), "padding included"),
     (lambda h, m: (h * m.unsqueeze(-1).float()).sum(1) / h.shape[1], "divided by the padded length"),
@@ -88,6 +195,33 @@ def test_q1_needs_a_function():
 ])
 def test_q2_diagnoses(wrong, phrase):
     assert_fails_with(q2, wrong, phrase)
+
+
+def mask3(mask):
+    return mask.unsqueeze(-1).float()
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    # keepdim on both sums: (batch, 1, d)
+    (lambda h, m: (h * mask3(m)).sum(1, keepdim=True) / mask3(m).sum(1, keepdim=True), "your result is (batch, 1, d)"),
+    # the count without keepdim: a broadcast error, (batch, d) / (batch,)
+    (lambda h, m: (h * mask3(m)).sum(1) / m.sum(1), "mask.sum(1), has shape (batch,)"),
+    (lambda h, m: (h * m.unsqueeze(-1)).sum(dim=1) / m.float().sum(-1), "mask.sum(1), has shape (batch,)"),
+    (lambda h, m: (h * mask3(m)).sum(1, keepdim=True) / m.sum(1), "two axes out of line"),
+    # keepdim on one of the two only: every pair of rows
+    (lambda h, m: (h * mask3(m)).sum(1, keepdim=True) / mask3(m).sum(1), "your result is (batch, batch, d)"),
+    (lambda h, m: (h * mask3(m)).sum(1) / mask3(m).sum(1, keepdim=True), "your result is (batch, batch, d)"),
+    # the mask not unsqueezed, or unsqueezed at the wrong place
+    (lambda h, m: (h * m).sum(1) / m.sum(1, keepdim=True), "the mask must be (batch, seq, 1)"),
+    (lambda h, m: (h * m.unsqueeze(1)).sum(1) / m.sum(1, keepdim=True), "the mask must be (batch, seq, 1)"),
+    (lambda h, m: (h * mask3(m)).sum(-1) / m.sum(1, keepdim=True), "you summed over the features"),
+    # a shape error no known mistake raises: still told which shapes must meet
+    (lambda h, m: (h * mask3(m)).sum(1) / mask3(m).sum(0), "Three shapes must fit"),
+    (lambda h, m: (h * mask3(m)).sum(1) / m.sum(0), "Three shapes must fit"),
+])
+def test_q2_shape_slips_are_named(wrong, phrase):
+    result = assert_fails_with(q2, wrong, phrase)
+    assert result.message.count(" — ") == 1, result.message        # named once, not twice
 
 
 @pytest.mark.parametrize("wrong, phrase", [

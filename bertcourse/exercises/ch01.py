@@ -31,7 +31,7 @@ import torch
 from .. import attention
 from ..attention import MultiHeadAttention, dot_product_attention, entropy, masked_softmax
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import (CheckFailed, Exercise, as_number, check_bool, check_positive_int, equal_values,
+from .core import (CheckFailed, Exercise, Symptom, as_number, check_bool, check_positive_int, equal_values,
                    predicted_number, randn, run_cases, seeded)
 from .quiz import Option, Question, Quiz
 
@@ -187,6 +187,99 @@ def _ms_lens_column_message(scores, valid_lens) -> str:
              "queries).)").format(batch=batch, queries=queries, keys=keys)
 
 
+# Mistakes that make the code raise: each wrong function raises what the learner's code raises
+# (``run_cases`` compares the two errors), and its message function names the mistake with the shapes.
+
+def _mask_three_axes(scores, valid_lens):
+    # valid_lens[:, :, None] on 1-D valid_lens: IndexError, too many indices for tensor of dimension 1
+    return torch.arange(scores.shape[-1]) < valid_lens[:, :, None]
+
+
+def _three_axes_message(scores, valid_lens, *more) -> str:
+    batch, queries, keys = scores.shape
+    return _("valid_lens[:, :, None] indexes two axes of valid_lens, but it has one: shape ({batch},), one length "
+             "per sequence. Add new axes with None alone: valid_lens[:, None, None] has shape ({batch}, 1, 1), and "
+             "torch.arange({keys}) < valid_lens[:, None, None] is the mask ({batch}, 1, {keys}) that broadcasts "
+             "against the scores ({batch}, {queries}, {keys}). (valid_lens[:, :, None] is for 2-D valid_lens, one "
+             "length per query.)").format(batch=batch, queries=queries, keys=keys)
+
+
+# masks compared with valid_lens (batch,) without new axes: the key positions as (keys,), (1, keys), (1, 1, keys)
+_NO_NEW_AXES = (lambda scores, valid_lens: torch.arange(scores.shape[-1]) < valid_lens,
+                lambda scores, valid_lens: torch.arange(scores.shape[-1])[None, :] < valid_lens,
+                lambda scores, valid_lens: torch.arange(scores.shape[-1])[None, None, :] < valid_lens)
+
+
+def _no_new_axes_message(scores, valid_lens, *more) -> str:
+    batch, queries, keys = scores.shape
+    return _("valid_lens is compared without new axes: it has shape ({batch},) and the key positions "
+             "torch.arange({keys}) shape ({keys},), so broadcasting lines the {batch} lengths up with the {keys} key "
+             "positions (or with the last axis of the scores). Give valid_lens two new axes, valid_lens[:, None, "
+             "None] of shape ({batch}, 1, 1) (valid_lens.unsqueeze(-1).unsqueeze(-1)): then the mask is ({batch}, 1, "
+             "{keys}) and broadcasts against the scores ({batch}, {queries}, {keys}).").format(
+        batch=batch, queries=queries, keys=keys)
+
+
+def _ms_half_fill(scores, valid_lens):
+    # .half() on the scores, then the usual -1e6: RuntimeError, cannot be converted to Half without overflow
+    return torch.softmax(scores.half().masked_fill(~_visible(scores, valid_lens), -1e6), dim=-1)
+
+
+def _half_fill_message(scores, valid_lens) -> str:
+    return _("you converted the scores to float16 (.half()): -1e6 does not fit in float16, whose largest number is "
+             "65504, and float16 keeps only about 3 significant digits. The scores come as {dtype}: compute and "
+             "return {dtype}, without .half().").format(dtype=str(scores.dtype).removeprefix("torch."))
+
+
+def _ms_float_mask_invert(scores, valid_lens):
+    # a float mask (.half(), .float()) flipped with ~: TypeError, only implemented on integer and Boolean tensors
+    visible = _visible(scores, valid_lens).half()
+    return torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1) * visible
+
+
+def _float_mask_message(scores, valid_lens) -> str:
+    return _("~ flips a boolean (or integer) tensor only, and your mask had become a floating-point tensor (by "
+             ".half(), .float() or arithmetic). Keep the mask as the comparison gives it, torch.bool, for ~ and "
+             "masked_fill; multiplying the weights by a boolean mask works as it is.")
+
+
+def _hidden_weight(got, scores, valid_lens) -> float:
+    """The largest weight the learner's result gives a key at a position >= valid_len (0 when none)."""
+    hidden = ~_visible(scores, valid_lens).expand_as(scores)
+    return float(got.detach().float().abs()[hidden].max()) if hidden.any() else 0.0
+
+
+def _rows_off(got, scores, valid_lens) -> bool:
+    # the hidden keys got weight 0, but the rows with visible keys do not sum to 1
+    rows = got.detach().double().sum(-1)
+    real = (valid_lens > 0)[:, None].expand_as(rows)
+    return _hidden_weight(got, scores, valid_lens) <= 1e-5 and bool((rows[real] - 1).abs().max() > 1e-3)
+
+
+def _rows_off_message(got, scores, valid_lens) -> str:
+    rows = got.detach().double().sum(-1)[(valid_lens > 0)[:, None].expand(scores.shape[:2])]
+    return _("the hidden keys got weight 0, but a row of visible weights sums to {total:.4g}, not 1: the hidden "
+             "scores still took part in the softmax. Fill them with a very negative number (-1e6) *before* the "
+             "softmax, so that exp() turns them into 0.").format(total=float(rows[(rows - 1).abs().argmax()]))
+
+
+def _hidden_leaks(got, scores, valid_lens) -> bool:
+    return _hidden_weight(got, scores, valid_lens) > 1e-5
+
+
+def _hidden_leaks_message(got, scores, valid_lens) -> str:
+    return _("a key at a position >= valid_len got weight {weight:.3g}; hidden keys must get exactly 0. Fill the "
+             "hidden scores with a very negative number such as -1e6 (a fill like -10 still leaves them some weight "
+             "next to large scores), and hide key j exactly when j >= valid_len.").format(
+        weight=_hidden_weight(got, scores, valid_lens))
+
+
+def _is_tensor_like(got, scores, valid_lens) -> bool:
+    # weights of the right shape, in float32 or float64 (a float16 result is named by its dtype alone)
+    return (isinstance(got, torch.Tensor) and got.shape == scores.shape
+            and got.dtype in (torch.float32, torch.float64))
+
+
 Q2_CASES = [
     (N_("batch=2, valid_lens=[2, 3] out of 4 keys"),
      (randn(2, 3, 4, seed=11), torch.tensor([2, 3]))),
@@ -201,7 +294,14 @@ Q2_CASES = [
 ]
 
 Q2_DIAGNOSES = [_ms_no_mask, _ms_after_softmax, _ms_wrong_axis, _ms_uniform_empty_rows,
-                _ms_minus_inf, _ms_off_by_one, (_ms_lens_column, _ms_lens_column_message)]
+                _ms_minus_inf, _ms_off_by_one, (_ms_lens_column, _ms_lens_column_message),
+                # raised: valid_lens indexed or broadcast wrongly, float16
+                (_mask_three_axes, _three_axes_message), *[(mask, _no_new_axes_message) for mask in _NO_NEW_AXES],
+                (_ms_half_fill, _half_fill_message), (_ms_float_mask_invert, _float_mask_message),
+                # near misses: what the numbers show when no known mistake matches exactly
+                (Symptom(lambda got, s, v: _is_tensor_like(got, s, v) and _rows_off(got, s, v)), _rows_off_message),
+                (Symptom(lambda got, s, v: _is_tensor_like(got, s, v) and _hidden_leaks(got, s, v)),
+                 _hidden_leaks_message)]
 
 
 def _check_q2(answer) -> str:
@@ -268,6 +368,50 @@ def _out_k_times_v(Q, K, V, valid_lens):
     return Q @ (K.transpose(-2, -1) @ V) / math.sqrt(Q.shape[-1])
 
 
+def _scores(Q, K):
+    return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+
+
+def _on_scores(mistake):
+    # a Q2 mistake (that raises) made on the scores inside Q3's attention output
+    return lambda Q, K, V, valid_lens: mistake(_scores(Q, K), valid_lens)
+
+
+def _out_lens_unsqueezed(Q, K, V, valid_lens):
+    # valid_lens[:, None] handed to the package's masked_softmax, which adds the axes itself
+    return masked_softmax(_scores(Q, K), valid_lens[:, None]) @ V
+
+
+def _out_half_weights(Q, K, V, valid_lens):
+    # weights in float16 (.half() on Q and K, or on the weights) times the float32 V
+    return masked_softmax(_scores(Q.half(), K.half()), valid_lens) @ V
+
+
+def _out_half_values(Q, K, V, valid_lens):
+    # float32 weights times V.half()
+    return masked_softmax(_scores(Q, K), valid_lens) @ V.half()
+
+
+def _q3_message(message):
+    # a Q2 message function, on the scores that Q and K make
+    def q3_message(Q, K, V, valid_lens) -> str:
+        return message(torch.empty(Q.shape[0], Q.shape[1], K.shape[1]), valid_lens)
+    return q3_message
+
+
+def _lens_unsqueezed_message(Q, K, V, valid_lens) -> str:
+    return _("masked_softmax takes valid_lens as they come, shape ({batch},), and adds the new axes itself; yours "
+             "had an extra axis (valid_lens[:, None] or .unsqueeze(-1)). Pass valid_lens unchanged.").format(
+        batch=Q.shape[0])
+
+
+def _half_matmul_message(Q, K, V, valid_lens) -> str:
+    dtype = str(V.dtype).removeprefix("torch.")
+    return _("your code mixed float16 and {dtype} in one product: a .half() made one side float16, and both sides "
+             "of @ must have the same dtype. Q, K and V come as {dtype} and the output must be {dtype}: drop the "
+             ".half() (float16 also keeps only about 3 significant digits).").format(dtype=dtype)
+
+
 Q3_CASES = [
     (N_("batch=2, 3 queries, 4 keys, d=8, d_v=5, valid_lens=[2, 4]"),
      (randn(2, 3, 8, seed=21), randn(2, 4, 8, seed=22), randn(2, 4, 5, seed=23),
@@ -284,7 +428,13 @@ Q3_CASES = [
 ]
 
 Q3_DIAGNOSES = [_out_no_scale, _out_no_mask, _out_uniform_empty_rows, _out_weights_only,
-                _out_k_times_v]
+                _out_k_times_v,
+                # raised: valid_lens indexed or broadcast wrongly, float16 mixed with float32
+                *[(_on_scores(mistake), _q3_message(message)) for mistake, message in (
+                    (_mask_three_axes, _three_axes_message), *[(mask, _no_new_axes_message) for mask in _NO_NEW_AXES],
+                    (_ms_half_fill, _half_fill_message))],
+                (_out_lens_unsqueezed, _lens_unsqueezed_message),
+                (_out_half_weights, _half_matmul_message), (_out_half_values, _half_matmul_message)]
 
 
 def _check_q3(answer) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 
 import torch
 
@@ -33,8 +34,9 @@ from ..attention import MultiHeadAttention
 from .. import positional
 from ..positional import frequencies, relative_rotation, sinusoidal_encoding
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import (CheckFailed, Exercise, check_bool, check_choice, check_finite_number, check_positive_int,
-                   expect_raises, predicted_dict, randn, run_cases)
+from .core import (CheckFailed, Exercise, Symptom, check_bool, check_choice, check_finite_number,
+                   check_positive_int, describe_error, error_note, expect_raises, is_shape_error, predicted_dict,
+                   randn, run_cases)
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "distinct_outputs", "Q5_WORDS", "Q5_READOUTS"]
@@ -61,6 +63,103 @@ def _angle(i, col, d):
     return i / 10000 ** ((col - col % 2) / d)
 
 
+# An odd width d: ceil(d/2) column pairs, the last of them a lone sine in column d - 1. The
+# diagnoses below recognise the code that breaks on it (by its error) or the row it gives.
+
+def _angles(i, d, pairs):
+    return i / 10000 ** (2 * torch.arange(pairs, dtype=torch.float64) / d)
+
+
+def _columns(first: int, d: int) -> str:
+    """The columns first, first + 2, ... below d, listed (shortened when there are many)."""
+    columns = list(range(first, d, 2))
+    return ", ".join(map(str, columns)) if len(columns) <= 4 else f"{columns[0]}, {columns[1]}, ..., {columns[-1]}"
+
+
+def _into_places(error: BaseException) -> tuple[int, int] | None:
+    """(places, values) of torch's "The expanded size of the tensor (places) must match the existing size
+    (values)", raised when a slice assignment gets more or fewer values than it has places."""
+    found = re.search(r"expanded size of the tensor \((\d+)\) must match the existing size \((\d+)\)", str(error))
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def _too_many_values(error, i, d) -> bool:
+    # p[1::2] = cos(angle) with ceil(d/2) angles (or a (d // 2, 2) grid of pairs): d // 2 places, ceil(d/2) values
+    return d % 2 == 1 and _into_places(error) == (d // 2, (d + 1) // 2)
+
+
+def _too_few_values(error, i, d) -> bool:
+    # d // 2 angles for the ceil(d/2) sine columns
+    return d % 2 == 1 and _into_places(error) == ((d + 1) // 2, d // 2)
+
+
+def _row_loop_past_the_end(i, d):
+    # a loop over ceil(d/2) pairs that writes column 2j + 1 of the last one too
+    p = torch.zeros(d, dtype=torch.float64)
+    for j in range((d + 1) // 2):
+        a = i / 10000 ** (2 * j / d)
+        p[2 * j], p[2 * j + 1] = math.sin(a), math.cos(a)
+    return p
+
+
+def _row_last_column_zero(i, d):
+    # a loop over d // 2 pairs: an odd d's last column (the lone sine) stays 0
+    p = _ref_row(i, d)
+    if d % 2:
+        p[-1] = 0.0
+    return p
+
+
+def _too_many_message(error, i, d) -> str:
+    return _("an odd d = {d} has {sines} sine columns ({sine_columns}) but only {cosines} cosine columns "
+             "({cosine_columns}): the last column is a lone sine. Your code put {sines} values, one per pair, into "
+             "{cosines} places; cut the cosines: p[1::2] = torch.cos(angle)[: d // 2].").format(
+        d=d, sines=(d + 1) // 2, cosines=d // 2, sine_columns=_columns(0, d), cosine_columns=_columns(1, d))
+
+
+def _too_few_message(error, i, d) -> str:
+    return _("your code made d // 2 = {pairs} values for the {sines} sine columns ({sine_columns}) of an odd d = "
+             "{d}: the last column is a lone sine, with no cosine after it. torch.arange(0, d, 2) gives one angle per "
+             "even column; keep d // 2 = {pairs} of their cosines.").format(
+        d=d, pairs=d // 2, sines=(d + 1) // 2, sine_columns=_columns(0, d))
+
+
+def _past_the_end_message(i, d) -> str:
+    return _("an odd d = {d} has no column {d}: the last pair, j = {j}, is a lone sine in column {last}, with no "
+             "cosine after it. Write the cosine only when 2j + 1 < d.").format(d=d, j=(d - 1) // 2, last=d - 1)
+
+
+def _last_zero_message(i, d) -> str:
+    return _("the last column of an odd d = {d} stayed 0: column {last} holds the sine of pair j = {j}, which has no "
+             "cosine partner. Loop over ceil(d/2) pairs (torch.arange(0, d, 2)), not d // 2.").format(
+        d=d, last=d - 1, j=(d - 1) // 2)
+
+
+def _one_column_too_many(got, i, d) -> bool:
+    return d % 2 == 1 and isinstance(got, torch.Tensor) and tuple(got.shape) == (d + 1,)
+
+
+def _one_too_many_message(got, i, d) -> str:
+    return _("you returned {n} numbers for d = {d}: an odd width has one sine more than cosines, so the row ends "
+             "with a lone sine. Cut the row to d entries (p[:d]), dropping the last cosine.").format(n=d + 1, d=d)
+
+
+def _refuses_odd_width(error, i, d) -> bool:
+    return d % 2 == 1 and isinstance(error, (ValueError, AssertionError))
+
+
+def _refuses_message(error, i, d) -> str:
+    return _("an odd width is allowed: d = {d} has a row like any other, the columns {sine_columns} hold sines and "
+             "{cosine_columns} cosines, and the last column is a lone sine with no cosine partner. Compute it "
+             "instead of refusing d = {d}.").format(d=d, sine_columns=_columns(0, d), cosine_columns=_columns(1, d))
+
+
+def _row_sines_then_cosines(i, d):
+    # all the sines first, then all the cosines (concatenated, not interleaved)
+    angle = _angles(i, d, (d + 1) // 2)
+    return torch.cat([torch.sin(angle), torch.cos(angle)])[:d]
+
+
 Q1_CASES = [
     (N_("i=1, d=8"), (1, 8)),
     (N_("i=0 (sines 0, cosines 1), d=6"), (0, 6)),
@@ -81,6 +180,16 @@ Q1_DIAGNOSES = [
      N_("you multiplied by 10000^(2j/d); the position is *divided* by it (higher pairs turn slower).")),
     (lambda i, d: _row_from(i, d, _angle, all_sin=True),
      N_("every column is a sine; odd columns hold the cosine of the same angle.")),
+    (_row_sines_then_cosines,
+     N_("you put all the sines first and then all the cosines; the table interleaves them: column 2j holds the "
+        "sine of pair j and column 2j+1 its cosine (p[0::2] = sines, p[1::2] = cosines).")),
+    # an odd width
+    (_row_last_column_zero, _last_zero_message),
+    (Symptom(_one_column_too_many), _one_too_many_message),
+    (Symptom(_too_many_values, raised=True), _too_many_message),
+    (Symptom(_too_few_values, raised=True), _too_few_message),
+    (_row_loop_past_the_end, _past_the_end_message),
+    (Symptom(_refuses_odd_width, raised=True), _refuses_message),
 ]
 
 
@@ -252,13 +361,59 @@ Q4_DIAGNOSES = [
     (lambda E, P: E + P[: E.shape[1]], N_("you forgot to multiply the token embeddings by sqrt(d).")),
     (lambda E, P: E / math.sqrt(E.shape[-1]) + P[: E.shape[1]],
      N_("you divided by sqrt(d); the embeddings are *multiplied* by sqrt(d).")),
+    # the rows of P: positions 0 .. seq - 1, that is P[:seq]
+    (lambda E, P: E * math.sqrt(E.shape[-1]) + P[1: E.shape[1] + 1],
+     N_("off by one: P[1:seq + 1] starts at position 1, but the first token stands at position 0. The positions "
+        "of a sequence of seq tokens are the rows 0 .. seq - 1: P[:seq].")),
+    (lambda E, P: E * math.sqrt(E.shape[-1]) + P, lambda E, P: _slice_message(E, P, N_(
+        "you added the whole table P, {rows} rows (max_len), to a sequence of {seq} positions. Slice it to the "
+        "sequence: P[:seq] = P[:{seq}], shape ({seq}, {d}), broadcasts over the batch."))),
+    (lambda E, P: E * math.sqrt(E.shape[-1]) + P[: E.shape[1] + 1], lambda E, P: _slice_message(E, P, N_(
+        "off by one: P[:seq + 1] has {plus} rows for {seq} positions. The positions 0 .. seq - 1 are P[:seq] = "
+        "P[:{seq}]."))),
+    (lambda E, P: E * math.sqrt(E.shape[-1]) + P[: E.shape[1] - 1], lambda E, P: _slice_message(E, P, N_(
+        "off by one: P[:seq - 1] has {minus} rows for {seq} positions. The positions 0 .. seq - 1 are P[:seq] = "
+        "P[:{seq}]."))),
+    (lambda E, P: E * math.sqrt(E.shape[-1]) + P[: E.shape[0]], lambda E, P: _slice_message(E, P, N_(
+        "you sliced P to E.shape[0] = len(E) = {batch}, the batch size; the sequence length is E.shape[1] = {seq}: "
+        "P[:E.shape[1]]."))),
+    (lambda E, P: E * math.sqrt(E.shape[-1]) + P[:, : E.shape[1]], lambda E, P: _slice_message(E, P, N_(
+        "P[:, :seq] slices the columns of P, its width d. P here is 2-D, (max_len, d) = ({rows}, {d}), so its "
+        "positions are its rows: P[:seq]. (A table of shape (1, max_len, d), as in pitfall 2, is the one sliced "
+        "P[:, :seq].)"))),
+    # a check that refuses what fits the table
+    (Symptom(lambda error, E, P: E.shape[1] <= P.shape[0] and isinstance(error, (ValueError, AssertionError)),
+             raised=True),
+     lambda error, E, P: _slice_message(E, P, N_(
+         "a sequence of {seq} positions fits a table of max_len = {rows} rows: refuse only seq > max_len (off by "
+         "one? `seq >= max_len` refuses a sequence that exactly fills the table)."))),
 ]
 
 
+def _slice_message(E, P, template: str) -> str:
+    batch, seq, d = E.shape
+    return _(template).format(batch=batch, seq=seq, d=d, rows=P.shape[0], plus=min(seq + 1, P.shape[0]),
+                              minus=seq - 1)
+
+
 def _q4_other_error(e: BaseException) -> str:
-    return _("{where} made your code raise {error}: {e}. That is an accident of broadcasting, not a message "
-             "for the user: check E.shape[1] <= P.shape[0] first and raise a ValueError naming max_len.").format(
-        where=_(Q4_TOO_LONG[0]), error=type(e).__name__, e=e)
+    where = _(Q4_TOO_LONG[0])
+    if isinstance(e, AssertionError):         # the learner's own assert: error_note quotes its line
+        return _("{where}: your code raised {error}{note} Refusing the sequence is right, but the exercise asks for "
+                 "a ValueError naming max_len: `if seq > P.shape[0]: raise ValueError(...)`. An AssertionError says "
+                 "'a bug in this code', not 'bad input' (and python -O drops asserts).").format(
+            where=where, error=describe_error(e), note=error_note(e) or ".")
+    if is_shape_error(e):
+        return _("{where} made your code raise {error}: {e}. That is an accident of broadcasting, not a message "
+                 "for the user: check E.shape[1] <= P.shape[0] first and raise a ValueError naming max_len.").format(
+            where=where, error=type(e).__name__, e=e)
+    return _("{where}: your code raised {error}; the exercise asks for a ValueError naming max_len (check "
+             "E.shape[1] <= P.shape[0] and raise ValueError(...)).").format(where=where, error=describe_error(e))
+
+
+def _names_max_len(e: BaseException, max_len: int) -> bool:
+    text = str(e)
+    return bool(re.search(r"max[_ ]?len|maximum length", text, re.IGNORECASE) or re.search(rf"\b{max_len}\b", text))
 
 
 def _q4_returned(out) -> str:
@@ -270,7 +425,13 @@ def _q4_returned(out) -> str:
 def _check_q4(answer) -> str:
     message = run_cases(answer, _ref_embed, Q4_CASES, Q4_DIAGNOSES)
     where, args = Q4_TOO_LONG
-    expect_raises(answer, args, _(where), ValueError, returned=_q4_returned, other=_q4_other_error)
+    error = expect_raises(answer, args, _(where), ValueError, returned=_q4_returned, other=_q4_other_error)
+    max_len = args[1].shape[0]
+    if not _names_max_len(error, max_len):
+        raise CheckFailed(_("{where}: your code refuses it with a ValueError, good, but its message ({error}) does not "
+                            "name the limit. Say what the table allows, max_len = {max_len}, e.g. "
+                            "f'... max_len={{P.shape[0]}}', so that the user knows what to change.").format(
+            where=_(where), error=describe_error(error), max_len=max_len))
     return message + _(", and a sequence longer than the table is refused with a ValueError")
 
 

@@ -244,7 +244,8 @@ def _pair_segments(batch: int, seq: int, len_a: int) -> torch.Tensor:
 _E1, _E2, _E3 = _encoder(1), _encoder(2, num_hiddens=8, max_len=6), _encoder(3)
 
 Q3_CASES = [
-    (N_("batch=2, a pair of 9 tokens"), (_E1, _ids(11, (2, 9), 40), _pair_segments(2, 9, 3))),
+    # batch 3: neither the seq (9) nor num_segments (2) nor max_len (12), so each wrong shape raises its own error
+    (N_("batch=3, a pair of 9 tokens"), (_E1, _ids(11, (3, 9), 40), _pair_segments(3, 9, 3))),
     (N_("a single text (all segment ids 0)"), (_E1, _ids(12, (1, 5), 40), torch.zeros(1, 5, dtype=torch.long))),
     (N_("seq = max_len (every row of the position table used)"),
      (_E2, _ids(13, (3, 6), 40), _pair_segments(3, 6, 1))),
@@ -258,67 +259,84 @@ def _ref_input_embedding(encoder, tokens, segments):
         return encoder.embed(tokens, segments)
 
 
-def _sum3(encoder, tokens, segments):
-    n = tokens.shape[1]
-    return (encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[segments]
-            + encoder.pos_embedding.weight[:n])
-
-
 def _ln(encoder, X):
     return torch.nn.functional.layer_norm(X, X.shape[-1:], encoder.embedding_norm.weight,
                                           encoder.embedding_norm.bias, encoder.config.norm_eps)
 
 
-def _q3_no_norm(encoder, tokens, segments):
-    """you returned the sum; BERT then applies its layer norm, encoder.embedding_norm."""
-    return _sum3(encoder, tokens, segments)
+# The three terms of the right sum, each (encoder, tokens, segments) -> tensor; a mistake replaces one.
+def _tok(e, t, s): return e.token_embedding.weight[t]                 # noqa: E704
+def _seg(e, t, s): return e.segment_embedding.weight[s]               # noqa: E704
+def _pos(e, t, s): return e.pos_embedding.weight[:t.shape[1]]         # noqa: E704
 
 
-def _q3_norm_without_affine(encoder, tokens, segments):
-    """your layer norm has no learned scale and shift: use encoder.embedding_norm (its weight
-    and bias), not a bare normalisation."""
-    X = _sum3(encoder, tokens, segments)
-    return torch.nn.functional.layer_norm(X, X.shape[-1:], eps=encoder.config.norm_eps)
+def _made(tok=_tok, seg=_seg, pos=_pos, norm=_ln):
+    # a typical wrong answer: the right one with one part (a term, the norm) replaced
+    return lambda e, t, s: norm(e, tok(e, t, s) + seg(e, t, s) + pos(e, t, s))
 
 
-def _q3_no_segment(encoder, tokens, segments):
-    """you left out the segment embedding: add encoder.segment_embedding(segments)."""
-    n = tokens.shape[1]
-    return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.pos_embedding.weight[:n])
+def _sized(template: str):
+    # a diagnosis message: `template` (marked with N_) filled in with the case's sizes
+    def message(*args):                                       # (got, ...) for a Symptom
+        e, t, s = args[-3:]
+        return _(template).format(batch=t.shape[0], seq=t.shape[1], d=e.config.num_hiddens,
+                                  max_len=e.config.max_len, segments=e.config.num_segments)
+    return message
 
 
-def _q3_no_position(encoder, tokens, segments):
-    """you left out the position embedding: add the first seq rows of
-    encoder.pos_embedding.weight."""
-    return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[segments])
+_D2L_SLICE = _sized(N_("the position table is 2-D, (max_len, num_hiddens) = ({max_len}, {d}): d2l's [:, :seq, :] "
+                          "is for one with a batch axis in front, and [:, :seq] (or .T) puts seq last. Take "
+                          "weight[:tokens.shape[1]], (seq, num_hiddens) = ({seq}, {d})."))
+_POSITION_MODULE = _sized(N_("encoder.pos_embedding(X) looks no ids up: it returns the embeddings X, (batch, seq, "
+                             "num_hiddens) = ({batch}, {seq}, {d}), plus the position rows. Call it on the sum of the "
+                             "other two, or add encoder.pos_embedding.weight[:seq]."))
 
 
-def _q3_position_by_id(encoder, tokens, segments):
-    """you looked the position table up with the token ids; it is indexed by position 0, 1,
-    ..., seq-1."""
-    pos = encoder.pos_embedding.weight[tokens.clamp(max=encoder.config.max_len - 1)]
-    return _ln(encoder, encoder.token_embedding.weight[tokens]
-               + encoder.segment_embedding.weight[segments] + pos)
-
-
-def _q3_positions_from_1(encoder, tokens, segments):
-    """off by one: positions start at 0 ([CLS] is position 0)."""
-    n = tokens.shape[1]
-    idx = torch.arange(1, n + 1).clamp(max=encoder.config.max_len - 1)
-    return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[segments]
-               + encoder.pos_embedding.weight[idx])
-
-
-def _q3_segment_zero_only(encoder, tokens, segments):
-    """you added segment 0's row everywhere: look the segment table up with the segments
-    tensor."""
-    n = tokens.shape[1]
-    return _ln(encoder, encoder.token_embedding.weight[tokens] + encoder.segment_embedding.weight[0]
-               + encoder.pos_embedding.weight[:n])
-
-
-Q3_DIAGNOSES = [_q3_no_norm, _q3_norm_without_affine, _q3_no_segment, _q3_no_position,
-                _q3_position_by_id, _q3_positions_from_1, _q3_segment_zero_only]
+Q3_DIAGNOSES = [
+    (_made(norm=lambda e, X: X), N_("you returned the sum; BERT then applies its layer norm, encoder.embedding_norm.")),
+    (_made(norm=lambda e, X: torch.nn.functional.layer_norm(X, X.shape[-1:], eps=e.config.norm_eps)),
+     N_("your layer norm has no learned scale and shift: use encoder.embedding_norm (its weight and bias), not a "
+        "bare normalisation.")),
+    (_made(seg=lambda e, t, s: 0), N_("you left out the segment embedding: add encoder.segment_embedding(segments).")),
+    (_made(pos=lambda e, t, s: 0),
+     N_("you left out the position embedding: add the first seq rows of encoder.pos_embedding.weight.")),
+    (_made(pos=lambda e, t, s: e.pos_embedding.weight[t.clamp(max=e.config.max_len - 1)]),
+     N_("you looked the position table up with the token ids; it is indexed by position 0, 1, ..., seq-1.")),
+    (_made(pos=lambda e, t, s: e.pos_embedding.weight[torch.arange(1, t.shape[1] + 1).clamp(max=e.config.max_len - 1)]),
+     N_("off by one: positions start at 0 ([CLS] is position 0).")),
+    (_made(seg=lambda e, t, s: e.segment_embedding.weight[0]),
+     N_("you added segment 0's row everywhere: look the segment table up with the segments tensor.")),
+    (_made(pos=lambda e, t, s: e.pos_embedding.weight[:len(t)]), _sized(N_(
+        "the position rows follow the seq axis: tokens is (batch, seq) = ({batch}, {seq}), and len(tokens) (or "
+        "tokens.shape[0]) is the batch size, {batch}. Take encoder.pos_embedding.weight[:tokens.shape[1]], (seq, "
+        "num_hiddens) = ({seq}, {d}), which broadcasts over the batch."))),
+    (_made(pos=lambda e, t, s: e.pos_embedding.weight), _sized(N_(
+        "you added the whole position table, (max_len, num_hiddens) = ({max_len}, {d}), for seq = {seq} positions: "
+        "take its first seq rows, encoder.pos_embedding.weight[:tokens.shape[1]], ({seq}, {d})."))),
+    (_made(pos=lambda e, t, s: e.pos_embedding.weight[:, :t.shape[1]]), _D2L_SLICE),
+    (_made(pos=lambda e, t, s: e.pos_embedding.weight[:, :t.shape[1], :]), _D2L_SLICE),
+    (_made(pos=lambda e, t, s: _pos(e, t, s).unsqueeze(1)), _sized(N_(
+        "your position rows are (seq, 1, num_hiddens) = ({seq}, 1, {d}), which lines seq up with the batch axis of "
+        "the ({batch}, {seq}, {d}) embeddings: put the new axis in front, .unsqueeze(0), or add none."))),
+    (_made(pos=lambda e, t, s: e.pos_embedding(t)), _POSITION_MODULE),
+    (_made(pos=lambda e, t, s: e.pos_embedding(torch.arange(t.shape[1]))), _POSITION_MODULE),
+    (_made(pos=lambda e, t, s: e.pos_embedding.weight[t]), _sized(N_(
+        "you looked the position table up with the token ids; its max_len = {max_len} rows are positions 0, 1, ..., "
+        "and a token id can be larger. Take its first seq rows, encoder.pos_embedding.weight[:tokens.shape[1]]."))),
+    (_made(seg=lambda e, t, s: e.segment_embedding.weight), _sized(N_(
+        "encoder.segment_embedding.weight is the whole table, (num_segments, num_hiddens) = ({segments}, {d}); look "
+        "the ids up: encoder.segment_embedding(segments), (batch, seq, num_hiddens) = ({batch}, {seq}, {d})."))),
+    # near misses: the code runs, one known step is off
+    (_made(pos=lambda e, t, s: e.pos_embedding(_tok(e, t, s) + _seg(e, t, s))),
+     N_("encoder.pos_embedding(X) already returns X plus the position rows: adding X to it again counts the token "
+        "and segment embeddings twice.")),
+    (_made(seg=lambda e, t, s: e.token_embedding.weight[s]),
+     N_("you looked the segment ids up in the token table; they have their own: encoder.segment_embedding(segments).")),
+    (Symptom(lambda got, e, t, s: isinstance(got, torch.Tensor) and got.shape == (t.shape[1], e.config.num_hiddens)),
+     _sized(N_(
+        "you returned one sequence's embeddings, (seq, num_hiddens) = ({seq}, {d}): keep the batch axis and return "
+        "(batch, seq, num_hiddens) = ({batch}, {seq}, {d})."))),
+]
 
 
 def _check_q3(answer) -> str:

@@ -283,8 +283,9 @@ def _loss_not_flattened(logits, labels, weights):
 
 
 def _loss_labels_not_flat(logits, labels, weights):
-    """you flattened the logits to (batch · max_preds, vocab) rows but not the labels: flatten
-    them too, labels.reshape(-1), one label per row."""
+    """you flattened the logits to (batch · max_preds, vocab) rows but not the labels (or the
+    labels but not the logits): flatten both alike, logits.reshape(-1, vocab) and
+    labels.reshape(-1), one label per row."""
     per_slot = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels, reduction="none")
     return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
 
@@ -314,8 +315,17 @@ Q3_CASES = [
      _q3_case(2, 2, 4, [[0, 0], [0, 0]], 5)),
 ]
 
+def _loss_weights_column(logits, labels, weights):
+    return (_per_slot(logits, labels).reshape(-1) * weights.reshape(-1, 1)).sum() / weights.sum().clamp(min=1e-8)
+
+
 Q3_DIAGNOSES = [_loss_pitfall, _loss_sum, _loss_per_slot_count, _loss_mean_of_sequences,
-                _loss_nan_when_empty, _loss_not_flattened, _loss_labels_not_flat, _loss_weights_not_flat]
+                _loss_nan_when_empty, _loss_not_flattened, _loss_labels_not_flat, _loss_weights_not_flat,
+                (_loss_weights_column, lambda logits, labels, weights: _(
+                    "weights.reshape(-1, 1) is a column, ({rows}, 1): times the ({rows},) per-slot losses it "
+                    "broadcasts to a ({rows}, {rows}) table, every loss times every weight. d2l's line shapes the "
+                    "weights so because its loss is one number; with reduction='none' flatten both alike: "
+                    "weights.reshape(-1).").format(rows=labels.numel()))]
 
 
 def _check_q3(answer) -> str:
@@ -386,6 +396,33 @@ def _gather_torch_gather(X, pred_positions):
     return torch.gather(X, 1, pred_positions)
 
 
+def _sized(template: str):
+    # a diagnosis message: `template` (marked with N_) filled in with the case's sizes (a Symptom's
+    # message gets the learner's result first, as `got`)
+    def message(*args):
+        X, pred_positions = args[-2:]
+        (batch, seq, hidden), preds = X.shape, pred_positions.shape[1]
+        return _(template).format(batch=batch, seq=seq, hidden=hidden, preds=preds, flat=batch * preds,
+                                  got=tuple(args[0].shape) if len(args) > 2 else None)
+    return message
+
+
+def _boolean_mask(X, pred_positions):
+    mask = torch.zeros(X.shape[:2], dtype=torch.bool)
+    mask[torch.arange(X.shape[0])[:, None], pred_positions] = True
+    return X[mask]
+
+
+def _right_values_wrong_shape(got, X, pred_positions) -> bool:
+    expected = MaskLM.gather(X, pred_positions)
+    return (isinstance(got, torch.Tensor) and got.shape != expected.shape and got.numel() == expected.numel()
+            and torch.equal(got.detach().reshape(-1), expected.reshape(-1)))
+
+
+_GATHER_AXIS = _sized(N_("torch.gather(X, dim, index) picks along the axis dim, and the positions index the seq axis "
+                         "of X, (batch, seq, hidden) = ({batch}, {seq}, {hidden}): dim=1."))
+
+
 def _q4_case(batch: int, seq: int, hidden: int, positions, seed: int):
     return (randn(batch, seq, hidden, seed=seed), torch.tensor(positions))
 
@@ -397,8 +434,48 @@ Q4_CASES = [
     (N_("one prediction per sequence"), _q4_case(4, 3, 5, [[1], [2], [0], [1]], 4)),
 ]
 
-Q4_DIAGNOSES = [_gather_cross, _gather_first_row, _gather_arange_row, _gather_positions_only,
-                _gather_torch_gather]
+Q4_DIAGNOSES = [
+    _gather_cross, _gather_first_row, _gather_arange_row, _gather_positions_only, _gather_torch_gather,
+    # a mistake that raises is named when the learner's code raises alike, with the case's sizes
+    (lambda X, P: X[P > 0], _sized(N_(
+        "pred_positions holds positions, numbers from 0 to seq-1, not a mask: a boolean mask would need X's first "
+        "two axes, (batch, seq) = ({batch}, {seq}), not (batch, num_preds) = ({batch}, {preds}), and would lose the "
+        "order and the repeats. Index with the numbers: X[torch.arange(batch)[:, None], pred_positions]."))),
+    (lambda X, P: X[torch.arange(X.shape[0]), P.reshape(-1)], _sized(N_(
+        "you flattened the positions to (batch · num_preds,) = ({flat},) but kept one batch index per sequence, "
+        "torch.arange(batch), ({batch},). Flat, every position needs its own: torch.arange(batch).repeat_interleave("
+        "num_preds), ({flat},), then a reshape; or keep the positions and make the batch index a column, "
+        "({batch}, 1)."))),
+    (lambda X, P: X[torch.arange(P.shape[1])[:, None], P], _sized(N_(
+        "the column of batch indices counts the sequences: torch.arange(batch)[:, None] with batch = X.shape[0] = "
+        "{batch}, shape ({batch}, 1). Yours counts the num_preds = {preds} predictions of a row."))),
+    (lambda X, P: torch.gather(X, 0, P[..., None].expand(-1, -1, X.shape[-1])), _GATHER_AXIS),
+    (lambda X, P: torch.gather(X, 2, P[..., None].expand(-1, -1, X.shape[-1])), _GATHER_AXIS),
+    (lambda X, P: X.index_select(1, P), _sized(N_(
+        "X.index_select(1, index) takes one 1-D list of positions for the whole batch, but each sequence has its own "
+        "row of pred_positions, (batch, num_preds) = ({batch}, {preds}): index the batch and the seq axes together, "
+        "X[torch.arange(batch)[:, None], pred_positions]."))),
+    (lambda X, P: X[torch.arange(X.shape[0])[:, None], P.T], _sized(N_(
+        "pred_positions is already (batch, num_preds) = ({batch}, {preds}), one row per sequence, like the (batch, 1) "
+        "column of batch indices: no transpose."))),
+    # near misses: the code runs, one known step is off
+    (lambda X, P: X[torch.arange(X.shape[0]).repeat(P.shape[1]), P.reshape(-1)].reshape(*P.shape, -1), N_(
+        "torch.arange(batch).repeat(num_preds) gives 0 1 0 1 ..., but the flattened positions run sequence by "
+        "sequence and need 0 0 ... 1 1 ...: torch.arange(batch).repeat_interleave(num_preds).")),
+    (lambda X, P: torch.gather(X, 1, P[..., None]), _sized(N_(
+        "your index is (batch, num_preds, 1), so torch.gather picks one number per position, ({batch}, {preds}, 1): "
+        "expand it along the hidden axis, pred_positions[..., None].expand(-1, -1, hidden), ({batch}, {preds}, "
+        "{hidden})."))),
+    (_boolean_mask, _sized(N_(
+        "X[mask] with a boolean (batch, seq) mask returns the chosen vectors in one flat list, (number of True, "
+        "hidden): it loses the batch axis, the order of pred_positions and its repeats. Index with the positions "
+        "themselves: X[torch.arange(batch)[:, None], pred_positions], (batch, num_preds, hidden) = ({batch}, "
+        "{preds}, {hidden})."))),
+    (Symptom(_right_values_wrong_shape), _sized(N_(
+        "the numbers are right, in the right order, but laid out as {got}: give the result its three axes, (batch, "
+        "num_preds, hidden) = ({batch}, {preds}, {hidden}), e.g. .reshape(batch, num_preds, -1) (in a loop over the "
+        "sequences, torch.stack the rows; torch.cat joins them into one)."))),
+]
 
 
 def _check_q4(answer) -> str:

@@ -366,7 +366,65 @@ Q4_CASES = [
                                               torch.tensor([0, 0, 1]))),
 ]
 
-Q4_DIAGNOSES = [_nsp_flipped, _nsp_sum, _nsp_no_softmax, _nsp_no_log]
+def _log_p(logits):
+    return torch.log_softmax(logits, dim=-1)
+
+
+def _sized(template: str):
+    # a diagnosis message: `template` (marked with N_) filled in with the case's sizes
+    return lambda logits, labels: _(template).format(batch=len(labels), dtype=str(labels.dtype).removeprefix("torch."))
+
+
+_FLOAT_LABELS = _sized(N_(
+    "the labels are class ids that pick a column, so they must stay whole numbers: labels is {dtype}, and .float() "
+    "makes them unusable as an index (or for F.one_hot). Use them as they are: log_p[torch.arange(batch), labels]."))
+
+# A mistake that raises is named when the learner's code raises alike, with the case's sizes; the others when
+# their numbers are the learner's.
+Q4_DIAGNOSES = [
+    _nsp_flipped, _nsp_sum, _nsp_no_softmax, _nsp_no_log,
+    (lambda lo, la: -_log_p(lo)[torch.arange(len(la)), la.float()].mean(), _FLOAT_LABELS),
+    (lambda lo, la: -_log_p(lo).gather(1, la[:, None].float()).mean(), _FLOAT_LABELS),
+    (lambda lo, la: -(_log_p(lo) * F.one_hot(la.float(), 2)).sum(-1).mean(), _FLOAT_LABELS),
+    (lambda lo, la: -_log_p(lo).gather(1, la).mean(), _sized(N_(
+        "log_p.gather(1, index) needs an index with the two axes of the (batch, 2) = ({batch}, 2) log-probabilities: "
+        "labels is (batch,) = ({batch},), so make it a column, labels[:, None], ({batch}, 1), then .squeeze(1)."))),
+    (lambda lo, la: -_log_p(lo)[torch.arange(2), la].mean(), _sized(N_(
+        "the row index counts the pairs, torch.arange(batch) = torch.arange({batch}) (len(labels)), one row per "
+        "label; torch.arange(2) counts the two classes, which the labels already pick."))),
+    (lambda lo, la: -(_log_p(lo) * la).sum(-1).mean(), _sized(N_(
+        "labels is (batch,) = ({batch},), one class id per pair, not a one-hot (batch, 2) table: it does not line up "
+        "with the (batch, 2) = ({batch}, 2) log-probabilities. Pick each pair's column, log_p[torch.arange(batch), "
+        "labels], or make the table with F.one_hot(labels, num_classes=2)."))),
+    (lambda lo, la: -_log_p(lo.T)[torch.arange(len(la)), la].mean(), _sized(N_(
+        "logits is already (batch, 2) = ({batch}, 2), one row per pair and a column per class: no transpose. "
+        "log_softmax over the last axis, then log_p[torch.arange(batch), labels]."))),
+    (lambda lo, la: -_log_p(lo)[la, torch.arange(len(la))].mean(), _sized(N_(
+        "you swapped the two indices: the rows are the {batch} pairs and the columns the 2 classes, so "
+        "log_p[torch.arange(batch), labels], pair index first."))),
+    (lambda lo, la: -torch.log_softmax(lo)[torch.arange(len(la)), la].mean(), _sized(N_(
+        "torch.log_softmax needs the axis of the classes: dim=-1, the 2 logits of each pair (logits is (batch, 2) = "
+        "({batch}, 2))."))),
+    # near misses: the code runs, one known step is off
+    (lambda lo, la: -_log_p(lo)[:, la].mean(), _sized(N_(   # or a (batch, 1) column of rows, as in chapter 5
+        "your picks form a (batch, batch) = ({batch}, {batch}) table, every pair's log-probabilities with every "
+        "pair's label (log_p[:, labels], or a (batch, 1) column of row indices against the (batch,) labels). Pair i "
+        "needs its own label only: log_p[torch.arange(batch), labels], two (batch,) indices side by side."))),
+    (lambda lo, la: -_log_p(lo)[la].mean(), N_(
+        "log_p[labels] picks whole rows (pair 0 or pair 1) by the label; the label picks a column of each pair: "
+        "log_p[torch.arange(batch), labels].")),
+    (lambda lo, la: -_log_p(lo).gather(0, la[:, None]).mean(), N_(
+        "gather(0, ...) picks along axis 0, the pairs; a label picks one of the 2 columns: log_p.gather(1, "
+        "labels[:, None]).")),
+    (lambda lo, la: -torch.log_softmax(lo, dim=0)[torch.arange(len(la)), la].mean(), N_(
+        "your log_softmax normalised over axis 0, the pairs of the batch; each pair's 2 classes are the last axis: "
+        "torch.log_softmax(logits, dim=-1).")),
+    (lambda lo, la: -(_log_p(lo) * F.one_hot(la)).sum(-1).mean(), N_(
+        "F.one_hot(labels) guesses the number of classes from the largest label, so a batch of only IsNext (0) gets "
+        "a single column: say it, F.one_hot(labels, num_classes=2).")),
+    (lambda lo, la: -_log_p(lo)[torch.arange(len(la)), la], _sized(N_(
+        "you returned one loss per pair, (batch,) = ({batch},): the loss is their mean, a single number (.mean())."))),
+]
 
 
 def _q4_result(got, where, *args):

@@ -25,8 +25,11 @@ attention widget shows it), :func:`~bertcourse.inspection.head_statistics`).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import inspect
 import math
+import re
 
 import torch
 
@@ -35,7 +38,8 @@ from ..inspection import head_statistics
 from ..bert import mean_pool
 from ..pretrained_bert import course_name, load_pretrained
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, Symptom, equal_values, predicted_choice, randn, run_cases
+from .core import (CheckFailed, Exercise, NotAttempted, Symptom, call_answer, equal_values, message_of,
+                   predicted_choice, randn, run_cases)
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "sentence_cosine", "Q5_PAIR", "Q5_CHOICES"]
@@ -47,6 +51,7 @@ __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "sentence_cosine", "Q5_PAIR", "
 
 Q1_NAMES = [
     "embeddings.word_embeddings.weight",
+    "embeddings.token_type_embeddings.weight",
     "embeddings.position_embeddings.weight",
     "embeddings.LayerNorm.bias",
     "encoder.layer.0.attention.self.query.weight",
@@ -60,6 +65,9 @@ Q1_NAMES = [
     "bert.encoder.layer.1.attention.self.key.bias",     # a BertForPreTraining checkpoint
 ]
 
+# Parts of Hugging Face names that no course name has: one left in a result is a replacement that did not apply
+_HF_ONLY = ("embeddings", "layer.", "LayerNorm", "self.", "intermediate", "output", "query", "key", "value")
+
 
 def _only_block_number_differs(got, hf: str) -> bool:
     m_exp = course_name(hf).split(".")
@@ -68,8 +76,43 @@ def _only_block_number_differs(got, hf: str) -> bool:
     return len(m_got) == len(m_exp) and bool(differ) and all(a.isdigit() and b.isdigit() for a, b in differ)
 
 
+def _stripped_with(slip):
+    # a Symptom: the result starts with what `slip` leaves of a name without 'bert.' ('mbeddings.…', 'dings.…')
+    def symptom(got, hf):
+        bad, good = slip(hf).split(".")[0], hf.removeprefix("bert.").split(".")[0]
+        return isinstance(got, str) and bad != good and got.split(".")[0] == bad
+    return Symptom(symptom)
+
+
+def _attention_output_got(*parts):
+    # a Symptom: an attention.output.* name translated to something holding one of `parts`
+    return Symptom(lambda got, hf: ".attention.output." in f".{hf}" and isinstance(got, str)
+                   and any(part in got for part in parts))
+
+
+def _leftover(got, hf: str) -> str | None:
+    return next((part for part in _HF_ONLY if part in got), None) if isinstance(got, str) else None
+
+
+_Q1_LSTRIP = N_("str.lstrip('bert.') does not remove the prefix 'bert.': it removes every leading character that is "
+                "one of b, e, r, t or '.', so 'embeddings.…' loses its 'e' and 'encoder.…' becomes 'ncoder.…'. Use "
+                "hf_name.removeprefix('bert.'), which removes exactly that prefix, and only where it is.")
+_Q1_CUT_FIVE = N_("you cut the first five characters off every name (hf_name[5:]), but only the names of "
+                  "BertForPreTraining checkpoints start with 'bert.': use hf_name.removeprefix('bert.'), which leaves "
+                  "the other names alone.")
+_Q1_POOLER = N_("this is the pooler: pooler.dense.weight and pooler.dense.bias are not in an encoder block, and the "
+                "course keeps their names as they are (pooler.dense.weight -> pooler.dense.weight). Handle them "
+                "before you look for a block number.")
+_Q1_EMBEDDINGS = N_("this is one of the embeddings, which are not in an encoder block: embeddings.word_embeddings, "
+                    ".token_type_embeddings, .position_embeddings and .LayerNorm are encoder.token_embedding, "
+                    "encoder.segment_embedding, encoder.pos_embedding and encoder.embedding_norm (the first four "
+                    "rows of NAME_MAP).")
+# two ways to cut 'bert.' off that break the other names (lstrip strips any of the characters b, e, r, t, '.')
+_SLIPS = ((lambda hf: hf.lstrip("bert."), _Q1_LSTRIP), (lambda hf: hf[5:], _Q1_CUT_FIVE))
+
 # every wrong name gets one of these (the last one always fits)
 Q1_DIAGNOSES = [
+    *[(_stripped_with(slip), message) for slip, message in _SLIPS],
     (Symptom(lambda got, hf: hf.startswith("bert.") and isinstance(got, str) and "bert." in got),
      N_("BertForPreTraining checkpoints put 'bert.' in front of the encoder's names; "
         "strip it first, the rest is the same as in BertModel.")),
@@ -81,13 +124,98 @@ Q1_DIAGNOSES = [
         "attention.output.* is the attention's W_o and addnorm1.")),
     (Symptom(lambda got, hf: not (isinstance(got, str) and (got.endswith(".weight") or got.endswith(".bias")))),
      N_("keep the suffix: the .weight or .bias at the end stays the same.")),
+    # 'attention.output.dense' contains 'output.dense': replaced first, it gives attention.ffn.dense2
+    (_attention_output_got("ffn.dense2", "addnorm2"),
+     N_("the order of your replacements: 'attention.output.dense' contains 'output.dense' (and "
+        "'attention.output.LayerNorm' contains 'output.LayerNorm'), so replacing the shorter name first turns "
+        "the attention's output layer into the feed-forward one. Replace the longer names first, or look the "
+        "whole layer name up in a dict.")),
+    # 'attention.output' as one piece ('attention.W_o.dense'), or addnorm1 put inside the attention
+    (_attention_output_got("W_o", "addnorm1"),
+     N_("'attention.output' holds two layers: attention.output.dense is the attention's W_o, and "
+        "attention.output.LayerNorm is the first add & norm, encoder.blks.{i}.addnorm1.ln (not inside the "
+        "attention). Translate each whole layer name, not the 'attention.output' part on its own.")),
+    (Symptom(lambda got, hf: hf.removeprefix("bert.").startswith("pooler.")), _Q1_POOLER),
+    (Symptom(lambda got, hf: hf.removeprefix("bert.").startswith("embeddings.")), _Q1_EMBEDDINGS),
+    (Symptom(lambda got, hf: _leftover(got, hf) is not None),
+     lambda got, hf: _("part of the Hugging Face name is still in your result ({part!r}): one of your "
+                       "replacements did not apply. Where one name contains another ('attention.output.dense' "
+                       "contains 'output.dense'), replace the longer one first.").format(part=_leftover(got, hf))),
     (Symptom(lambda got, hf: True), N_("look the layer up in the table NAME_MAP (bertcourse.pretrained_bert.mapping_table()).")),
 ]
 
 
+def _recorded(answer, calls: list):
+    """``answer``, appending the outcome of every call to ``calls``: ``(args, error, result)``.
+    A mistake that raises differently in every learner's code (a KeyError of their own dict)
+    is then named from the case and the error."""
+    if not callable(answer):
+        return answer                    # run_cases refuses it with its own message
+
+    @functools.wraps(answer)
+    def recorded(*args):         # args: the copies this call got (Q1's are strings)
+        try:
+            result = answer(*args)
+        except Exception as error:
+            if not isinstance(error, (CheckFailed, NotAttempted)):      # a checker's own, not the learner's
+                calls.append((args, error, None))
+            raise
+        calls.append((args, None, result))
+        return result
+    return recorded
+
+
+def _strings_in(error: BaseException) -> list[str]:
+    """The strings (also in lists and tuples) that ``error``'s frames held: what the code made of its input."""
+    found, tb = [], error.__traceback__
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            items = value if isinstance(value, (list, tuple)) else (value,)
+            found += [v for v in items if isinstance(v, str)]
+        tb = tb.tb_next
+    return found
+
+
+def _q1_stuck(answer, hf: str, error: BaseException | None) -> str | None:
+    """What the code got wrong, raising ``error`` (None: returning None) on the name ``hf``; None if unknown."""
+    if error is not None:
+        for slip, message in _SLIPS:
+            bad, good = slip(hf), hf.removeprefix("bert.")
+            made = [s for s in _strings_in(error) if len(s) >= 3 and bad.startswith(s) and not good.startswith(s)]
+            if bad != good and made:
+                return _(message)
+    name = hf.removeprefix("bert.")
+    works = False
+    with contextlib.suppress(CheckFailed):
+        works = name != hf and call_answer(answer, (name,), repr(name)) == course_name(name)
+    if works:
+        return _("your code fails on names that start with 'bert.' (BertForPreTraining checkpoints put it in front of "
+                 "the encoder's names) and works on the same name without it, {name!r}: remove the prefix first, "
+                 "hf_name.removeprefix('bert.'); the rest is the same as in BertModel.").format(name=name)
+    if name.startswith("pooler."):
+        return _(_Q1_POOLER)
+    if name.startswith("embeddings."):
+        return _(_Q1_EMBEDDINGS)
+    parts = name.split(".")
+    if parts[:2] == ["encoder", "layer"] and len(parts) > 4:
+        return _("your code fails on the block layer {layer!r}: a block has eight layers (attention.self.query, "
+                 ".key, .value, attention.output.dense, attention.output.LayerNorm, intermediate.dense, output.dense, "
+                 "output.LayerNorm), each with a row in NAME_MAP; handle every one.").format(layer=".".join(parts[3:-1]))
+    return None
+
+
 def _check_q1(answer) -> str:
-    run_cases(answer, course_name, [(repr(hf), (hf,)) for hf in Q1_NAMES], Q1_DIAGNOSES,
-              compare=equal_values(N_("on {where}: expected {expected!r}, got {got!r}")))
+    calls = []
+    try:
+        run_cases(_recorded(answer, calls), course_name, [(repr(hf), (hf,)) for hf in Q1_NAMES], Q1_DIAGNOSES,
+                  compare=equal_values(N_("on {where}: expected {expected!r}, got {got!r}")))
+    except CheckFailed as failure:
+        # a name the code raised on or returned None for: run_cases names only results here (Symptoms)
+        (hf,), error, result = calls[-1] if calls else ((None,), None, "")
+        stuck = _q1_stuck(answer, hf, error) if (error is not None or result is None) and hf else None
+        if stuck is None:
+            raise
+        raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=stuck)) from None
     return _("correct on all {n} names (embeddings, every kind of block layer, pooler, 'bert.' prefix)").format(
         n=len(Q1_NAMES))
 
@@ -173,11 +301,62 @@ Q2_CASES = [
     (N_("real hidden-state size d=384, lengths [7, 12]"), _q2_case(5, 2, 12, 384, [7, 12])),
 ]
 
-Q2_DIAGNOSES = [_mp_plain_mean, _mp_divide_by_seq, _mp_masked_sum, _mp_cls]
+
+def _mp_count_flat(hidden, mask):
+    """the number of real tokens, mask.sum(1), has shape (batch,), and it cannot divide the (batch, d) sum row by
+    row: keep its axis, mask.sum(1, keepdim=True) (or sum the unsqueezed mask, m.sum(1)), to make it (batch, 1)."""
+    return (hidden * mask.unsqueeze(-1).to(hidden.dtype)).sum(1) / mask.sum(1)
+
+
+def _mp_sum_keepdim_count_flat(hidden, mask):
+    """two axes out of line: the sum over seq with keepdim=True is (batch, 1, d), and the number of real tokens
+    mask.sum(1) is (batch,). Sum hidden * m over seq *without* keepdim, (batch, d), and divide by a count of
+    shape (batch, 1): mask.sum(1, keepdim=True)."""
+    return (hidden * mask.unsqueeze(-1).to(hidden.dtype)).sum(1, keepdim=True) / mask.sum(1)
+
+
+def _mp_mask_not_unsqueezed(hidden, mask):
+    """the mask is (batch, seq) and hidden (batch, seq, d): to multiply every feature of a token by its 0 or 1,
+    the mask must be (batch, seq, 1): mask.unsqueeze(-1) (not unsqueeze(1), which gives (batch, 1, seq))."""
+    return (hidden * mask).sum(1) / mask.sum(1, keepdim=True)
+
+
+def _shaped(shape):
+    # a Symptom: the result has the shape `shape(batch, seq, d)` (and the right one, (batch, d), differs)
+    return Symptom(lambda got, hidden, mask: isinstance(got, torch.Tensor) and tuple(got.shape) == shape(*hidden.shape)
+                   != (hidden.shape[0], hidden.shape[2]))
+
+
+Q2_DIAGNOSES = [
+    _mp_plain_mean, _mp_divide_by_seq, _mp_masked_sum, _mp_cls,
+    _mp_count_flat, _mp_sum_keepdim_count_flat, _mp_mask_not_unsqueezed,
+    (_shaped(lambda b, s, d: (b, 1, d)),
+     N_("your result is (batch, 1, d): you summed over seq with keepdim=True, so the seq axis stayed. Sum hidden * m "
+        "over dim 1 without keepdim, (batch, d); only the count of real tokens keeps its axis, (batch, 1).")),
+    (_shaped(lambda b, s, d: (b, s)),
+     N_("your result is (batch, seq): you summed over the features (dim 2, or -1). The mean runs over the tokens: "
+        "sum over dim 1, the seq axis, to get (batch, d).")),
+    (_shaped(lambda b, s, d: (b, b, d)),
+     N_("your result is (batch, batch, d): a (batch, d) divided by a (batch, 1, 1), or a (batch, 1, d) by a (batch, "
+        "1), broadcasts every sentence's sum against every sentence's count. keepdim=True belongs on the count "
+        "only: (hidden * m).sum(1) is (batch, d), and mask.sum(1, keepdim=True) is (batch, 1).")),
+]
 
 
 def _check_q2(answer) -> str:
-    return run_cases(answer, _ref_mean_pooling, Q2_CASES, Q2_DIAGNOSES)
+    calls = []
+    try:
+        return run_cases(_recorded(answer, calls), _ref_mean_pooling, Q2_CASES, Q2_DIAGNOSES)
+    except CheckFailed as failure:
+        # a shape error that none of the mistakes above raises alike: still say which shapes must meet
+        error = calls[-1][1] if calls else None
+        if (not isinstance(error, (RuntimeError, IndexError)) or not re.search(r"size|shape|dimension", str(error))
+                or any(message_of(d) in str(failure) for d in Q2_DIAGNOSES if inspect.isfunction(d))):
+            raise
+        raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=_(
+            "hidden is (batch, seq, d) and mask (batch, seq). Three shapes must fit: the mask as (batch, seq, 1) "
+            "(mask.unsqueeze(-1)) to multiply hidden; the sum over seq, (batch, d); and the number of real tokens of "
+            "each sentence as (batch, 1) (mask.sum(1, keepdim=True)) to divide it. Print each step's shape."))) from None
 
 
 q2 = Exercise(

@@ -29,7 +29,8 @@ The public API used by the chapter modules:
   message; or a pair ``(wrong, message)``, where ``wrong`` may be a :class:`Symptom` (a
   predicate on the learner's result) and ``message`` text or ``message(*args) -> str``
   (``message(got, *args)`` for a Symptom). A mistake that raises names a learner's code
-  that raises the same (see below).
+  that raises the same (see below); ``Symptom(predicate, raised=True)`` recognises what the
+  learner's code raised (``predicate(error, *args)``, ``message(error, *args)``).
 * :func:`call_answer` ``(answer, args, where)``: one guarded call, for checkers that compare themselves.
 * :func:`expect_raises` ``(answer, args, where, error, *, returned, other)``: the answer must
   raise ``error`` (e.g. a ``ValueError`` for bad input).
@@ -52,7 +53,8 @@ Every call of the learner's function (through :func:`run_cases`, :func:`call_ans
   arguments' shapes and dtypes, named as in the reference's signature, the shape the
   result must have (in :func:`run_cases`), then the error. In :func:`run_cases` a diagnosis
   whose ``wrong(*args)`` raises the same kind of exception, with the same message up to the
-  order of its numbers (torch swaps the operands' sizes), names the mistake;
+  order of its numbers (torch swaps the operands' sizes), names the mistake, and so does a
+  ``raised`` :class:`Symptom` that recognises the exception;
 * only the untouched starter stub is "not attempted": a function whose whole body is
   ``...``, ``pass``, ``return None`` or ``raise NotImplementedError(...)``, when it returns
   ``None``/``...`` or raises ``NotImplementedError`` from its own frame. A
@@ -179,7 +181,22 @@ def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
         idx = tuple(int(i) for i in bad.nonzero()[0])
         raise CheckFailed(_("{what}: first difference at index {idx}: expected {expected}, got {got} ({bad} of {n} "
                             "entries differ)").format(what=what, idx=idx, expected=_show_entry(expected[idx]),
-                                                      got=_show_entry(got[idx]), bad=int(bad.sum()), n=bad.numel()))
+                                                      got=_show_entry(got[idx]), bad=int(bad.sum()), n=bad.numel())
+                          + _precision_note(got.dtype, expected.dtype))
+
+
+# the floating-point dtypes that keep fewer digits than float32, and about how many significant digits they keep
+_LOW_PRECISION = {torch.float16: 3, torch.bfloat16: 2}
+
+
+def _precision_note(got: torch.dtype, expected: torch.dtype) -> str:
+    """What to add to a difference when the learner's result has a shorter float dtype than the reference's."""
+    if got not in _LOW_PRECISION or expected in _LOW_PRECISION or not expected.is_floating_point:
+        return ""
+    return _(" — your result is {got}, the expected result {expected}: {got} keeps only about {digits} significant "
+             "digits, so every value is rounded. A .half() (or .bfloat16(), or a tensor made in {got}) in your code "
+             "did it; compute in {expected}.").format(got=str(got).removeprefix("torch."), digits=_LOW_PRECISION[got],
+                                                      expected=str(expected).removeprefix("torch."))
 
 
 def _show_entry(x: torch.Tensor) -> str:
@@ -268,11 +285,17 @@ def predicted_choice(answer, choices: dict, where: str, described: bool = False)
 class Symptom:
     """A diagnosis that recognises a mistake in the learner's result rather than
     reproducing it: it matches when ``predicate(got, *args)`` is true. Use it in place of
-    a wrong function in :func:`run_cases`' ``diagnoses``."""
+    a wrong function in :func:`run_cases`' ``diagnoses``.
 
-    def __init__(self, predicate: Callable[..., bool]):
+    With ``raised=True`` it recognises what the learner's code raised instead (e.g. their own
+    ``ValueError`` on an allowed input): ``predicate(error, *args)``, ``message(error, *args)``.
+    A predicate that raises does not match."""
+
+    def __init__(self, predicate: Callable[..., bool], raised: bool = False):
         _need(callable(predicate), "Symptom", "predicate", "a function (got, *args) -> bool", predicate)
+        _need(isinstance(raised, bool), "Symptom", "raised", "True or False", raised)
         self.predicate = predicate
+        self.raised = raised
 
     def __repr__(self) -> str:
         return f"Symptom({getattr(self.predicate, '__name__', self.predicate)!r})"
@@ -411,7 +434,7 @@ def expect_raises(answer: Callable, args: tuple, where: str, error: type,
 def _matches(wrong, got, args: tuple, compare, where: str, no_grad: bool) -> bool:
     try:
         if isinstance(wrong, Symptom):
-            return bool(wrong.predicate(got, *_copies(args)))
+            return not wrong.raised and bool(wrong.predicate(got, *_copies(args)))
         with _grad_mode(no_grad):
             mistake = wrong(*_copies(args))
         compare(got, mistake, where)
@@ -423,9 +446,17 @@ def _matches(wrong, got, args: tuple, compare, where: str, no_grad: bool) -> boo
 
 
 def _raises_alike(wrong, error: BaseException, args: tuple, no_grad: bool) -> bool:
-    """Whether the mistake ``wrong`` raises what the learner's code raised on ``args``."""
+    """Whether the mistake ``wrong`` raises what the learner's code raised on ``args`` (a
+    ``raised`` :class:`Symptom`: whether it recognises ``error``)."""
     if isinstance(wrong, Symptom):
-        return False
+        if not wrong.raised:
+            return False
+        try:
+            return bool(wrong.predicate(error, *_copies(args)))
+        except KeyboardInterrupt:
+            raise
+        except Exception:
+            return False
     try:
         with _grad_mode(no_grad):
             wrong(*_copies(args))
@@ -476,7 +507,8 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
     ``diagnoses`` are typical mistakes: functions whose docstring is the message, or
     ``(wrong, message)`` pairs. ``wrong(*args)`` is the mistake's result (it matches when
     ``compare`` finds no difference from it) or a :class:`Symptom`; ``message`` is text or
-    ``message(*args) -> str`` (``message(got, *args)`` for a Symptom; a docstring's line breaks
+    ``message(*args) -> str`` (``message(got, *args)`` for a Symptom, ``message(error, *args)``
+    for a ``raised`` one; a docstring's line breaks
     and indents become single spaces). When the learner's result matches one, the failure
     names the mistake (with ``all_diagnoses``, every matching one, joined by " Or: "). When
     the learner's code raises, a mistake ``wrong`` that raises alike (the same kind, the same
@@ -528,7 +560,7 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
             attempt = _attempt(answer, args, description, no_grad, reference, expected)
         except _Raised as failure:
             raise _named(failure, diagnoses, lambda wrong: _raises_alike(wrong, failure.error, args, no_grad),
-                         None, args, all_diagnoses) from None
+                         failure.error, args, all_diagnoses) from None
         got = attempt.value if prepare is None else prepare(attempt.value, description, *_copies(args))
         try:
             compare(got, expected, description)

@@ -5,7 +5,9 @@ NotImplementedError(...)``) from real code by its bytecode. :func:`raised_messag
 exception the learner's code raised into the failed check's message; :func:`shape_message`
 does it for a shape or dtype error (:func:`is_shape_error`) in the exercise's terms: the
 arguments by name with their shapes and dtypes, and the shape the result must have.
-:func:`raised_alike` decides whether a diagnosis that raises made the learner's mistake.
+:func:`own_assert` finds the line of a failed ``assert`` of the learner's own, which
+:func:`error_note` quotes. :func:`raised_alike` decides whether a diagnosis that raises
+made the learner's mistake.
 """
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import contextlib
 import dis
 import functools
 import inspect
+import linecache
 import numbers
+import pathlib
 import re
 from typing import Sequence
 
@@ -22,7 +26,7 @@ import torch
 from ..i18n import gettext as _
 
 __all__ = ["argument_names", "code_of", "describe_error", "error_note", "innermost_frame", "is_shape_error",
-           "is_stub", "raised_alike", "raised_message", "shape_message"]
+           "is_stub", "own_assert", "raised_alike", "raised_message", "shape_message"]
 
 # A starter stub's whole body: `...`, `pass`, `return None`, a docstring, or
 # `raise NotImplementedError(<text>)`; nothing that reads an argument or computes.
@@ -31,8 +35,13 @@ _STUB_OPS = {"RESUME", "NOP", "CACHE", "EXTENDED_ARG", "LOAD_CONST", "RETURN_VAL
              "RAISE_VARARGS", "POP_TOP", "COPY_FREE_VARS", "MAKE_CELL"}
 
 # the words of torch's (and the package's) errors about shapes and dtypes that do not fit
-_SHAPE_WORDS = re.compile(r"size|shape|dimension|dtype|scalar type|broadcast|out of bounds|not implemented for '",
-                          re.IGNORECASE)
+# (a number too large for the dtype: "value cannot be converted to type c10::Half without overflow";
+# ~ on a float tensor: "~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+_SHAPE_WORDS = re.compile(r"size|shape|dimension|dtype|scalar type|broadcast|out of bounds|not implemented for '"
+                          r"|without overflow|only implemented on integer and Boolean", re.IGNORECASE)
+
+# where torch and this package live: an AssertionError raised there is not the learner's own assert
+_LIBRARIES = tuple(pathlib.Path(path).resolve().parent for path in (torch.__file__, pathlib.Path(__file__).parent))
 
 
 def code_of(answer):
@@ -72,6 +81,22 @@ def innermost_frame(error: BaseException):
     return tb.tb_frame, tb.tb_lineno
 
 
+def own_assert(e: BaseException) -> tuple[int, str] | None:
+    """``(line, source)`` of the learner's own ``assert`` statement that raised ``e``, or
+    ``None`` when ``e`` is no AssertionError or was raised inside torch or this package.
+    ``source`` is the line's text (empty when it cannot be read)."""
+    if not isinstance(e, AssertionError):
+        return None
+    frame, line = innermost_frame(e)
+    if frame is None:
+        return None
+    filename = frame.f_code.co_filename
+    with contextlib.suppress(OSError, ValueError):
+        if any(pathlib.Path(filename).resolve().is_relative_to(root) for root in _LIBRARIES):
+            return None
+    return line, linecache.getline(filename, line, frame.f_globals).strip()
+
+
 def describe_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
@@ -86,6 +111,12 @@ def error_note(e: BaseException) -> str:
         return _(" — this is not the untouched starter: it was raised{place} while your code ran. "
                  "If it is a leftover `raise NotImplementedError` line, delete it; if a function "
                  "you call raised it, that operation is not available for these inputs.").format(place=place)
+    if (mine := own_assert(e)) is not None:
+        line, source = mine
+        if source.startswith("assert"):
+            return _(" — your own assert failed, on line {line}: `{source}` does not hold for this "
+                     "input.").format(line=line, source=source)
+        return _(" — raised by your own code, on line {line}.").format(line=line)
     return ""
 
 
