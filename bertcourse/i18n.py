@@ -24,38 +24,80 @@ that every one is translated) is the job of the course's translation tool, ``too
 (``python tools/i18n.py update package``, ``python tools/i18n.py check``), not of this module.
 This module imports no torch, and nothing from the rest of the package, so every layer may
 import it.
+
+Plots: Colab and Binder have no Chinese font, so the package ships one, ``fonts/``
+(``FONT_FAMILY``, a subset of Noto Sans CJK SC holding the characters of the catalogs; its
+licence and how it was made are in ``fonts/ATTRIBUTION.md``). ``set_language("zh")``
+registers it with matplotlib (:func:`register_chinese_font`) as a *fallback*, last in
+``rcParams["font.family"]``: the plot's own font (DejaVu Sans) still draws every character it
+has, the Chinese font only those it lacks. matplotlib is imported there, not at import time.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import importlib.resources
 
 import polib
 
-__all__ = ["LANGUAGES", "get_language", "gettext", "gettext_noop", "set_language"]
+__all__ = ["FONT_FAMILY", "LANGUAGES", "get_language", "gettext", "gettext_noop", "register_chinese_font",
+           "set_language"]
 
 LANGUAGES = ("en", "zh")
 """The languages :func:`set_language` accepts: the source language first."""
 DOMAIN = "bertcourse"
+FONT_FAMILY = "Bertcourse Sans SC"
+"""The family name of the Chinese font that ships in ``bertcourse/fonts`` (tools/make_font_subset.py)."""
+FONT_FILE = "BertcourseSansSC-Regular.otf"
 
 _language = "en"
 
 
 def set_language(lang: str) -> None:
     """Speak ``lang`` ("en" or "zh") from now on: to exercise feedback given afterwards
-    and to widgets built afterwards."""
+    and to widgets built afterwards. "zh" also gives matplotlib the Chinese font
+    (:func:`register_chinese_font`); going back to "en" leaves it there, harmless: it only
+    draws characters that the plot's own font lacks."""
     global _language
     if not isinstance(lang, str):
         raise TypeError(f"set_language: lang must be one of {list(LANGUAGES)} (a str), got "
                         f"{type(lang).__name__} {lang!r:.40}")
     if lang not in LANGUAGES:
         raise ValueError(f"set_language: lang must be one of {list(LANGUAGES)}, got {lang!r}")
+    if lang == "zh":
+        register_chinese_font()
     _language = lang
 
 
 def get_language() -> str:
     """The current language: "en" (the default) or "zh"."""
     return _language
+
+
+_font_files = contextlib.ExitStack()      # keeps the font's file while the kernel runs (a zipped install)
+
+
+def register_chinese_font() -> None:
+    """Let matplotlib draw Chinese: add the shipped font to its font manager, and its family
+    last to ``rcParams["font.family"]`` (a fallback: matplotlib >= 3.6 looks for a missing
+    character in the later families of that list). Calling it again adds nothing twice; call it
+    again after something resets matplotlib's settings (``plt.rcdefaults()``, a style).
+
+    Figures made before are unchanged: a text's font is chosen when the text is created."""
+    import matplotlib.font_manager   # lazy: matplotlib is heavy (benchmarks/import_costs.py), only plots need it
+    manager = matplotlib.font_manager.fontManager
+    if not any(entry.name == FONT_FAMILY for entry in manager.ttflist):
+        resource = importlib.resources.files("bertcourse").joinpath("fonts").joinpath(FONT_FILE)
+        path = str(_font_files.enter_context(importlib.resources.as_file(resource)))
+        manager.addfont(path)
+        # The subset has one weight. A bold title would otherwise log "Failed to find font weight
+        # bold" into the notebook: list the same file as the bold face too (regular glyphs, no warning).
+        regular = next(entry for entry in manager.ttflist if entry.name == FONT_FAMILY)
+        manager.ttflist.append(dataclasses.replace(regular, weight=700))
+    families = list(matplotlib.rcParams["font.family"])
+    if FONT_FAMILY not in families:
+        matplotlib.rcParams["font.family"] = [*families, FONT_FAMILY]
 
 
 def _read_catalog() -> polib.POFile:

@@ -41,6 +41,7 @@ from torch import nn
 from ._checks import check_bool, check_path, read_json
 from .bert import BERTConfig, BERTModel, MaskLM
 from .checkpoints import SafetensorsFile
+from .i18n import gettext as _
 from .inspection import sentence_vectors
 
 __all__ = ["NAME_MAP", "IGNORED_BUFFERS", "ACTIVATION_NAMES", "CheckpointError", "LoadReport",
@@ -471,18 +472,21 @@ class LoadReport:
         return [h for h, present in self.heads.items() if not present]
 
     def __str__(self) -> str:
-        names = {"pooler": "pooler (pooler.*)", "mlm": "MLM head (cls.predictions.*)",
-                 "nsp": "NSP head (cls.seq_relationship.*)"}
-        lines = [f"loaded {self.source!r} from {self.weights_file}: {self.num_tensors} tensors "
-                 f"({', '.join(self.dtypes)}) -> {self.num_parameters:,} parameters",
-                 "  heads: " + ", ".join(f"{names[h]} {'loaded' if ok else 'ABSENT'}"
-                                         for h, ok in self.heads.items())]
+        # in the learner's language; the tensor names and the file names stay as they are
+        names = {"pooler": _("pooler (pooler.*)"), "mlm": _("MLM head (cls.predictions.*)"),
+                 "nsp": _("NSP head (cls.seq_relationship.*)")}
+        found = {True: _("loaded"), False: _("ABSENT")}
+        lines = [_("loaded {source!r} from {file}: {n} tensors ({dtypes}) -> {params:,} parameters").format(
+                     source=self.source, file=self.weights_file, n=self.num_tensors, dtypes=", ".join(self.dtypes),
+                     params=self.num_parameters),
+                 _("  heads: ") + ", ".join(f"{names[h]} {found[bool(ok)]}" for h, ok in self.heads.items())]
         if self.ignored:
-            lines.append(f"  ignored buffers (not weights): {', '.join(self.ignored)}")
+            lines.append(_("  ignored buffers (not weights): {names}").format(names=", ".join(self.ignored)))
         if self.renamed:
-            lines.append(f"  old TensorFlow names renamed: {len(self.renamed)} (LayerNorm gamma/beta)")
+            lines.append(_("  old TensorFlow names renamed: {n} (LayerNorm gamma/beta)").format(n=len(self.renamed)))
         if self.overrides:
-            lines.append(f"  config overridden (model differs from the checkpoint's): {self.overrides}")
+            lines.append(_("  config overridden (model differs from the checkpoint's): {overrides}").format(
+                overrides=self.overrides))
         return "\n".join(lines)
 
     __repr__ = __str__

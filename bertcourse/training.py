@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from ._checks import check_betas, check_bool, check_finite_number, check_instance, check_optimizer, check_positive_int
 from .attention import inspect_attention
 from .distributed import agree, data_parallel, device_of, move_to, resolve_device, step_seed, world
+from .i18n import gettext as _, gettext_noop as N_
 from .precision import FAST_BF16_SPEEDUP, autocast, bf16_speedup, cpu_has_fast_bf16   # re-exported (chapter 9)
 from .utils import evaluation_mode
 
@@ -282,7 +283,7 @@ def plot_history(history: History, smooth: int = 20):
     for name, values in history.metrics.items():
         if name.endswith("loss"):
             ax1.plot(history.step, _smooth(values, smooth), label=name)
-    ax1.set(xlabel="step", ylabel=f"training loss (mean of {smooth} steps)", title="Training loss")
+    ax1.set(xlabel=_("step"), ylabel=_("training loss (mean of {n} steps)").format(n=smooth), title=_("Training loss"))
     if ax1.lines:
         ax1.legend(loc="upper right")
     ax1.grid(alpha=0.3)
@@ -293,7 +294,7 @@ def plot_history(history: History, smooth: int = 20):
                 ax2.plot(steps, [e.get(key) for e in history.evals], "o-", label=key)
         if ax2.lines:
             ax2.legend(loc="lower right")
-    ax2.set(xlabel="step", ylabel="accuracy", title="Evaluation", ylim=(0, 1))
+    ax2.set(xlabel=_("step"), ylabel=_("accuracy"), title=_("Evaluation"), ylim=(0, 1))
     ax2.grid(alpha=0.3)
     fig.tight_layout()
     return fig
@@ -331,7 +332,7 @@ class _LivePlot:
 
 def _format_eval(step: int, ev: dict) -> str:
     parts = [f"{k} {v:.3f}" for k, v in ev.items() if isinstance(v, float)]
-    return f"step {step}: " + ", ".join(parts)
+    return _("step {n}:").format(n=step) + " " + ", ".join(parts)
 
 
 # ---------------------------------------------------------------------------------------
@@ -419,7 +420,7 @@ class Trainer:
     def __init__(self, model: nn.Module, train_loader: Iterable, step_fn: Callable,
                  cfg: TrainConfig | None = None, *, eval_loader: Iterable | None = None,
                  eval_fn: Callable | None = None, optimizer: torch.optim.Optimizer | None = None,
-                 desc: str = "training"):
+                 desc: str = N_("training")):
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if not callable(step_fn):
@@ -596,7 +597,7 @@ class Trainer:
         live = _LivePlot(plot)
         total = cfg.steps if cfg.steps is not None else None
         bar = tqdm(total=total, initial=self.step if total else 0, disable=not progress,
-                   unit="step", desc=self.desc, dynamic_ncols=True, leave=True)
+                   unit=_("step"), desc=_(self.desc), dynamic_ncols=True, leave=True)
         batches = self._batches()
         h.stopped_by = None
         start = time.perf_counter() - self.elapsed

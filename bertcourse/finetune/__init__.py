@@ -43,6 +43,7 @@ from .._checks import (check_bool, check_choice, check_finite_number, check_inst
 from ..bert import BERTConfig, BERTEncoder, Pooler, accuracy, mean_pool
 from ..checkpoints import TOKENIZER_FILE, load_weights, read_config, save_checkpoint
 from ..distributed import device_of, move_to
+from ..i18n import gettext_noop as N_
 from ..inspection import POOLINGS, sentence_vectors
 from ..pretrained_bert import Pretrained, load_pretrained
 from ..memory import release_memory
@@ -380,7 +381,7 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
              warmup_ratio: float = RECIPE["warmup_ratio"], weight_decay: float = RECIPE["weight_decay"],
              clip: float | None = RECIPE["clip"], evals_per_epoch: int = 1, seed: int = 0, amp="auto",
              train_word_embeddings: bool = True, checkpointing: bool = False, progress: bool = True,
-             plot: bool = True, desc: str = "fine-tuning", device: str = "cpu"):
+             plot: bool = True, desc: str = N_("fine-tuning"), device: str = "cpu"):
     """Train ``model`` on ``train`` with the shared loop: reviews (chapter 9) or sentence pairs
     (chapter 10's :class:`~bertcourse.sentence_pairs.Pair`, with their segment ids); returns the
     :class:`~bertcourse.training.Trainer` (its ``history`` has the losses and the validation

@@ -37,6 +37,7 @@ from ..batching import trim_batch
 from ..bert import BERTModel, accuracy, mlm_accuracy, mlm_loss, nsp_loss
 from ..checkpoints import save_checkpoint
 from ..distributed import device_of, is_main_process
+from ..i18n import gettext_noop as N_
 from ..positional import LearnedPositionalEmbedding
 from ..precision import autocast
 from ..training import History, TrainConfig, Trainer, evaluation_batches, lr_factor, make_optimizer, optimizer_step
@@ -222,7 +223,7 @@ def pretrain(model: BERTModel, train_loader: Iterable, eval_loader: Iterable | N
     eval_fn = None if eval_loader is None else evaluate
     home = device_of(model)
     trainer = Trainer(model, train_loader, pretraining_step(fused), cfg, eval_loader=eval_loader,
-                      eval_fn=eval_fn, desc="pretraining")
+                      eval_fn=eval_fn, desc=N_("pretraining"))
     if state is not None:
         trainer.load_state_dict(state)
     try:

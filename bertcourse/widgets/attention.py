@@ -72,7 +72,7 @@ NUM_HIDDENS, NUM_HEADS = 32, 4
 HEAD_DIM = NUM_HIDDENS // NUM_HEADS
 MAX_TOKENS = 24
 
-HEAD_NAMES = [          # figure titles stay English; the widget's message translates them
+HEAD_NAMES = [          # translated where shown: the message and the figure's title
     N_("same kind of word"),
     N_("previous word"),
     N_("looks for nouns"),
@@ -257,7 +257,7 @@ def draw_attention(tokens: list[str], weights: torch.Tensor, query_index: int,
     fig = Figure(figsize=(11, 4.4))
     ax_map, ax_bar = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.25]})
 
-    draw_heatmap(ax_map, weights, labels, labels, title="weights: rows = queries")
+    draw_heatmap(ax_map, weights, labels, labels, title=_("weights: rows = queries"))
     ax_map.add_patch(Rectangle((-0.5, query_index - 0.5), n, 1, fill=False,
                                edgecolor="crimson", linewidth=2))
 
@@ -267,8 +267,8 @@ def draw_attention(tokens: list[str], weights: torch.Tensor, query_index: int,
     ax_bar.bar(range(n), row, color=colors)
     ax_bar.set_xticks(range(n), labels, rotation=60, ha="right", fontsize=8)
     ax_bar.set_ylim(0, 1)
-    ax_bar.set_ylabel("attention weight")
-    ax_bar.set_title(f"query {query_index}: '{tokens[query_index]}' (weights sum to 1)")
+    ax_bar.set_ylabel(_("attention weight"))
+    ax_bar.set_title(_("query {i}: '{token}' (weights sum to 1)").format(i=query_index, token=tokens[query_index]))
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -353,9 +353,9 @@ class AttentionExplorer(FigureWidget):
 
     def draw(self, state: dict) -> Figure:
         if state["weights"] is None:
-            return draw_message(EMPTY_TEXT)         # plot text stays English (no CJK font on Colab/Binder)
+            return draw_message(_(EMPTY_TEXT))
         return draw_attention(state["tokens"], state["weights"], state["query"],
-                              title=f"head {state['head']}: {HEAD_NAMES[state['head']]}")
+                              title=_("head {h}: {name}").format(h=state["head"], name=_(HEAD_NAMES[state["head"]])))
 
     def update(self) -> None:
         super().update()

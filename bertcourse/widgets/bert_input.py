@@ -14,6 +14,7 @@ Pure functions compute what is shown (:func:`describe_input`, :func:`embedding_s
 from __future__ import annotations
 
 import ipywidgets as W
+import matplotlib
 import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
@@ -37,6 +38,7 @@ EXAMPLE_B = "gristfouka lives in a small town on the bank of a river."
 SEGMENT_COLORS = ("#9ecae1", "#fdbe85")    # segment 0 (sentence A): blue, 1 (sentence B): orange
 COLUMNS = 16                                # tokens per line of the table
 ROWS = ("position", "token", "id", "segment")
+ROW_LABELS = {"position": N_("position"), "token": N_("token"), "id": N_("id"), "segment": N_("segment")}
 
 
 # ---------------------------------------------------------------------------------------
@@ -180,7 +182,7 @@ def draw_input_table(desc: dict, shapes: dict | None = None, title: str = "") ->
     ax.axis("off")
     for line in range(lines):
         for r, row in enumerate(ROWS):
-            ax.text(-0.1, line * block + r + 0.5, row, ha="right", va="center", fontsize=9,
+            ax.text(-0.1, line * block + r + 0.5, _(ROW_LABELS[row]), ha="right", va="center", fontsize=9,
                     color="0.3", gid=f"label:{row}:{line}")
     for i in range(n):
         line, c = divmod(i, COLUMNS)
@@ -200,22 +202,25 @@ def draw_input_table(desc: dict, shapes: dict | None = None, title: str = "") ->
                              fontstyle="italic" if token.startswith("##") else "normal")
             ax.text(c + 0.5, y + 0.5, values[row], ha="center", va="center", gid=f"{row}:{i}",
                     **style)
-    handles = [Patch(facecolor=SEGMENT_COLORS[0], label="segment 0: [CLS], sentence A, first [SEP]")]
+    handles = [Patch(facecolor=SEGMENT_COLORS[0], label=_("segment 0: [CLS], sentence A, first [SEP]"))]
     if 1 in desc["segments"]:
-        handles.append(Patch(facecolor=SEGMENT_COLORS[1], label="segment 1: sentence B, last [SEP]"))
+        handles.append(Patch(facecolor=SEGMENT_COLORS[1], label=_("segment 1: sentence B, last [SEP]")))
     ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, fontsize=9,
               frameon=False, borderaxespad=0.2)
     if title:
         ax.set_title(title, loc="right", fontsize=10)
     if shapes:
-        names = {"token": "token embedding", "segment": "segment embedding",
-                 "position": "position embedding", "sum": "sum, layer norm"}
+        # an explicit family gets no fallback: add the ones set_language("zh") registers (its CJK font)
+        fallbacks = [f for f in matplotlib.rcParams["font.family"] if f not in ("sans-serif", "monospace")]
+        names = {"token": _("token embedding"), "segment": _("segment embedding"),
+                 "position": _("position embedding"), "sum": _("sum, layer norm")}
         for k, (name, (table, out)) in enumerate(shapes.items()):
-            table_text = f"table {_shape_text(table)}" if table is not None else "token + segment + position"
-            note = "  (rows 0..n-1, broadcast over the batch)" if name == "position" else ""
+            table_text = (_("table {shape}").format(shape=_shape_text(table)) if table is not None
+                          else _("token + segment + position"))
+            note = _("  (rows 0..n-1, broadcast over the batch)") if name == "position" else ""
             text = f"{names.get(name, name):19s} {table_text:27s} -> {_shape_text(out)}{note}"
             fig.text(0.02, (shapes_h - 0.28 * (k + 1) + 0.1) / fig.get_figheight(), text,
-                     family="monospace", fontsize=9, gid=f"shape:{name}")
+                     family=["monospace", *fallbacks], fontsize=9, gid=f"shape:{name}")
     return fig
 
 
@@ -241,11 +246,11 @@ def draw_embedding_sum(tokens: list, parts: dict) -> Figure:
         if parts[k].shape[0] != n or parts[k].shape[1] != parts["token"].shape[1]:
             raise ValueError(f"parts[{k!r}] must have shape (seq={n}, num_hiddens="
                              f"{parts['token'].shape[1]}), got shape {shape_str(parts[k])}")
-    titles = {"token": "token embedding  (one row per token id: a repeated token repeats its row)",
-              "segment": "+ segment embedding  (only two different rows: A and B)",
-              "position": "+ position embedding  (a different row for every position)",
-              "sum": "= their sum",
-              "normed": "layer norm of the sum = BERTEncoder.embed(...)"}
+    titles = {"token": _("token embedding  (one row per token id: a repeated token repeats its row)"),
+              "segment": _("+ segment embedding  (only two different rows: A and B)"),
+              "position": _("+ position embedding  (a different row for every position)"),
+              "sum": _("= their sum"),
+              "normed": _("layer norm of the sum = BERTEncoder.embed(...)")}
     row_h = max(1.0, 0.11 * n + 0.5)
     height = row_h * len(names) + 0.5
     fig = Figure(figsize=(11, height))
@@ -260,7 +265,7 @@ def draw_embedding_sum(tokens: list, parts: dict) -> Figure:
         ax.set_yticks(range(n), tokens, fontsize=7)
         ax.set_title(titles[k], fontsize=9, loc="left")
         fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
-    axes[-1].set_xlabel("hidden unit")
+    axes[-1].set_xlabel(_("hidden unit"))
     return fig
 
 
@@ -326,11 +331,11 @@ class InputExplorer(FigureWidget):
 
     def draw(self, state: dict) -> Figure:
         if not state["tokens"]:
-            return draw_message(EMPTY_TEXT)         # plot text stays English (no CJK font on Colab/Binder)
+            return draw_message(_(EMPTY_TEXT))
         c = self.config
         return draw_input_table(state, state["shapes"],
-                                title=f"tiny BERTEncoder: vocab {c.vocab_size}, hidden {c.num_hiddens}, "
-                                      f"max_len {c.max_len}")
+                                title=_("tiny BERTEncoder: vocab {vocab}, hidden {hidden}, max_len {max_len}").format(
+                                    vocab=c.vocab_size, hidden=c.num_hiddens, max_len=c.max_len))
 
     def update(self) -> None:
         super().update()

@@ -8,6 +8,7 @@ import torch
 from matplotlib.figure import Figure
 
 from .._checks import check_finite_number, check_positive_int, check_tensor, shape_str
+from ..i18n import gettext as _
 
 __all__ = ["ROW_WIDTH", "SEGMENT_COLOURS", "draw_heatmap", "draw_message", "draw_tally", "token_layout"]
 
@@ -46,7 +47,7 @@ def draw_tally(ax, labels: list, shares: list, counts: list, expected: list, col
 
 def draw_heatmap(ax, weights, row_labels: list, col_labels: list, *, hidden=None,
                  cmap: str = "Blues", vmax: float | None = 1.0, fontsize: float = 8,
-                 rotation: float = 60, xlabel: str = "keys", ylabel: str = "queries",
+                 rotation: float = 60, xlabel: str | None = None, ylabel: str | None = None,
                  title: str = "", title_size: float | str = "large", colorbar: float | None = 1.0):
     """Draw ``weights`` ``(queries, keys)`` as a heat map on ``ax``, one labelled cell per
     weight, and return the image (``ax.images[0]``).
@@ -54,7 +55,8 @@ def draw_heatmap(ax, weights, row_labels: list, col_labels: list, *, hidden=None
     ``row_labels`` (one per query) go down the left, ``col_labels`` (one per key) along the
     bottom, turned by ``rotation`` degrees. The colours run from 0 to ``vmax`` (None: to the
     largest weight). ``hidden``: an optional bool ``(queries, keys)`` tensor of cells drawn
-    grey instead (pairs left out). ``xlabel``/``ylabel``/``title``: "" for none; ``title_size``
+    grey instead (pairs left out). ``xlabel``/``ylabel``: None (the default) for "keys"/"queries"
+    in the learner's language; ``xlabel``/``ylabel``/``title``: "" for none; ``title_size``
     is matplotlib's own default size for a title, "large", unless given.
     ``colorbar``: the colour bar's length as a share of the map's height, None for none.
     """
@@ -79,6 +81,8 @@ def draw_heatmap(ax, weights, row_labels: list, col_labels: list, *, hidden=None
     ha = "right" if 0 < rotation < 90 else "center"
     ax.set_xticks(range(k), col_labels, rotation=rotation, ha=ha, fontsize=fontsize)
     ax.set_yticks(range(q), row_labels, fontsize=fontsize)
+    xlabel = _("keys") if xlabel is None else xlabel
+    ylabel = _("queries") if ylabel is None else ylabel
     # an empty label or title would still be laid out; only set the ones asked for
     if xlabel:
         ax.set_xlabel(xlabel)

@@ -23,12 +23,12 @@ from matplotlib.figure import Figure
 from .._checks import check_int, check_tensor
 from ..inspection import MASK, attention_maps, check_mlm_model, encode_words, fill_mask, fill_mask_tokens, mask_word
 from ..bert import BERTModel
-from ..i18n import gettext as _
+from ..i18n import gettext as _, gettext_noop as N_
 from ..wordpiece import hf_tokenizer
 from . import FigureWidget
 from .drawing import draw_heatmap, draw_message
 
-NO_MASK = "Type [MASK] somewhere in the sentence, or choose a word to mask."
+NO_MASK = N_("Type [MASK] somewhere in the sentence, or choose a word to mask.")
 
 __all__ = ["fill_mask", "encode_words", "mask_word", "fill_mask_tokens", "draw_fill_mask",
            "FillMaskPlayground", "attention_maps", "draw_attention_grid"]
@@ -59,12 +59,13 @@ def draw_fill_mask(tokens: list, predictions: list, title: str = "") -> Figure:
         ax.barh(range(len(probs)), probs, color=["#1f77b4"] * (len(probs) - 1) + ["#d62728"])
         ax.set_yticks(range(len(labels)), labels)
         ax.set_xlim(0, 1)
-        ax.set_xlabel("probability")
-        ax.set_title(f"blank at position {pos}", fontsize=10)
+        ax.set_xlabel(_("probability"))
+        ax.set_title(_("blank at position {pos}").format(pos=pos), fontsize=10)
         for y, p in enumerate(probs):
             ax.text(min(p + 0.02, 0.8), y, f"{p:.2f}", va="center", fontsize=8)
     head = _filled_text(tokens, predictions)
-    more = f"  (+{len(predictions) - MAX_MASKS_DRAWN} more blanks)" if len(predictions) > MAX_MASKS_DRAWN else ""
+    more = (_("  (+{n} more blanks)").format(n=len(predictions) - MAX_MASKS_DRAWN)
+            if len(predictions) > MAX_MASKS_DRAWN else "")
     fig.suptitle((title + "\n" if title else "") + head + more, fontsize=10)
     fig.tight_layout()
     return fig
@@ -75,7 +76,7 @@ def draw_attention_grid(pieces: list, weights: torch.Tensor, title: str = "") ->
     one column per head (``fig.axes[l * heads + h].images[0]`` is ``weights[l, h]``)."""
     check_tensor("weights", weights, ndim=4, expected=f"(layers, heads, {len(pieces)}, {len(pieces)})",
                  floating=True)
-    layers, heads, n, _ = weights.shape
+    layers, heads, n, _n = weights.shape
     if n != len(pieces):
         raise ValueError(f"weights must have shape (layers, heads, {len(pieces)}, {len(pieces)}) for "
                          f"{len(pieces)} tokens, got {tuple(weights.shape)}")
@@ -85,8 +86,9 @@ def draw_attention_grid(pieces: list, weights: torch.Tensor, title: str = "") ->
     for l in range(layers):
         for h in range(heads):
             # small panels: no axis names and no colour bars, the scale is 0..1 in every one
-            draw_heatmap(axes[l][h], weights[l, h], pieces, pieces, fontsize=7, rotation=90, xlabel="",
-                         ylabel="", title=f"layer {l + 1}, head {h + 1}", title_size=9, colorbar=None)
+            draw_heatmap(axes[l][h], weights[l, h], pieces, pieces, fontsize=7, rotation=90, xlabel="", ylabel="",
+                         title=_("layer {layer}, head {head}").format(layer=l + 1, head=h + 1), title_size=9,
+                         colorbar=None)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -136,7 +138,7 @@ class FillMaskPlayground(FigureWidget):
             tokens = mask_word(tokens, words, self.word.value)
             state["tokens"] = tokens
         if MASK not in tokens:
-            state["message"] = NO_MASK       # drawn in the figure, whose text stays English
+            state["message"] = _(NO_MASK)
             return state
         try:
             state["predictions"] = fill_mask_tokens(self.model, self.tokenizer, tokens, self.top_k.value)

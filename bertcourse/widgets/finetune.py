@@ -76,7 +76,7 @@ def draw_contributions(data: dict, title: str = "") -> Figure:
     contribution). Green: towards positive; red: towards negative."""
     pieces, contrib = data["pieces"], data["contributions"]
     if not pieces:
-        return draw_message("type a sentence to see each token's contribution")
+        return draw_message(_("type a sentence to see each token's contribution"))
     values = np.asarray(contrib, dtype=float)
     n = len(pieces)
     fig = Figure(figsize=(8, max(2.2, 0.28 * n + 1.3)))
@@ -89,11 +89,11 @@ def draw_contributions(data: dict, title: str = "") -> Figure:
     ax.axvline(0.0, color="0.3", lw=0.8)
     limit = max(0.05, float(np.abs(values).max()) * 1.15)
     ax.set_xlim(-limit, limit)
-    ax.set_xlabel("contribution to P(positive) = P(sentence) − P(sentence without the piece)")
+    ax.set_xlabel(_("contribution to P(positive) = P(sentence) − P(sentence without the piece)"))
     ax.grid(axis="x", alpha=0.3)
-    head = f"P(positive) = {data['p']:.2f} → {LABELS[int(data['p'] > 0.5)]}"
+    head = _("P(positive) = {p:.2f} → {label}").format(p=data["p"], label=LABELS[int(data["p"] > 0.5)])
     if data.get("true_label") is not None:
-        head += f"   (data set: {LABELS[data['true_label']]})"
+        head += _("   (data set: {label})").format(label=LABELS[data["true_label"]])
     ax.set_title(title + ("\n" if title else "") + head, fontsize=10)
     fig.tight_layout()
     return fig
@@ -172,14 +172,14 @@ def draw_comparison(results: dict) -> Figure:
     ax1.set_yticks(y, names, fontsize=9)
     ax1.invert_yaxis()
     ax1.set_xlim(0.45, 1.0)
-    ax1.set_xlabel("test accuracy (300 sentences); dashed: chance")
+    ax1.set_xlabel(_("test accuracy (300 sentences); dashed: chance"))
     ax2.barh(y, secs, color=colors)
     for k, t in enumerate(secs):
         ax2.text(t, k, f" {t:.0f} s", va="center", fontsize=9)
     ax2.set_yticks(y, [""] * len(names))
     ax2.invert_yaxis()
     ax2.set_xlim(0, max(secs) * 1.25 if max(secs) > 0 else 1)
-    ax2.set_xlabel("training time on this machine (s)")
+    ax2.set_xlabel(_("training time on this machine (s)"))
     fig.tight_layout()
     return fig
 
@@ -195,12 +195,12 @@ def draw_learning_curves(curves: dict) -> Figure:
     ax = fig.add_subplot()
     for m in methods:
         ax.plot(sizes, [curves[n][m] for n in sizes], "o-", label=m)
-    ax.axhline(0.5, color="0.3", ls="--", lw=1, label="chance")
+    ax.axhline(0.5, color="0.3", ls="--", lw=1, label=_("chance"))
     ax.set_xscale("log")
     ax.set_xticks(sizes, [f"{n:,}" for n in sizes])
     ax.minorticks_off()
-    ax.set(xlabel="training sentences", ylabel="test accuracy", ylim=(0.45, 1.0),
-           title="What pretraining buys when labels are few")
+    ax.set(xlabel=_("training sentences"), ylabel=_("test accuracy"), ylim=(0.45, 1.0),
+           title=_("What pretraining buys when labels are few"))
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     fig.tight_layout()

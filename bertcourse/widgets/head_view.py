@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from .._checks import check_choice, check_int, check_tensor
 from ..inspection import PATTERNS, attention_maps
 from ..pretrained_bert import Pretrained
-from ..i18n import gettext as _
+from ..i18n import gettext as _, gettext_noop as N_
 from . import FigureWidget
 from .drawing import draw_heatmap
 
@@ -34,6 +34,13 @@ __all__ = ["PAIR_FILTERS", "ALL_TOKENS", "pair_mask", "head_view_data", "draw_he
 
 PAIR_FILTERS = ("all", "A→A", "A→B", "B→A", "B→B")
 ALL_TOKENS = -1          # the token control's value that shows every query at once
+# how the survey names the patterns of inspection.PATTERNS (the tokens [CLS] and [SEP] stay as they are)
+PATTERN_NAMES = {"previous token": N_("previous token"), "next token": N_("next token")}
+
+
+def _pair_name(which: str) -> str:
+    """How the buttons and the messages name a pair filter: "all" in the learner's language, A→B as it is."""
+    return _("all") if which == "all" else which
 
 
 def pair_mask(segments, which: str) -> torch.Tensor:
@@ -112,7 +119,7 @@ def draw_head_view(pieces: list[str], data: dict, token: int = ALL_TOKENS, title
     ax_lines.set_xlim(-0.6, 1.6)
     ax_lines.set_ylim(-1, n)
     ax_lines.axis("off")
-    ax_lines.set_title("queries (left) → keys (right)", fontsize=10)
+    ax_lines.set_title(_("queries (left) → keys (right)"), fontsize=10)
 
     draw_heatmap(ax_map, matrix, pieces, pieces, hidden=~kept, rotation=90)
     if token != ALL_TOKENS:
@@ -133,10 +140,12 @@ def draw_head_survey(stats: dict) -> Figure:
         L, H = stats[pattern].shape
         # shares lie in [0, 1]; an entropy has no such bound, so it gets its own colours and scale
         entropy = pattern == "entropy"
+        name = _(PATTERN_NAMES[pattern]) if pattern in PATTERN_NAMES else pattern
+        title = (_("entropy (nats): broad vs sharp") if entropy else
+                 _("share of attention on {pattern}").format(pattern=name))
         draw_heatmap(ax, stats[pattern], [str(l + 1) for l in range(L)], [str(h + 1) for h in range(H)],
                      cmap="viridis" if entropy else "Blues", vmax=None if entropy else 1.0, rotation=0,
-                     xlabel="head", ylabel="layer", title_size=10, colorbar=0.6,
-                     title="entropy (nats): broad vs sharp" if entropy else f"share of attention on {pattern}")
+                     xlabel=_("head"), ylabel=_("layer"), title_size=10, colorbar=0.6, title=title)
     axes[-1].axis("off")
     fig.tight_layout()
     return fig
@@ -172,7 +181,8 @@ class HeadView(FigureWidget):
         self.layer = W.IntSlider(value=layer, min=1, max=c.num_blks, description=_("layer"), style=style)
         self.head = W.IntSlider(value=head, min=1, max=c.num_heads, description=_("head"), style=style)
         self.token = W.Dropdown(options=[], description=_("token"), style=style)
-        self.pair = W.ToggleButtons(options=list(PAIR_FILTERS), value=pair, description=_("pairs"), style=style)
+        self.pair = W.ToggleButtons(options=[(_pair_name(f), f) for f in PAIR_FILTERS], value=pair,
+                                    description=_("pairs"), style=style)
         self.info = W.HTML()
         self._encode()
         self._refresh_tokens(token)
@@ -200,16 +210,17 @@ class HeadView(FigureWidget):
         data = head_view_data(self._weights, self._segments, layer, head, token, pair)
         state = {"pieces": self._pieces, "segments": self._segments, "layer": layer, "head": head,
                  "token": token, "pair": pair, "weights": self._weights, **data}
+        shown = _pair_name(pair)
         if not data["kept"].any():
             msg = (_("no pairs {pair}: type a sentence B") if 1 not in self._segments else
-                   _("no pairs {pair}")).format(pair=pair)
+                   _("no pairs {pair}")).format(pair=shown)
         elif token == ALL_TOKENS:
             msg = _("layer {layer}, head {head}: every token's attention ({pair}); choose a token to follow "
-                    "one.").format(layer=layer, head=head, pair=pair)
+                    "one.").format(layer=layer, head=head, pair=shown)
         elif not data["kept"][token].any():
             side = "A" if self._segments[token] == 0 else "B"
             msg = _("'{piece}' is in sentence {side}: the filter {pair} shows no query from it.").format(
-                piece=self._pieces[token], side=side, pair=pair)
+                piece=self._pieces[token], side=side, pair=shown)
         else:
             row = data["row"]
             j = int(row.argmax())
@@ -217,12 +228,13 @@ class HeadView(FigureWidget):
                     "weight {weight:.2f})").format(layer=layer, head=head, piece=self._pieces[token], token=token,
                                                    key=self._pieces[j], j=j, weight=float(row[j]))
             msg += _(".") if pair == "all" else _("; {share:.0%} of its attention is in the pairs {pair}.").format(
-                share=float(row.sum()), pair=pair)
+                share=float(row.sum()), pair=shown)
         state["message"] = msg
         return state
 
     def draw(self, state: dict) -> Figure:
-        title = f"layer {state['layer']}, head {state['head']}, pairs {state['pair']}"
+        title = _("layer {layer}, head {head}, pairs {pair}").format(layer=state["layer"], head=state["head"],
+                                                                     pair=_pair_name(state["pair"]))
         return draw_head_view(state["pieces"], state, state["token"], title)
 
     def update(self) -> None:

@@ -44,6 +44,9 @@ __all__ = ["OUTCOMES", "CHOSEN", "COLOURS", "MAX_TOKENS", "corpus_sentences", "e
 
 OUTCOMES = ("[MASK]", "random", "kept", "not chosen", "special")
 """What can happen to a token, in the order the legend shows them."""
+OUTCOME_NAMES = {"[MASK]": "[MASK]", "random": N_("random"), "kept": N_("kept"), "not chosen": N_("not chosen"),
+                 "special": N_("special")}
+"""How the figure names each outcome (translated where drawn; the token [MASK] stays as it is)."""
 CHOSEN = OUTCOMES[:3]
 """The outcomes of a *chosen* token: the shares should be 80 / 10 / 10 %."""
 EXPECTED_SHARES = {"[MASK]": 0.8, "random": 0.1, "kept": 0.1}
@@ -182,10 +185,10 @@ def draw_masking(tokens: list[str], masked_tokens: list[str], outcomes: list[str
     ax.set_ylim(-rows + 0.35, 0.65)
     ax.axis("off")
     counts = count_outcomes(outcomes)
-    handles = [Patch(facecolor=COLOURS[o], edgecolor="#333333", label=f"{o}: {counts[o]}")
+    handles = [Patch(facecolor=COLOURS[o], edgecolor="#333333", label=f"{_(OUTCOME_NAMES[o])}: {counts[o]}")
                for o in OUTCOMES]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=5,
-              fontsize=8, frameon=False, title="this draw (small grey text: the original token)",
+              fontsize=8, frameon=False, title=_("this draw (small grey text: the original token)"),
               title_fontsize=8)
     if title:
         ax.set_title(title, fontsize=10, loc="left")
@@ -193,9 +196,10 @@ def draw_masking(tokens: list[str], masked_tokens: list[str], outcomes: list[str
     running = running if running is not None else counts
     shares = chosen_shares(running)
     n_chosen = sum(running[o] for o in CHOSEN)
-    draw_tally(ax_bar, list(CHOSEN), [shares[o] for o in CHOSEN], [running[o] for o in CHOSEN],
-               [EXPECTED_SHARES[o] for o in CHOSEN], [COLOURS[o] for o in CHOSEN],
-               "share of chosen tokens", f"running: {n_chosen} chosen\n(dashed: 80 / 10 / 10 %)", top=1.18)
+    draw_tally(ax_bar, [_(OUTCOME_NAMES[o]) for o in CHOSEN], [shares[o] for o in CHOSEN],
+               [running[o] for o in CHOSEN], [EXPECTED_SHARES[o] for o in CHOSEN], [COLOURS[o] for o in CHOSEN],
+               _("share of chosen tokens"),
+               _("running: {n} chosen\n(dashed: 80 / 10 / 10 %)").format(n=n_chosen), top=1.18)
     fig.tight_layout()
     return fig
 
@@ -295,11 +299,11 @@ class MaskingExplorer(RepeatedDraws):
 
     def draw(self, state: dict) -> Figure:
         if state["outcomes"] is None:
-            return draw_message(NOTHING_TO_MASK)    # plot text stays English (no CJK font on Colab/Binder)
+            return draw_message(_(NOTHING_TO_MASK))
         return draw_masking(state["tokens"], state["masked_tokens"], state["outcomes"],
                             state["running"],
-                            title=f"mask probability {state['mask_prob']:.2f}, seed {state['seed']}, "
-                                  f"draw {state['num_draws'] - 1}")
+                            title=_("mask probability {p:.2f}, seed {seed}, draw {draw}").format(
+                                p=state["mask_prob"], seed=state["seed"], draw=state["num_draws"] - 1))
 
     def update(self) -> None:
         super().update()

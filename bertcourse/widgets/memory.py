@@ -22,7 +22,7 @@ from matplotlib.patches import Rectangle
 
 from .._checks import check_bool, check_int, check_keys
 from ..finetune import BERTClassifier, classification_step
-from ..i18n import gettext as _
+from ..i18n import gettext as _, gettext_noop as N_
 from ..memory import activation_bytes, activation_formula
 from . import FigureWidget
 
@@ -33,9 +33,9 @@ BINDER_MB = 1024            # what Binder guarantees a notebook: its kernel, lib
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 SEQ_LENS = (16, 32, 64, 128, 256, 512)          # 512: BERT's and MiniLM's longest input
 PARTS = ("weights", "gradients", "moments", "activations")
-# The figure's text stays English in both editions, as every widget's does: Colab and Binder
-# have no Chinese font for matplotlib (the controls and the line above the figure are translated).
-LABELS = {"weights": "weights", "gradients": "gradients", "moments": "AdamW's moments", "activations": "activations"}
+# the parts' names in the figure, translated where drawn
+LABELS = {"weights": N_("weights"), "gradients": N_("gradients"), "moments": N_("AdamW's moments"),
+          "activations": N_("activations")}
 COLOURS = {"weights": "#9d9d9d", "gradients": "#4c78a8", "moments": "#f58518", "activations": "#54a24b"}
 
 
@@ -87,17 +87,17 @@ def draw_step_memory(state: dict) -> Figure:
         width = state[part]
         ax.add_patch(Rectangle((x, 0), width, 1, facecolor=COLOURS[part], edgecolor="white"))
         if width > 0.07 * right:         # a label only where it fits
-            ax.text(x + width / 2, 0.5, f"{LABELS[part]}\n{width:,.0f} MB", ha="center", va="center", fontsize=9,
+            ax.text(x + width / 2, 0.5, f"{_(LABELS[part])}\n{width:,.0f} MB", ha="center", va="center", fontsize=9,
                     color="white")
         x += width
     ax.axvline(BINDER_MB, color="#c0392b", linestyle="--", lw=1.2)
-    ax.text(BINDER_MB - 0.01 * right, 1.08, "Binder: 1 GB for the whole kernel", color="#c0392b", fontsize=8, ha="right",
-            va="bottom")
+    ax.text(BINDER_MB - 0.01 * right, 1.08, _("Binder: 1 GB for the whole kernel"), color="#c0392b", fontsize=8,
+            ha="right", va="bottom")
     ax.set_xlim(0, right)
     ax.set_ylim(-0.1, 1.35)
     ax.set_yticks([])
     ax.set_xlabel("MB")
-    ax.set_title("a batch of {b} x {s} word pieces: {total:,.0f} MB in one training step (float32)".format(
+    ax.set_title(_("a batch of {b} x {s} word pieces: {total:,.0f} MB in one training step (float32)").format(
         b=state["batch_size"], s=state["seq_len"], total=state["total"]), fontsize=10, loc="left")
     fig.tight_layout()
     return fig

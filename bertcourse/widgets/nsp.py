@@ -97,11 +97,11 @@ def draw_pair(tokens: list[str], segments: list[int], label: int, counts: dict |
     ax.set_xlim(0, ROW_WIDTH)
     ax.set_ylim(-rows + 0.4, 0.6)
     ax.axis("off")
-    ax.legend(handles=[Patch(facecolor=SEGMENT_COLOURS[0], label="segment 0: [CLS] A [SEP]"),
-                       Patch(facecolor=SEGMENT_COLOURS[1], label="segment 1: B [SEP]")],
+    ax.legend(handles=[Patch(facecolor=SEGMENT_COLOURS[0], label=_("segment 0: [CLS] A [SEP]")),
+                       Patch(facecolor=SEGMENT_COLOURS[1], label=_("segment 1: B [SEP]"))],
               loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, fontsize=8, frameon=False)
-    verdict = ("IsNext (label 0): B is the sentence that follows A" if label == IS_NEXT else
-               "NotNext (label 1): B is a random sentence from another paragraph")
+    verdict = (_("IsNext (label 0): B is the sentence that follows A") if label == IS_NEXT else
+               _("NotNext (label 1): B is a random sentence from another paragraph"))
     ax.set_title(f"{title}\n{verdict}" if title else verdict, fontsize=10, loc="left",
                  color="#1f6f2f" if label == IS_NEXT else "#a03000")
 
@@ -109,8 +109,9 @@ def draw_pair(tokens: list[str], segments: list[int], label: int, counts: dict |
     total = counts["IsNext"] + counts["NotNext"]
     shares = [counts[k] / total if total else 0.0 for k in ("IsNext", "NotNext")]
     draw_tally(ax_bar, ["IsNext (0)", "NotNext (1)"], shares, [counts["IsNext"], counts["NotNext"]],
-               [0.5, 0.5], ["#74c476", "#fd8d3c"], "share of pairs drawn",
-               f"tally over {total} pair{'s' if total != 1 else ''}\n(dashed: 50 %)")
+               [0.5, 0.5], ["#74c476", "#fd8d3c"], _("share of pairs drawn"),
+               (_("tally over {n} pairs\n(dashed: 50 %)") if total != 1 else
+                _("tally over {n} pair\n(dashed: 50 %)")).format(n=total))
     fig.tight_layout()
     return fig
 
@@ -180,8 +181,8 @@ class PairSampler(RepeatedDraws):
 
     def draw(self, state: dict) -> Figure:
         return draw_pair(state["tokens"], state["segments"], state["label"], state["tally"],
-                         title=f"seed {state['seed']}, draw {state['num_draws'] - 1}, "
-                               f"max_len {state['max_len']}")
+                         title=_("seed {seed}, draw {draw}, max_len {max_len}").format(
+                             seed=state["seed"], draw=state["num_draws"] - 1, max_len=state["max_len"]))
 
     def update(self) -> None:
         super().update()

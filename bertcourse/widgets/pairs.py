@@ -82,7 +82,7 @@ def draw_inference(data: dict) -> Figure:
     predicted bar of each group is opaque with a black edge, the others pale."""
     check_keys("data", data, KEYS, "inference_data()")
     if data["p"] is None:
-        return draw_message("type a premise and a hypothesis to see the three probabilities")
+        return draw_message(_("type a premise and a hypothesis to see the three probabilities"))
     pieces, segments = data["pieces"], data["segments"]
     layout = token_layout([max(len(t), 2) for t in pieces])
     rows = layout[-1][0] + 1
@@ -95,12 +95,12 @@ def draw_inference(data: dict) -> Figure:
     ax_tok.set_xlim(0, ROW_WIDTH)
     ax_tok.set_ylim(-rows + 0.5, 0.5)
     ax_tok.axis("off")
-    ax_tok.legend(handles=[Patch(facecolor=SEGMENT_COLOURS[0], label="segment 0: [CLS] premise [SEP]"),
-                           Patch(facecolor=SEGMENT_COLOURS[1], label="segment 1: hypothesis [SEP]")],
+    ax_tok.legend(handles=[Patch(facecolor=SEGMENT_COLOURS[0], label=_("segment 0: [CLS] premise [SEP]")),
+                           Patch(facecolor=SEGMENT_COLOURS[1], label=_("segment 1: hypothesis [SEP]"))],
                   loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=8, frameon=False)
     k = len(data["labels"])
-    for g, (p, name) in enumerate(((data["p"], "as typed: premise ⇒ hypothesis"),
-                                   (data["p_swapped"], "swapped: hypothesis ⇒ premise"))):
+    for g, (p, name) in enumerate(((data["p"], _("as typed: premise ⇒ hypothesis")),
+                                   (data["p_swapped"], _("swapped: hypothesis ⇒ premise")))):
         y = np.arange(k) + g * (k + 1)
         best = int(np.argmax(p))
         for j in range(k):
@@ -112,7 +112,7 @@ def draw_inference(data: dict) -> Figure:
     ax.set_yticks([j + g * (k + 1) for g in range(2) for j in range(k)], list(data["labels"]) * 2, fontsize=9)
     ax.set_ylim(2 * k + 0.6, -1.2)                  # first group on top
     ax.set_xlim(0, 1.1)
-    ax.set_xlabel("probability")
+    ax.set_xlabel(_("probability"))
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig

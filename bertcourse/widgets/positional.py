@@ -79,7 +79,7 @@ def draw_explorer(state: dict) -> Figure:
     ax_vec.bar(cols, state["vector"].numpy(), color=["tab:blue" if c % 2 == 0 else "tab:orange" for c in cols])
     ax_vec.set_ylim(-1.05, 1.05)
     ax_vec.axhline(0, color="gray", linewidth=0.5)
-    ax_vec.set_xlabel("dimension (blue: sin, orange: cos)")
+    ax_vec.set_xlabel(_("dimension (blue: sin, orange: cos)"))
     ax_vec.set_title(f"P[{pos}, {lo}..{hi}]")
 
     block = P[:, lo: hi + 1].numpy()
@@ -87,15 +87,15 @@ def draw_explorer(state: dict) -> Figure:
                   extent=(lo - 0.5, hi + 0.5, P.shape[0] - 0.5, -0.5))
     ax_map.add_patch(Rectangle((lo - 0.5, pos - 0.5), hi - lo + 1, 1, fill=False,
                                edgecolor="black", linewidth=2))
-    ax_map.set_xlabel("dimension")
-    ax_map.set_ylabel("position")
-    ax_map.set_title(f"table, d = {state['num_hiddens']} (row {pos} outlined)")
+    ax_map.set_xlabel(_("dimension"))
+    ax_map.set_ylabel(_("position"))
+    ax_map.set_title(_("table, d = {d} (row {pos} outlined)").format(d=state["num_hiddens"], pos=pos))
 
     sim = state["similarity"].numpy()
     ax_sim.plot(np.arange(len(sim)), sim, color="tab:purple")
     ax_sim.axvline(pos, color="black", linestyle="--", linewidth=1)
-    ax_sim.set_xlabel("position i")
-    ax_sim.set_title(f"P[i] · P[{pos}] over dims {lo}..{hi}")
+    ax_sim.set_xlabel(_("position i"))
+    ax_sim.set_title(_("P[i] · P[{pos}] over dims {lo}..{hi}").format(pos=pos, lo=lo, hi=hi))
     fig.tight_layout()
     return fig
 
@@ -106,23 +106,24 @@ def draw_sinusoids(P: torch.Tensor, columns: list[int]) -> Figure:
     ax = fig.add_subplot()
     for c in columns:
         kind = "sin" if c % 2 == 0 else "cos"
-        ax.plot(P[:, c].numpy(), label=f"col {c} ({kind})")
-    ax.set_xlabel("position i")
-    ax.set_ylabel("P[i, col]")
-    ax.set_title("low columns turn fast, high columns slowly")
+        ax.plot(P[:, c].numpy(), label=_("col {c} ({kind})").format(c=c, kind=kind))
+    ax.set_xlabel(_("position i"))
+    ax.set_ylabel(_("P[i, col]"))
+    ax.set_title(_("low columns turn fast, high columns slowly"))
     ax.legend(loc="upper right", fontsize=8, ncol=2)
     fig.tight_layout()
     return fig
 
 
-def draw_heatmap(P: torch.Tensor, title: str = "sinusoidal positional encoding") -> Figure:
-    """The full position × dimension table (``fig.axes[0].images[0]``)."""
+def draw_heatmap(P: torch.Tensor, title: str | None = None) -> Figure:
+    """The full position × dimension table (``fig.axes[0].images[0]``); ``title`` None: "sinusoidal
+    positional encoding", in the learner's language."""
     fig = Figure(figsize=(8, 4))
     ax = fig.add_subplot()
     im = ax.imshow(P.numpy(), aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-    ax.set_xlabel("dimension (column)")
-    ax.set_ylabel("position (row)")
-    ax.set_title(title)
+    ax.set_xlabel(_("dimension (column)"))
+    ax.set_ylabel(_("position (row)"))
+    ax.set_title(_("sinusoidal positional encoding") if title is None else title)
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
     return fig
@@ -138,12 +139,12 @@ def draw_binary_analogy(num_positions: int = 64, num_bits: int = 6, num_hiddens:
     ax_bits, ax_sin = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.6]})
     ax_bits.imshow(bits.numpy(), aspect="auto", cmap="Greys", vmin=0, vmax=1, interpolation="nearest")
     ax_bits.set_xticks(range(num_bits), [f"2^{b}" for b in range(num_bits)])
-    ax_bits.set_xlabel("bit (black = 1)")
-    ax_bits.set_ylabel("position (the number)")
-    ax_bits.set_title("binary digits, lowest first")
+    ax_bits.set_xlabel(_("bit (black = 1)"))
+    ax_bits.set_ylabel(_("position (the number)"))
+    ax_bits.set_title(_("binary digits, lowest first"))
     ax_sin.imshow(P.numpy(), aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
-    ax_sin.set_xlabel("dimension")
-    ax_sin.set_title(f"sinusoidal table P (d = {num_hiddens})")
+    ax_sin.set_xlabel(_("dimension"))
+    ax_sin.set_title(_("sinusoidal table P (d = {d})").format(d=num_hiddens))
     fig.tight_layout()
     return fig
 
@@ -156,8 +157,8 @@ def draw_similarity(tables: dict) -> Figure:
         S = (T @ T.T).detach().numpy()
         im = ax.imshow(S, cmap="viridis", interpolation="nearest")
         ax.set_title(name)
-        ax.set_xlabel("position j")
-        ax.set_ylabel("position i")
+        ax.set_xlabel(_("position j"))
+        ax.set_ylabel(_("position i"))
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     fig.tight_layout()
     return fig

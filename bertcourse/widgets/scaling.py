@@ -72,7 +72,7 @@ def draw_epoch(layout: dict, max_steps: int = 40) -> Figure:
             if shown <= 20:          # the batch's place in the epoch: dealt out like cards
                 ax.text(step + 0.45, n - 1 - rank + 0.42, str(b), ha="center", va="center", fontsize=7,
                         color="white")
-        ax.text(-0.4, n - 1 - rank + 0.42, f"rank {rank}", ha="right", va="center", fontsize=9)
+        ax.text(-0.4, n - 1 - rank + 0.42, _("rank {r}").format(r=rank), ha="right", va="center", fontsize=9)
     x = shown + (1.2 if shown < steps else 0.4)
     if shown < steps:
         ax.text(shown + 0.3, n / 2, "…", fontsize=14, va="center")
@@ -81,16 +81,19 @@ def draw_epoch(layout: dict, max_steps: int = 40) -> Figure:
         if shown <= 20:
             ax.text(x + i + 0.45, n - 1 + 0.42, str(b), ha="center", va="center", fontsize=7)
     if layout["left_out"]:
-        ax.text(x, n - 0.05 + 0.1, "left out", fontsize=8, va="bottom")
+        ax.text(x, n - 0.05 + 0.1, _("left out"), fontsize=8, va="bottom")
     ax.set_xlim(-3.2, x + max(len(layout["left_out"]), 1) + 0.5)
     ax.set_ylim(-0.3, n + 0.6)
     ax.axis("off")
-    ax.set_title(f"{layout['num_pairs']:,} pairs, {n} process{'es' if n > 1 else ''} x {layout['batch_size']} "
-                 f"pairs: global batch {layout['global_batch']:,}, {steps:,} optimizer steps per epoch"
-                 + (f" (first {shown} shown)" if shown < steps else ""), fontsize=10, loc="left")
+    title = (_("{pairs:,} pairs, {n} processes x {b} pairs: global batch {g:,}, {steps:,} optimizer steps per epoch")
+             if n > 1 else
+             _("{pairs:,} pairs, {n} process x {b} pairs: global batch {g:,}, {steps:,} optimizer steps per epoch"))
+    title = title.format(pairs=layout["num_pairs"], n=n, b=layout["batch_size"], g=layout["global_batch"], steps=steps)
+    ax.set_title(title + (_(" (first {shown} shown)").format(shown=shown) if shown < steps else ""),
+                 fontsize=10, loc="left")
     ax.annotate("", xy=(min(shown, 6), -0.2), xytext=(0, -0.2),
                 arrowprops=dict(arrowstyle="->", color="#555555"))
-    ax.text(0, -0.28, "optimizer steps: one column = one step, the processes' gradients averaged",
+    ax.text(0, -0.28, _("optimizer steps: one column = one step, the processes' gradients averaged"),
             fontsize=8, va="top", color="#555555")
     fig.tight_layout()
     return fig
@@ -121,16 +124,18 @@ def draw_data_parallelism(world_size: int = 2) -> Figure:
     for r in range(n):
         y = top - 1.2 * (r + 1)
         colour = RANK_COLOURS[r]
-        ax.text(-0.2, y + 0.4, f"rank {r}", ha="right", va="center", fontsize=9, fontweight="bold", color=colour)
-        box(0, y, 2.2, f"shard {r}:\nbatches {r}, {r + n}, {r + 2 * n}, ...", colour, color="white")
+        ax.text(-0.2, y + 0.4, _("rank {r}").format(r=r), ha="right", va="center", fontsize=9, fontweight="bold",
+                color=colour)
+        box(0, y, 2.2, _("shard {r}:\nbatches {r}, {r2}, {r3}, ...").format(r=r, r2=r + n, r3=r + 2 * n), colour,
+            color="white")
         arrow(2.25, 2.75, y + 0.4)
-        box(2.8, y, 2.3, "forward + backward\n(same weights W)", "#f2f2f2")
+        box(2.8, y, 2.3, _("forward + backward\n(same weights W)"), "#f2f2f2")
         arrow(5.15, 5.65, y + 0.4)
-        box(5.7, y, 1.3, f"gradient g{r}", "#ffffff")
+        box(5.7, y, 1.3, _("gradient g{r}").format(r=r), "#ffffff")
         arrow(8.95, 9.45, y + 0.4)
-        box(9.5, y, 2.2, "W -= lr * update(g)\n(the same step)", "#f2f2f2")
+        box(9.5, y, 2.2, _("W -= lr * update(g)\n(the same step)"), "#f2f2f2")
     ax.add_patch(Rectangle((7.15, 0.05), 1.7, top - 0.5, facecolor="#fff3cd", edgecolor="#b58900", lw=1))
-    ax.text(8.0, top / 2 - 0.2, "all-reduce\n(mean)\n\ng = (" + " + ".join(f"g{r}" for r in range(n))
+    ax.text(8.0, top / 2 - 0.2, _("all-reduce\n(mean)") + "\n\ng = (" + " + ".join(f"g{r}" for r in range(n))
             + f") / {n}", ha="center", va="center", fontsize=9)
     for r in range(n):
         y = top - 1.2 * (r + 1) + 0.4
@@ -138,8 +143,8 @@ def draw_data_parallelism(world_size: int = 2) -> Figure:
     ax.set_xlim(-1.2, 11.9)
     ax.set_ylim(-0.2, top + 0.2)
     ax.axis("off")
-    ax.set_title(f"One data-parallel step, {n} processes: a global batch of {n} batches, one shared update",
-                 fontsize=10, loc="left")
+    title = _("One data-parallel step, {n} processes: a global batch of {n} batches, one shared update").format(n=n)
+    ax.set_title(title, fontsize=10, loc="left")
     fig.tight_layout()
     return fig
 

@@ -26,13 +26,15 @@ from .._checks import check_instance, check_str_list, check_tensor
 from ..attention import inspect_attention
 from ..seq2seq import BOS, EOS, DateVocab, translate
 from ..transformer import EncoderDecoder
-from ..i18n import gettext as _
+from ..i18n import gettext as _, gettext_noop as N_
 from . import FigureWidget
 from .drawing import draw_heatmap
 
 __all__ = ["KINDS", "example_attention", "draw_attention_map", "TransformerAttentionExplorer"]
 
 KINDS = ["encoder self", "decoder self", "cross"]
+# how the buttons and the title name each kind (translated where shown; the values stay KINDS)
+KIND_NAMES = {"encoder self": N_("encoder self"), "decoder self": N_("decoder self"), "cross": N_("cross")}
 
 
 @torch.no_grad()
@@ -103,7 +105,8 @@ class TransformerAttentionExplorer(FigureWidget):
         self.example = W.Dropdown(options=[(" ".join(s), i) for i, s in enumerate(self.sources)],
                                   value=0, description=_("example"), style=style,
                                   layout=W.Layout(width="520px"))
-        self.kind = W.ToggleButtons(options=KINDS, value="cross", description=_("attention"), style=style)
+        self.kind = W.ToggleButtons(options=[(_(KIND_NAMES[k]), k) for k in KINDS], value="cross",
+                                    description=_("attention"), style=style)
         self.layer = W.IntSlider(value=0, min=0, max=num_blks - 1, description=_("layer"), style=style)
         self.head = W.IntSlider(value=0, min=0, max=num_heads - 1, description=_("head"), style=style)
         self.info = W.HTML()
@@ -130,7 +133,8 @@ class TransformerAttentionExplorer(FigureWidget):
                 "source": m["source"], "prediction": m["prediction"]}
 
     def draw(self, state: dict) -> Figure:
-        title = f"{state['kind']} attention, layer {state['layer']}, head {state['head']}"
+        title = _("{kind} attention, layer {layer}, head {head}").format(
+            kind=_(KIND_NAMES[state["kind"]]), layer=state["layer"], head=state["head"])
         return draw_attention_map(state["weights"], state["row_labels"], state["col_labels"], title)
 
     def update(self) -> None:
