@@ -62,6 +62,53 @@ def test_q3_mistakes_are_named():
     assert result.status == "pass"
 
 
+def each_parameter(grads):
+    return range(len(grads[0]))
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    # grads taken for a tensor: it is a list (processes) of lists (parameters) of tensors
+    (lambda grads: sum(grads) / len(grads), "grads is a list of lists, not a tensor"),
+    (lambda grads: torch.stack(grads).mean(0), "grads is a list of lists, not a tensor"),
+    (lambda grads: torch.tensor(grads).mean(0), "grads is a list of lists, not a tensor"),
+    (lambda grads: torch.mean(grads, 0), "grads is a list of lists, not a tensor"),
+    (lambda grads: (grads[0] + grads[1]) / 2, "grads is a list of lists, not a tensor"),
+    (lambda grads: [torch.mean(ts, 0) for ts in zip(*grads)], "the tensors of one parameter are in a tuple"),
+    # one process' parameters combined with each other
+    (lambda grads: [sum(g) / len(g) for g in grads], "the tensors you combined have different shapes, so they "
+                                                     "are different parameters"),
+    (lambda grads: [torch.stack(g).mean(0) for g in grads], "(here of shapes (3, 4), (3,))"),
+    (lambda grads: [sum(grads[i]) / len(grads) for i in each_parameter(grads)], "different parameters"),
+    # the two indices swapped
+    (lambda grads: [sum(g[i] for g in grads) / len(grads) for i in range(len(grads))],
+     "grads has 4 entries (the processes) and each grads[r] has 3 (the parameters)"),
+    # wrong values or shapes
+    (lambda grads: [sum(g[i] for g in grads) / len(grads[0]) for i in each_parameter(grads)],
+     "you divided by the number of parameters"),
+    (lambda grads: [sum(g[i] for g in grads) // len(grads) for i in each_parameter(grads)], "floor division"),
+    (lambda grads: [torch.cat([g[i] for g in grads]).mean(0) for i in each_parameter(grads)],
+     "torch.cat joins the processes' tensors end to end"),
+    (lambda grads: [torch.stack(ts).mean() for ts in zip(*grads)], "into one number"),
+    (lambda grads: [torch.stack(ts).mean(1) for ts in zip(*grads)], "the shape of its parameter"),
+    (lambda grads: [sum(g[i] for g in grads) / (len(grads) + 1) for i in each_parameter(grads)],
+     "your result is 0.6667 times the mean over the processes"),
+    # what each process holds, returned once per process
+    (lambda grads: [[sum(g[i] for g in grads) / len(grads) for i in each_parameter(grads)] for _ in grads],
+     "you returned a list of lists"),
+])
+def test_q3_slips_are_named(wrong, phrase):
+    result = q3.check(wrong)
+    assert result.status == "fail" and phrase in result.message, result.message
+    assert result.message.count(" — ") <= 1, result.message        # named once
+
+
+def test_q3_a_learner_exception_of_another_kind_is_still_reported():
+    def typo(grads):
+        return [g[i].means(0) for g in grads for i in each_parameter(grads)]
+    result = q3.check(typo)
+    assert result.status == "fail" and "raised AttributeError" in result.message and " — " not in result.message
+
+
 @pytest.mark.parametrize("letter, phrase", [("A", "4 times fewer steps"), ("C", "the *same* step"),
                                             ("D", "not 16"), ("E", "derived and tested for SGD"),
                                             ("F", "must be one of A, B, C, D, E")])
@@ -73,7 +120,9 @@ def test_q4_explains_each_wrong_letter(letter, phrase):
 
 def test_q4_answer_is_the_square_root_rule_for_adamw_and_names_the_sources():
     from bertcourse.exercises.ch14 import Q4_CHOICES
-    assert "sqrt(4)" in Q4_CHOICES["B"] and "by 4" in Q4_CHOICES["E"]
+    assert "sqrt(4)" in Q4_CHOICES["B"] and "4 times the learning rate" in Q4_CHOICES["E"]
+    # the choices do not say which rule is whose: that is the question
+    assert not any(word in text for text in Q4_CHOICES.values() for word in ("Adam", "SGD", "square-root", "linear"))
     message = q4.check("B").message
     assert "Malladi et al., 2022" in message and "Goyal et al., 2017" in message
     assert "Malladi et al., 2022" in q4.check("E").message

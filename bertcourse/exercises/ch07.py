@@ -16,8 +16,9 @@ In the notebook::
   in the notebook.
 * ``q5`` — ``prediction``: one of ``"same"``, ``"higher"``, ``"lower"``; *before* running the
   experiment, predict the first MLM loss of the tiny BERT built *without*
-  :func:`bertcourse.pretrain.init_bert_weights`, compared with ``ln |V|``. The check runs
-  the experiment itself (:func:`first_mlm_loss`).
+  :func:`bertcourse.pretrain.init_bert_weights` and with an MLM decoder of its own (not tied to
+  the N(0, 1) embedding), compared with ``ln |V|``. The check runs the experiment itself
+  (:func:`first_mlm_loss`).
 * ``quiz`` — ``quiz_answers``: a letter (or a number) for each question on what the chapter
   measured and why (:class:`~bertcourse.exercises.quiz.Quiz`).
 
@@ -61,8 +62,9 @@ def _mlm_case(batch: int, preds: int, vocab: int, seed: int, real: list | None =
 # Q1: the MLM loss by hand
 # ---------------------------------------------------------------------------------------
 
-def _ref_loss(logits, labels, weights):
-    return mlm_loss(logits, labels, weights)
+def _ref_loss(mlm_logits, mlm_labels, mlm_weights):
+    # the exercise's names: a shape error in the learner's code is told with them
+    return mlm_loss(mlm_logits, mlm_labels, mlm_weights)
 
 
 def _per_slot(logits, labels):
@@ -117,8 +119,136 @@ Q1_CASES = [
      _mlm_case(2, 3, 6, seed=4, real=[3, 1], scale=100.0)),
 ]
 
+def _sizes(logits) -> dict:
+    """The sizes of the (batch, num_preds, vocab) logits, for the messages."""
+    batch, preds, vocab = logits.shape
+    return dict(shape=tuple(logits.shape), batch=batch, preds=preds, vocab=vocab, rows=batch * preds)
+
+
+def _weighted(per_slot, weights):
+    return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
+# Mistakes that raise: named when the learner's code raises what they raise (the same error, up to
+# the order of its numbers), with the sizes of the case in the exercise's terms.
+
+def _loss_3d_logits(logits, labels, weights):
+    # forgetting to flatten (or to move the vocabulary to axis 1): cross_entropy takes num_preds for
+    # the classes and wants (batch, vocab) labels
+    return _weighted(F.cross_entropy(logits, labels, reduction="none"), weights)
+
+
+def _why_3d_logits(logits, labels, weights) -> str:
+    return _("F.cross_entropy reads the classes from axis 1: given mlm_logits of shape (batch, num_preds, "
+             "vocab) = {shape}, it took the {preds} slots for the classes and wanted labels of shape (batch, "
+             "vocab) = ({batch}, {vocab}), not mlm_labels, {labels}. Flatten first, one row per slot: "
+             "mlm_logits.reshape(-1, vocab), ({rows}, {vocab}), and mlm_labels.reshape(-1), ({rows},) (or move "
+             "the vocabulary to axis 1: mlm_logits.transpose(1, 2)).").format(labels=tuple(labels.shape),
+                                                                              **_sizes(logits))
+
+
+def _loss_one_side_flat(logits, labels, weights):
+    # the logits flattened, the labels not (torch's message is the same, up to the order of the
+    # numbers, when only the labels are flattened)
+    return _weighted(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels, reduction="none"),
+                     weights.reshape(-1))
+
+
+def _why_one_side_flat(logits, labels, weights) -> str:
+    return _("mlm_logits and mlm_labels must be flattened alike, one row and one label per slot: "
+             "mlm_logits.reshape(-1, vocab) is ({rows}, {vocab}) and mlm_labels.reshape(-1) is ({rows},). "
+             "F.cross_entropy met {rows} rows and {batch} labels (or {batch} rows and {rows} labels): you "
+             "flattened one of them but not the other.").format(**_sizes(logits))
+
+
+def _loss_weights_not_flat(logits, labels, weights):
+    return _weighted(_per_slot(logits, labels), weights)
+
+
+def _why_weights_not_flat(logits, labels, weights) -> str:
+    return _("the per-slot losses and the weights must have the same shape: from the flattened logits the "
+             "losses are ({rows},), one per slot, but mlm_weights is (batch, num_preds) = ({batch}, {preds}). "
+             "Flatten the weights too, mlm_weights.reshape(-1) (or keep both (batch, num_preds)).").format(
+        **_sizes(logits))
+
+
+def _loss_all_flat(logits, labels, weights):
+    return _weighted(F.cross_entropy(logits.reshape(-1), labels.reshape(-1), reduction="none"),
+                     weights.reshape(-1))
+
+
+def _why_all_flat(logits, labels, weights) -> str:
+    return _("mlm_logits.reshape(-1) flattens the vocabulary axis away too, into one vector of {n} numbers: "
+             "keep it, mlm_logits.reshape(-1, vocab) is ({rows}, {vocab}), one row of {vocab} logits per "
+             "slot.").format(n=logits.numel(), **_sizes(logits))
+
+
+def _loss_float_targets(logits, labels, weights):
+    return _weighted(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1).float(),
+                                     reduction="none"), weights.reshape(-1))
+
+
+def _why_float_targets(logits, labels, weights) -> str:
+    return _("the targets of F.cross_entropy are the class ids, mlm_labels ({dtype}), and you passed floats "
+             "(mlm_labels.float(), or mlm_weights in their place): pass mlm_labels.reshape(-1) as it is, and "
+             "use the weights only to weight the per-slot losses.").format(
+        dtype=str(labels.dtype).removeprefix("torch."))
+
+
+def _loss_gather_flat_index(logits, labels, weights):
+    log_p = torch.log_softmax(logits, dim=-1)
+    return _weighted(-log_p.gather(-1, labels).squeeze(-1), weights)
+
+
+def _why_gather_flat_index(logits, labels, weights) -> str:
+    return _("log_p.gather(-1, index) needs an index with as many axes as the log-probabilities, (batch, "
+             "num_preds, vocab) = {shape}: mlm_labels[..., None], ({batch}, {preds}, 1), then .squeeze(-1) "
+             "(mlm_labels itself is ({batch}, {preds})).").format(**_sizes(logits))
+
+
+# Near misses: the result runs, but is one known step off.
+
+def _loss_weights_column(logits, labels, weights):
+    # d2l's weights.reshape(-1, 1), next to per-slot losses
+    return (_per_slot(logits, labels) * weights.reshape(-1, 1)).sum() / weights.sum().clamp(min=1e-8)
+
+
+def _why_weights_column(logits, labels, weights) -> str:
+    return _("mlm_weights.reshape(-1, 1) is a column, ({rows}, 1): times the ({rows},) per-slot losses it "
+             "broadcasts to a ({rows}, {rows}) table, every loss times every weight. d2l's line shapes the "
+             "weights so because its loss is one number; with reduction='none' flatten both alike: "
+             "mlm_weights.reshape(-1).").format(**_sizes(logits))
+
+
+def _loss_softmax_over_slots(logits, labels, weights):
+    """your log_softmax normalised over axis 1, the num_preds slots; the probabilities are over the
+    vocabulary, the last axis: torch.log_softmax(mlm_logits, dim=-1)."""
+    log_p = torch.log_softmax(logits, dim=1)
+    return _weighted(-log_p.gather(-1, labels[..., None]).squeeze(-1), weights)
+
+
+def _loss_nll_of_logits(logits, labels, weights):
+    """F.nll_loss expects log-probabilities (it only picks -input[label]), and you gave it the raw
+    logits: apply torch.log_softmax(..., dim=-1) first (F.cross_entropy does both)."""
+    per_slot = F.nll_loss(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
+    return _weighted(per_slot, weights.reshape(-1))
+
+
+def _loss_reshaped_vocab_first(logits, labels, weights):
+    """mlm_logits.reshape(vocab, -1).T has the right shape, (batch · num_preds, vocab), but not one
+    slot's logits per row: reshape keeps the order of the numbers in memory, where each slot's vocab
+    logits come one after another. Use mlm_logits.reshape(-1, vocab)."""
+    per_slot = F.cross_entropy(logits.reshape(logits.shape[-1], -1).T, labels.reshape(-1), reduction="none")
+    return _weighted(per_slot, weights.reshape(-1))
+
+
 Q1_DIAGNOSES = [_loss_mean_all_slots, _loss_mean_times_weights, _loss_sum, _loss_over_slots,
-                _loss_over_rows, _loss_wrong_sign]
+                _loss_over_rows, _loss_wrong_sign,
+                (_loss_3d_logits, _why_3d_logits), (_loss_one_side_flat, _why_one_side_flat),
+                (_loss_weights_not_flat, _why_weights_not_flat), (_loss_all_flat, _why_all_flat),
+                (_loss_float_targets, _why_float_targets), (_loss_gather_flat_index, _why_gather_flat_index),
+                (_loss_weights_column, _why_weights_column), _loss_softmax_over_slots, _loss_nll_of_logits,
+                _loss_reshaped_vocab_first]
 
 
 def _check_q1(answer) -> str:
@@ -152,8 +282,8 @@ def mlm_loss_by_hand(mlm_logits, mlm_labels, mlm_weights):
 # Q2: top-1 accuracy over the real predictions
 # ---------------------------------------------------------------------------------------
 
-def _ref_acc(logits, labels, weights):
-    return mlm_accuracy(logits, labels, weights)
+def _ref_acc(mlm_logits, mlm_labels, mlm_weights):
+    return mlm_accuracy(mlm_logits, mlm_labels, mlm_weights)
 
 
 def _acc_all_slots(logits, labels, weights):
@@ -334,7 +464,7 @@ why_wrong = "B"   # the guess is a town (grammar learned), just not the capital 
 
 
 # ---------------------------------------------------------------------------------------
-# Q5: predict, then run the experiment — the first loss without BERT's initialisation
+# Q5: predict, then run the experiment — the first loss with a decoder of its own
 # ---------------------------------------------------------------------------------------
 
 Q5_CHOICES = {
@@ -342,7 +472,8 @@ Q5_CHOICES = {
     "higher": N_("far above ln|V|: more than 25 % above it"),
     "lower": N_("far below ln|V|: more than 20 % below it"),
 }
-"""q5's answers: where the first MLM loss of the model built without init_bert_weights lies."""
+"""q5's answers: where the first MLM loss of the model built without init_bert_weights, with a
+decoder of its own (not tied to the embedding), lies."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -354,29 +485,33 @@ def _first_losses(seed: int) -> dict:
         batch = next(iter(loader))                   # the first 128 held-out pairs
         vocab_size = len(tokenizer.vocab)
         losses = {}
-        for bert_init in (False, True):
+        for bert_init, tied in ((False, True), (True, True), (False, False), (True, False)):
             torch.manual_seed(seed)
             model = BERTModel(get_config("tiny", vocab_size=vocab_size, dropout=0.0))
+            if not tied:                             # a fresh nn.Linear: PyTorch's default, uniform in ±1/sqrt(64)
+                model.mlm.decoder = torch.nn.Linear(model.mlm.decoder.in_features, vocab_size)
             if bert_init:
                 init_bert_weights(model)
             with torch.no_grad():
                 _, mlm_logits, _ = model.eval()(batch["tokens"], batch["segments"], batch["valid_lens"],
                                                 batch["pred_positions"])
-            losses[bert_init] = (mlm_loss(mlm_logits, batch["mlm_labels"], batch["mlm_weights"]).item(),
-                                 mlm_logits.std().item())
+            losses[bert_init, tied] = (mlm_loss(mlm_logits, batch["mlm_labels"], batch["mlm_weights"]).item(),
+                                       mlm_logits.std().item())
     return {"vocab_size": vocab_size, "losses": losses}
 
 
-def first_mlm_loss(bert_init: bool, seed: int = 0) -> dict:
+def first_mlm_loss(bert_init: bool, seed: int = 0, tied: bool = True) -> dict:
     """The experiment of q5: the MLM loss of a freshly built tiny BERT (the notebook's
     configuration, no dropout, ``torch.manual_seed(seed)``) on the first batch of 128 held-out
     pairs, before any training — with BERT's initialisation (``bert_init=True``:
-    :func:`~bertcourse.pretrain.init_bert_weights`) or PyTorch's default one. Returns
-    ``{"loss", "ln_vocab", "logit_std"}``."""
+    :func:`~bertcourse.pretrain.init_bert_weights`) or PyTorch's default one; with the MLM
+    decoder tied to the token embedding, as BERT does (``tied=True``), or a decoder of its own
+    (a fresh ``nn.Linear``). Returns ``{"loss", "ln_vocab", "logit_std"}``."""
     check_bool("bert_init", bert_init)
     check_positive_int("seed", seed, allow_zero=True)
+    check_bool("tied", tied)
     result = _first_losses(seed)
-    loss, logit_std = result["losses"][bool(bert_init)]
+    loss, logit_std = result["losses"][bool(bert_init), bool(tied)]
     return {"loss": loss, "ln_vocab": math.log(result["vocab_size"]), "logit_std": logit_std}
 
 
@@ -386,10 +521,11 @@ def _q5_category(loss: float, ln_vocab: float) -> str:
 
 
 _Q5_WHY_NOT = {
-    "same": N_("not with PyTorch's default initialisation. nn.Embedding starts at N(0, 1), and the MLM decoder "
-               "*shares* that matrix (the weights are tied). The hidden state that reaches it comes out of a "
-               "layer norm, entries of size about 1, so every logit is a sum of 64 products of size about 1: "
-               "the logits are spread over several units, and the softmax is far from uniform."),
+    "higher": N_("the embeddings are still N(0, 1), but the decoder is no longer that table. It reads the output "
+                 "of a layer norm, 64 entries of size about 1, and nn.Linear starts its weights uniform in "
+                 "±1/sqrt(64) = ±0.125 (a standard deviation of about 0.07): a logit, a sum of 64 products, "
+                 "spreads by about sqrt(64) × 0.07 ≈ 0.6, not by 8. What made chapter 5's loss high was the "
+                 "tie to the N(0, 1) table."),
     "lower": N_("a loss below ln|V| means more probability than 1/|V| on the right token, on average. Random "
                 "weights know nothing about which token is right, so they cannot do better than a uniform "
                 "guess on average — a confident random guess does worse."),
@@ -398,34 +534,36 @@ _Q5_WHY_NOT = {
 
 def _check_q5(answer) -> str:
     choice = predicted_choice(answer, Q5_CHOICES, "prediction")
-    default, bert = first_mlm_loss(bert_init=False), first_mlm_loss(bert_init=True)
-    truth = _q5_category(default["loss"], default["ln_vocab"])
+    own = first_mlm_loss(bert_init=False, tied=False)
+    tied, bert = first_mlm_loss(bert_init=False), first_mlm_loss(bert_init=True)
+    truth = _q5_category(own["loss"], own["ln_vocab"])
     if choice != truth:
         raise CheckFailed(_("{choice!r} is not what happens: ").format(choice=choice)
                           + _(_Q5_WHY_NOT.get(choice, N_("run the experiment below."))))
-    return _("{truth!r}: without init_bert_weights the first MLM loss is {default:.1f}, with it {bert:.2f}; "
-             "ln|V| = {ln_v:.2f}. An untrained model is not automatically uniform: PyTorch's N(0, 1) embedding, "
-             "shared with the decoder, makes it confidently wrong, and the first steps go into unlearning "
-             "that.").format(truth=truth, default=default["loss"], bert=bert["loss"], ln_v=default["ln_vocab"])
+    return _("{truth!r}: with a decoder of its own the first MLM loss is {own:.2f}, ln|V| = {ln_v:.2f} (tied to "
+             "the N(0, 1) table: {tied:.1f}; with init_bert_weights: {bert:.2f}). The logits' spread comes from "
+             "the decoder's weights, and nn.Linear's default keeps it near 0.6. BERT ties the decoder to the "
+             "embedding, so the embedding's scale becomes the logits' scale: one more reason to start every "
+             "weight small.").format(truth=truth, own=own["loss"], ln_v=own["ln_vocab"], tied=tied["loss"],
+                                     bert=bert["loss"])
 
 
 q5 = Exercise(
-    name=N_("Q5 (predict: the first loss without BERT's initialisation)"),
+    name=N_("Q5 (predict: the first loss with a decoder of its own)"),
     var="prediction",
     checker=_check_q5,
     hints=[
-        N_("Section 1: with init_bert_weights (every linear and embedding weight N(0, 0.02²)) the logits are "
-           "all close to 0, the softmax is nearly uniform, and the first loss is ln|V|. What changes when the weights are larger?"),
-        N_("Without it, nn.Embedding's table is N(0, 1), and the MLM decoder uses that same table. A logit is "
-           "the dot product of a normalised hidden state (64 entries of size about 1) with a row of the table."),
-        N_("Logits with a spread of several units make a peaked softmax. Is the peak on the right token?"),
+        N_("Chapter 5: a logit is the dot product of the hidden state with a row of the decoder. Tied, that row "
+           "is the N(0, 1) embedding. Untied, what is it?"),
+        N_("nn.Linear(64, |V|) starts with weights uniform in ±1/sqrt(64). A logit sums 64 products of a "
+           "layer-normed entry (size about 1) with such a weight: how large is its spread?"),
+        N_("A spread of about 0.6 over 3,000 tokens: is the softmax peaked, or nearly uniform?"),
     ],
     solution=N_('''
-# PyTorch's nn.Embedding starts at N(0, 1), and the MLM decoder shares that table, so the
-# logits (dot products of a 64-dimensional normalised state with N(0, 1) rows) spread over
-# several units: the softmax is peaked, on a random token. The cross-entropy of a confident
-# random guess is far above the uniform guess's ln|V| ≈ 8.0: about 30 here.
-prediction = "higher"
+# The decoder is no longer the N(0, 1) embedding table: nn.Linear's default weights are
+# uniform in ±1/sqrt(64), so each logit (64 products with a normalised hidden state) spreads
+# by about 0.6. The softmax stays nearly uniform, and the first loss is about ln|V| ≈ 8.0.
+prediction = "same"
 '''),
 )
 

@@ -23,11 +23,17 @@ The references are the package's own functions where it has them
 """
 from __future__ import annotations
 
+import copy
+import functools
 import math
+import re
+
+import torch
 
 from ..distributed import data_parallel_plan
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, as_number, call_answer, compare_tensors, equal_values, randn, run_cases, seeded
+from .core import (CheckFailed, Exercise, NotAttempted, Symptom, as_number, call_answer, compare_tensors,
+                   equal_values, randn, run_cases, seeded)
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "quiz"]
@@ -177,6 +183,10 @@ Q3_CASES = [
 
 
 def _as_tensor_list(got, where, grads):
+    if isinstance(got, (list, tuple)) and got and all(isinstance(x, (list, tuple)) for x in got):
+        raise CheckFailed(_("on {where}: you returned a list of lists; return one list, what every process ends up "
+                            "with: one averaged tensor per parameter ({n}). (After the all-reduce each process "
+                            "holds the same list.)").format(where=where, n=len(grads[0])))
     if not isinstance(got, (list, tuple)) or len(got) != len(grads[0]):
         raise CheckFailed(_("on {where}: return a list with one averaged tensor per parameter ({n}), got "
                             "{type}").format(where=where, n=len(grads[0]), type=type(got).__name__)
@@ -189,17 +199,113 @@ def _compare_lists(got, expected, where):
         compare_tensors(a, e, _("on {where}, parameter {i}").format(where=where, i=i))
 
 
+def _averaged_to_a_number(got, grads) -> bool:
+    return any(isinstance(a, torch.Tensor) and a.dim() == 0 and e.dim() > 0 for a, e in zip(got, _ref_average(grads)))
+
+
+def _not_the_parameter_shape(got, grads) -> bool:
+    return any(isinstance(a, torch.Tensor) and a.shape != e.shape for a, e in zip(got, _ref_average(grads)))
+
+
+def _mean_times(got, grads) -> float | None:
+    # c when the learner's result is c times the mean for every parameter (c != 1), else None
+    expected = _ref_average(grads)
+    if not all(isinstance(a, torch.Tensor) and a.shape == e.shape and a.is_floating_point() for a, e in zip(got, expected)):
+        return None
+    a, e = torch.cat([x.detach().double().flatten() for x in got]), torch.cat([x.double().flatten() for x in expected])
+    big = e.abs() > 1e-3
+    if not big.any():
+        return None
+    c = float((a[big] / e[big]).median())
+    return c if abs(c - 1) > 1e-3 and torch.allclose(a, c * e, rtol=1e-4, atol=1e-6) else None
+
+
 Q3_DIAGNOSES = [
     (lambda grads: [sum(g[i] for g in grads) for i in range(len(grads[0]))],
      N_("you returned the sum over the processes: an all-reduce with SUM gives that, and DDP then divides "
         "by the number of processes, so that the step is the one for the mean loss of the global batch.")),
     (lambda grads: list(grads[0]), N_("you returned rank 0's gradients: the others' batches are lost.")),
+    (lambda grads: [sum(g[i] for g in grads) / len(grads[0]) for i in range(len(grads[0]))],
+     N_("you divided by the number of parameters, len(grads[0]); the mean runs over the processes: divide by "
+        "len(grads), the number of processes.")),
+    (lambda grads: [sum(g[i] for g in grads) // len(grads) for i in range(len(grads[0]))],
+     N_("// is floor division: it rounds every entry down to a whole number. Divide with /.")),
+    (lambda grads: [torch.cat([g[i] for g in grads]).mean(0) for i in range(len(grads[0]))],
+     N_("torch.cat joins the processes' tensors end to end along their first axis, so mean(0) then averages "
+        "across the rows of a parameter. torch.stack puts the processes on a new axis 0: "
+        "torch.stack([g[i] for g in grads]).mean(0).")),
+    (Symptom(_averaged_to_a_number),
+     N_("you averaged every entry of a parameter into one number (a mean without dim); average over the "
+        "processes only, so each parameter keeps its shape: torch.stack([g[i] for g in grads]).mean(0).")),
+    (Symptom(_not_the_parameter_shape),
+     N_("each averaged gradient has the shape of its parameter, grads[0][i].shape: average over the processes' "
+        "axis only, which torch.stack([g[i] for g in grads]) puts first (mean(0), dim=0).")),
+    (Symptom(lambda got, grads: _mean_times(got, grads) is not None),
+     lambda got, grads: _("your result is {c:.4g} times the mean over the processes: check what you divide by "
+                          "(the number of processes, len(grads) = {n}).").format(c=_mean_times(got, grads), n=len(grads))),
 ]
 
 
+def _recorded(answer, calls: list):
+    """``answer``, with the outcome of every call appended to ``calls`` as ``(args, error)``
+    (``args`` copied before the call; ``error`` None when it returned): the checker then
+    knows what the learner's code raised, on which case."""
+    if not callable(answer):
+        return answer                    # run_cases refuses it with its own message
+
+    @functools.wraps(answer)
+    def recorded(*args):
+        given = copy.deepcopy(args)
+        try:
+            result = answer(*args)
+        except Exception as error:
+            if not isinstance(error, (CheckFailed, NotAttempted)):      # a checker's own, not the learner's
+                calls.append((given, error))
+            raise
+        calls.append((given, None))
+        return result
+    return recorded
+
+
+def _q3_stuck(error: BaseException, grads) -> str | None:
+    """What the learner's code got wrong when it raised ``error`` on ``grads``; None when
+    nothing fits. Every learner's code raises its own message, so these go by the kind."""
+    text = str(error)
+    given_a_list = re.search(r"'list'|got \(?list|not list|only one element tensors|inhomogeneous|with a sequence", text)
+    given_a_tuple = re.search(r"'tuple'|got \(?tuple|not tuple", text)
+    if isinstance(error, (TypeError, ValueError)) and given_a_tuple and not given_a_list:
+        return _("the tensors of one parameter are in a tuple (zip gives tuples), and torch.mean and the like take "
+                 "one tensor: torch.stack(them).mean(0), or sum(them) / len(them).")
+    if isinstance(error, (TypeError, ValueError)) and given_a_list:
+        return _("grads is a list of lists, not a tensor: grads[r] is the list of process r's gradients, one tensor "
+                 "per parameter, each of its own shape. Python's + joins two lists (and sum() starts from 0, which "
+                 "cannot be added to a list), and torch.stack, torch.tensor and torch.mean take tensors, not lists "
+                 "of them. Work one parameter at a time: for parameter i, add the tensors grads[0][i], grads[1][i], "
+                 "…, or torch.stack them and take .mean(0).")
+    if isinstance(error, RuntimeError) and re.search(r"size|shape|dimension", text):
+        return _("the tensors you combined have different shapes, so they are different parameters: grads[r] holds "
+                 "the gradients of process r, one per parameter (here of shapes {shapes}), and those cannot be added "
+                 "or stacked together. Combine one parameter across the processes: grads[0][i], grads[1][i], … "
+                 "(grads[r][i] for every r).").format(shapes=", ".join(str(tuple(t.shape)) for t in grads[0]))
+    if isinstance(error, IndexError) and re.search(r"(list|tuple) index out of range", text):
+        return _("an index ran past the end of its list: grads has {n} entries (the processes) and each grads[r] "
+                 "has {p} (the parameters). Did you swap them? grads[r][i] is process r's gradient of parameter i: "
+                 "i runs over range(len(grads[0])), r over range(len(grads)).").format(n=len(grads), p=len(grads[0]))
+    return None
+
+
 def _check_q3(answer) -> str:
-    return run_cases(answer, _ref_average, Q3_CASES, Q3_DIAGNOSES, prepare=_as_tensor_list,
-                     compare=_compare_lists)
+    calls = []
+    try:
+        return run_cases(_recorded(answer, calls), _ref_average, Q3_CASES, Q3_DIAGNOSES, prepare=_as_tensor_list,
+                         compare=_compare_lists)
+    except CheckFailed as failure:
+        # Q3's mistakes that raise are told by the kind of error (run_cases names none of them)
+        (grads,), error = calls[-1] if calls else ((None,), None)
+        stuck = _q3_stuck(error, grads) if error is not None else None
+        if stuck is None:
+            raise
+        raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=stuck)) from None
 
 
 q3 = Exercise(
@@ -227,11 +333,11 @@ def average_gradients(grads):
 
 Q4_CHOICES = {
     "A": N_("Keep the learning rate: each process still sees a batch of the same size."),
-    "B": N_("Start from 2 = sqrt(4) times the learning rate (the square-root rule for Adam-type "
-            "optimizers: the global batch is 4 times larger), with a warm-up, and check the loss curve."),
+    "B": N_("Start from 2 = sqrt(4) times the learning rate (the global batch is 4 times larger), with a "
+            "warm-up, and check the loss curve."),
     "C": N_("Divide it by 4: four processes each take a step, so the model moves four times as far."),
     "D": N_("Multiply it by 16: four processes and four times the data per step."),
-    "E": N_("Multiply it by 4 (the linear scaling rule), with a warm-up."),
+    "E": N_("Start from 4 times the learning rate (the global batch is 4 times larger), with a warm-up."),
 }
 
 Q4_WHY_NOT = {
