@@ -283,3 +283,17 @@ def test_q5_choices_outside_the_list_are_refused_with_the_options(bad):
 
 def test_q5_experiment_leaves_the_global_rng_alone():
     assert assert_leaves_global_rng_alone(lambda: q5.check("high"), ch08._q5_cosine)
+
+
+def test_q1_a_typo_is_not_blamed_on_the_kind_of_name():
+    def typo(hf_name):
+        return NAME_MAPP[hf_name]            # noqa: F821 (the learner's typo)
+    result = q1.check(typo)
+    assert result.status == "fail" and "NameError" in result.message
+    assert "this is one of the embeddings" not in result.message and "this is the pooler" not in result.message
+
+
+def test_q2_dividing_by_the_padded_length_is_told_the_count_with_its_shape():
+    def by_padded_length(hidden, mask):
+        return (hidden * mask.unsqueeze(-1).float()).mean(1)
+    assert_fails_with(q2, by_padded_length, "mask.sum(1, keepdim=True)")

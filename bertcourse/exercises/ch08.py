@@ -178,6 +178,8 @@ def _strings_in(error: BaseException) -> list[str]:
 
 def _q1_stuck(answer, hf: str, error: BaseException | None) -> str | None:
     """What the code got wrong, raising ``error`` (None: returning None) on the name ``hf``; None if unknown."""
+    if isinstance(error, (NameError, AttributeError, SyntaxError, ImportError)):
+        return None                      # a typo or a missing name: the error itself says it, not the name's kind
     if error is not None:
         for slip, message in _SLIPS:
             bad, good = slip(hf), hf.removeprefix("bert.")
@@ -271,7 +273,8 @@ def _mp_plain_mean(hidden, mask):
 
 def _mp_divide_by_seq(hidden, mask):
     """you summed the real tokens but divided by the padded length; divide by the number of
-    real tokens, mask.sum(1)."""
+    real tokens of each row, shape (batch, 1): mask.sum(1, keepdim=True), or m.sum(1) with the
+    unsqueezed mask m."""
     return (hidden * mask.unsqueeze(-1).to(hidden.dtype)).sum(1) / hidden.shape[1]
 
 

@@ -277,11 +277,8 @@ def _q3_stuck(error: BaseException, grads) -> str | None:
         return _("the tensors of one parameter are in a tuple (zip gives tuples), and torch.mean and the like take "
                  "one tensor: torch.stack(them).mean(0), or sum(them) / len(them).")
     if isinstance(error, (TypeError, ValueError)) and given_a_list:
-        return _("grads is a list of lists, not a tensor: grads[r] is the list of process r's gradients, one tensor "
-                 "per parameter, each of its own shape. Python's + joins two lists (and sum() starts from 0, which "
-                 "cannot be added to a list), and torch.stack, torch.tensor and torch.mean take tensors, not lists "
-                 "of them. Work one parameter at a time: for parameter i, add the tensors grads[0][i], grads[1][i], "
-                 "…, or torch.stack them and take .mean(0).")
+        return _("grads is a list per process (grads[r][i]: process r, parameter i), not a tensor: average one "
+                 "parameter at a time, torch.stack([g[i] for g in grads]).mean(0).")
     if isinstance(error, RuntimeError) and re.search(r"size|shape|dimension", text):
         return _("the tensors you combined have different shapes, so they are different parameters: grads[r] holds "
                  "the gradients of process r, one per parameter (here of shapes {shapes}), and those cannot be added "
@@ -332,22 +329,22 @@ def average_gradients(grads):
 # ---------------------------------------------------------------------------------------
 
 Q4_CHOICES = {
-    "A": N_("Keep the learning rate: each process still sees a batch of the same size."),
-    "B": N_("Start from 2 = sqrt(4) times the learning rate (the global batch is 4 times larger), with a "
-            "warm-up, and check the loss curve."),
-    "C": N_("Divide it by 4: four processes each take a step, so the model moves four times as far."),
-    "D": N_("Multiply it by 16: four processes and four times the data per step."),
+    "A": N_("Keep it: the model, the data and the optimizer are the same."),
+    "B": N_("Start from 2 = sqrt(4) times the learning rate (the global batch is 4 times larger), with a warm-up."),
+    "C": N_("Halve it: each process now sees half as many pairs per step."),
+    "D": N_("Multiply it by 8: eight processes each take a step."),
     "E": N_("Start from 4 times the learning rate (the global batch is 4 times larger), with a warm-up."),
 }
 
 Q4_WHY_NOT = {
-    "A": N_("the optimizer takes one step per global batch, whose gradient is the average over 4 x 128 "
-            "pairs: less noisy than one batch of 128. Kept as it is, the run makes 4 times fewer steps at "
-            "the same step size and learns slower per pair seen."),
-    "C": N_("the processes do not take separate steps: after the all-reduce they all take the *same* step, "
-            "with the averaged gradient. There is one step per global batch."),
-    "D": N_("the gradient is averaged, not summed, over the 4 x 128 pairs: the global batch is 4 times "
-            "larger, not 16."),
+    "A": N_("the optimizer takes one step per global batch of 8 x 64 = 512 pairs, 4 times the single process's "
+            "128: its gradient is less noisy, and an epoch has 4 times fewer steps. Kept as it is, the run makes "
+            "4 times fewer steps of the same size and learns slower per pair seen."),
+    "C": N_("what moves the weights is the global batch, 8 x 64 = 512 pairs, whose averaged gradient every process "
+            "applies in the same step; the 64 per process only say how the 512 are split."),
+    "D": N_("the processes do not take separate steps: after the all-reduce they all take the *same* step, with "
+            "the gradient averaged over the global batch of 8 x 64 = 512 pairs, 4 times the 128 of one process "
+            "(not 8 times)."),
     "E": N_("the linear scaling rule (Goyal et al., 2017) was derived and tested for SGD, whose step is "
             "proportional to the gradient. AdamW divides the step by the root of the running mean of the "
             "squared gradients, and for Adam-type optimizers the square-root rule (Malladi et al., 2022) "
@@ -377,12 +374,12 @@ q4 = Exercise(
     var="lr_choice",
     checker=_check_q4,
     hints=[
-        N_("How many optimizer steps does one epoch take with 4 processes, compared with 1?"),
+        N_("How many pairs does one optimizer step learn from with 8 processes of 64, compared with 1 of 128?"),
         N_("The averaged gradient of 512 pairs is less noisy than that of 128: how far can one step go?"),
         N_("The optimizer is AdamW, not SGD: which scaling rule was derived for Adam-type optimizers?"),
     ],
     solution=N_('''
-lr_choice = "B"   # sqrt(4) = 2x for AdamW (the square-root rule), with a warm-up; then check the loss curve
+lr_choice = "B"   # global batch 8 x 64 = 4 x 128: sqrt(4) = 2x for AdamW (the square-root rule), with a warm-up
 '''),
 )
 
