@@ -422,3 +422,24 @@ def test_q2_near_misses_of_the_masking_mistakes_get_a_nudge():
                       "weights sums to", "the hidden scores still took part in the softmax", "*before* the softmax")
     assert_fails_with(q2, q2_fill_minus_ten, "first difference", "a key at a position >= valid_len got weight",
                       "a very negative number such as -1e6")
+
+
+def q3_k_dot_t(Q, K, V, valid_lens):
+    """fails: K.T reverses all three axes"""
+    scores = Q @ K.T / math.sqrt(Q.shape[-1])
+    return masked_softmax(scores, valid_lens) @ V
+
+
+def q3_scaled_by_the_keys(Q, K, V, valid_lens):
+    """fails: the scale is 1 / sqrt(d)"""
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(K.shape[1])
+    return masked_softmax(scores, valid_lens) @ V
+
+
+@pytest.mark.parametrize("wrong, phrase", [(q3_k_dot_t, "K.T reverses all three axes"),
+                                           (q3_scaled_by_the_keys, "square root of the number of keys")])
+def test_q3_slips_of_q1_inside_q3_are_named(wrong, phrase):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")              # torch warns about .T on 3-D tensors
+        assert_fails_with(q3, wrong, phrase)

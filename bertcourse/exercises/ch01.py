@@ -32,7 +32,7 @@ from .. import attention
 from ..attention import MultiHeadAttention, dot_product_attention, entropy, masked_softmax
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, Symptom, as_number, check_bool, check_positive_int, equal_values,
-                   predicted_number, randn, run_cases, seeded)
+                   message_of, predicted_number, randn, run_cases, seeded)
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "mean_attention_entropy", "Q5_D", "Q5_KEYS", "Q5_TOLERANCE"]
@@ -368,8 +368,7 @@ def _out_k_times_v(Q, K, V, valid_lens):
     return Q @ (K.transpose(-2, -1) @ V) / math.sqrt(Q.shape[-1])
 
 
-def _scores(Q, K):
-    return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+def _scores(Q, K): return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])          # noqa: E704
 
 
 def _on_scores(mistake):
@@ -434,7 +433,12 @@ Q3_DIAGNOSES = [_out_no_scale, _out_no_mask, _out_uniform_empty_rows, _out_weigh
                     (_mask_three_axes, _three_axes_message), *[(mask, _no_new_axes_message) for mask in _NO_NEW_AXES],
                     (_ms_half_fill, _half_fill_message))],
                 (_out_lens_unsqueezed, _lens_unsqueezed_message),
-                (_out_half_weights, _half_matmul_message), (_out_half_values, _half_matmul_message)]
+                (_out_half_weights, _half_matmul_message), (_out_half_values, _half_matmul_message),
+                # Q1's slips inside Q3: K.T on 3-D tensors, and the square root of the wrong size
+                (lambda Q, K, V, valid_lens: _weights_dot_T(Q, K) @ V, message_of(_weights_dot_T)),
+                (lambda Q, K, V, vl: masked_softmax(Q @ K.transpose(-2, -1) / math.sqrt(K.shape[1]), vl) @ V,
+                 N_("you divided the scores by the square root of the number of keys, K.shape[1]; the scale is "
+                    "1 / sqrt(d), d = Q.shape[-1], the length of one query or key vector."))]
 
 
 def _check_q3(answer) -> str:
@@ -472,10 +476,6 @@ def _ref_param_count(d: int, heads: int, bias: bool) -> int:
 Q4_CASES = [(64, 4, True), (64, 1, True), (64, 16, False), (768, 12, True), (6, 3, False)]
 
 
-def _q4_cases() -> list:
-    return [(f"d={d}, heads={h}, bias={b}", (d, h, b)) for d, h, b in Q4_CASES]
-
-
 Q4_DIAGNOSES = [
     (lambda d, h, b: h * 3 * d * d, N_("you used the heads × 3 × d² myth. The heads *split* d: each of "
                                      "the h heads has d/h columns of W_q, W_k, W_v, so together they "
@@ -496,7 +496,8 @@ Q4_DIAGNOSES = [
 
 
 def _check_q4(answer) -> str:
-    run_cases(answer, _ref_param_count, _q4_cases(), Q4_DIAGNOSES,
+    cases = [(f"d={d}, heads={h}, bias={b}", (d, h, b)) for d, h, b in Q4_CASES]
+    run_cases(answer, _ref_param_count, cases, Q4_DIAGNOSES,
               prepare=lambda got, where, *args: as_number(got, where),
               compare=equal_values(N_("on {where}: expected {expected:,} parameters, got {got:,}")))
     return _("correct on all {n} cases (4·d² weights, +4·d biases, for any number of heads)").format(n=len(Q4_CASES))
