@@ -190,6 +190,10 @@ def test_a_shape_error_is_told_in_the_exercises_terms():
                                           r"a single number, a tensor of shape \(\), float32\. \(The error: "):
         run_cases(lambda x, y: torch.softmax(x, 0).sum(), lambda a, n: a.float().sum() * n,
                   [("c", (torch.tensor([1, 2]), 3))])
+    # an index of floats: torch's message names no shape or dtype word, the arguments are shown all the same
+    with pytest.raises(CheckFailed, match=r"^on c, the shapes .* got v: shape \(3,\), float32; i: shape \(1,\), "
+                                          r"float32\. .*\(The error: IndexError: tensors used as indices must be long"):
+        call_answer(lambda v, i: v[i], (torch.ones(3), torch.zeros(1)), "c")
     # call_answer has no reference: the answer's own names, and no result
     with pytest.raises(CheckFailed, match=r"^on c, the shapes .* got v: shape \(3,\), float32\. \(The error: "):
         call_answer(lambda v: v + torch.ones(2), (torch.ones(3),), "c")
@@ -545,6 +549,28 @@ def test_a_symptoms_message_function_sees_the_learners_result():
     with pytest.raises(CheckFailed, match=r"— 3 items for n=2\.$"):
         run_cases(lambda n: [0] * (n + 1), lambda n: [0] * n, [("n=2", (2,))], diagnoses, compare=compare)
 
+
+
+def test_a_raised_symptom_sees_what_the_code_raised_or_a_returned_none():
+    def why(error, n):
+        return f"raised {type(error).__name__} on n={n}." if error is not None else f"None on n={n}."
+    diagnoses = [(Symptom(lambda got, n: True), "a wrong result."),        # never asked about a raise or a None
+                 (Symptom(lambda error, n: n == 2, raised=True), why)]
+    cases = [("n=1", (1,)), ("n=2", (2,))]
+
+    def fails_on_two(n, outcome):
+        if n == 2:
+            return outcome()
+        return [0] * n
+
+    def forgets_return(n):
+        [0] * n
+    with pytest.raises(CheckFailed, match=r"^on n=2, your code raised KeyError: 2 — raised KeyError on n=2\.$"):
+        run_cases(lambda n: fails_on_two(n, lambda: {}[n]), lambda n: [0] * n, cases, diagnoses, compare=equal_values())
+    with pytest.raises(CheckFailed, match=r"your code returned None instead of a result: .* — None on n=2\.$"):
+        run_cases(lambda n: fails_on_two(n, lambda: None), lambda n: [0] * n, cases, diagnoses, compare=equal_values())
+    with pytest.raises(CheckFailed, match=r"^on n=1, your code returned None instead of a result: [^—]*$"):
+        run_cases(forgets_return, lambda n: [0] * n, cases, diagnoses, compare=equal_values())     # no match on n=1
 
 def test_equal_values_with_a_message_function():
     compare = equal_values(lambda got, expected, where: f"{where}: {got} is not {expected}")

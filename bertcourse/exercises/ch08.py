@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import inspect
 import math
 import re
 
@@ -38,7 +37,7 @@ from ..inspection import head_statistics
 from ..bert import mean_pool
 from ..pretrained_bert import course_name, load_pretrained
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import (CheckFailed, Exercise, NotAttempted, Symptom, call_answer, equal_values, message_of,
+from .core import (CheckFailed, Exercise, Symptom, call_answer, equal_values,
                    predicted_choice, randn, run_cases)
 from .quiz import Option, Question, Quiz
 
@@ -145,26 +144,6 @@ Q1_DIAGNOSES = [
 ]
 
 
-def _recorded(answer, calls: list):
-    """``answer``, appending the outcome of every call to ``calls``: ``(args, error, result)``.
-    A mistake that raises differently in every learner's code (a KeyError of their own dict)
-    is then named from the case and the error."""
-    if not callable(answer):
-        return answer                    # run_cases refuses it with its own message
-
-    @functools.wraps(answer)
-    def recorded(*args):         # args: the copies this call got (Q1's are strings)
-        try:
-            result = answer(*args)
-        except Exception as error:
-            if not isinstance(error, (CheckFailed, NotAttempted)):      # a checker's own, not the learner's
-                calls.append((args, error, None))
-            raise
-        calls.append((args, None, result))
-        return result
-    return recorded
-
-
 def _strings_in(error: BaseException) -> list[str]:
     """The strings (also in lists and tuples) that ``error``'s frames held: what the code made of its input."""
     found, tb = [], error.__traceback__
@@ -207,17 +186,11 @@ def _q1_stuck(answer, hf: str, error: BaseException | None) -> str | None:
 
 
 def _check_q1(answer) -> str:
-    calls = []
-    try:
-        run_cases(_recorded(answer, calls), course_name, [(repr(hf), (hf,)) for hf in Q1_NAMES], Q1_DIAGNOSES,
-                  compare=equal_values(N_("on {where}: expected {expected!r}, got {got!r}")))
-    except CheckFailed as failure:
-        # a name the code raised on or returned None for: run_cases names only results here (Symptoms)
-        (hf,), error, result = calls[-1] if calls else ((None,), None, "")
-        stuck = _q1_stuck(answer, hf, error) if (error is not None or result is None) and hf else None
-        if stuck is None:
-            raise
-        raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=stuck)) from None
+    # a name the code raised on or returned None for: what it got wrong is found by calling it on a neighbour
+    diagnoses = [(Symptom(lambda error, hf: _q1_stuck(answer, hf, error) is not None, raised=True),
+                  lambda error, hf: _q1_stuck(answer, hf, error)), *Q1_DIAGNOSES]
+    run_cases(answer, course_name, [(repr(hf), (hf,)) for hf in Q1_NAMES], diagnoses,
+              compare=equal_values(N_("on {where}: expected {expected!r}, got {got!r}")))
     return _("correct on all {n} names (embeddings, every kind of block layer, pooler, 'bert.' prefix)").format(
         n=len(Q1_NAMES))
 
@@ -343,23 +316,17 @@ Q2_DIAGNOSES = [
      N_("your result is (batch, batch, d): a (batch, d) divided by a (batch, 1, 1), or a (batch, 1, d) by a (batch, "
         "1), broadcasts every sentence's sum against every sentence's count. keepdim=True belongs on the count "
         "only: (hidden * m).sum(1) is (batch, d), and mask.sum(1, keepdim=True) is (batch, 1).")),
+    # a shape error that none of the mistakes above raises alike: still say which shapes must meet
+    (Symptom(lambda error, hidden, mask: isinstance(error, (RuntimeError, IndexError))
+             and re.search(r"size|shape|dimension", str(error)) is not None, raised=True),
+     N_("hidden is (batch, seq, d) and mask (batch, seq). Three shapes must fit: the mask as (batch, seq, 1) "
+        "(mask.unsqueeze(-1)) to multiply hidden; the sum over seq, (batch, d); and the number of real tokens of "
+        "each sentence as (batch, 1) (mask.sum(1, keepdim=True)) to divide it. Print each step's shape.")),
 ]
 
 
 def _check_q2(answer) -> str:
-    calls = []
-    try:
-        return run_cases(_recorded(answer, calls), _ref_mean_pooling, Q2_CASES, Q2_DIAGNOSES)
-    except CheckFailed as failure:
-        # a shape error that none of the mistakes above raises alike: still say which shapes must meet
-        error = calls[-1][1] if calls else None
-        if (not isinstance(error, (RuntimeError, IndexError)) or not re.search(r"size|shape|dimension", str(error))
-                or any(message_of(d) in str(failure) for d in Q2_DIAGNOSES if inspect.isfunction(d))):
-            raise
-        raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=_(
-            "hidden is (batch, seq, d) and mask (batch, seq). Three shapes must fit: the mask as (batch, seq, 1) "
-            "(mask.unsqueeze(-1)) to multiply hidden; the sum over seq, (batch, d); and the number of real tokens of "
-            "each sentence as (batch, 1) (mask.sum(1, keepdim=True)) to divide it. Print each step's shape."))) from None
+    return run_cases(answer, _ref_mean_pooling, Q2_CASES, Q2_DIAGNOSES)
 
 
 q2 = Exercise(

@@ -23,8 +23,6 @@ The references are the package's own functions where it has them
 """
 from __future__ import annotations
 
-import copy
-import functools
 import math
 import re
 
@@ -32,7 +30,7 @@ import torch
 
 from ..distributed import data_parallel_plan
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import (CheckFailed, Exercise, NotAttempted, Symptom, as_number, call_answer, compare_tensors,
+from .core import (CheckFailed, Exercise, Symptom, as_number, call_answer, compare_tensors,
                    equal_values, randn, run_cases, seeded)
 from .quiz import Option, Question, Quiz
 
@@ -243,33 +241,15 @@ Q3_DIAGNOSES = [
     (Symptom(lambda got, grads: _mean_times(got, grads) is not None),
      lambda got, grads: _("your result is {c:.4g} times the mean over the processes: check what you divide by "
                           "(the number of processes, len(grads) = {n}).").format(c=_mean_times(got, grads), n=len(grads))),
+    # Q3's mistakes that raise: every learner's code raises its own message, so they go by the kind
+    (Symptom(lambda error, grads: _q3_stuck(error, grads) is not None, raised=True),
+     lambda error, grads: _q3_stuck(error, grads)),
 ]
 
 
-def _recorded(answer, calls: list):
-    """``answer``, with the outcome of every call appended to ``calls`` as ``(args, error)``
-    (``args`` copied before the call; ``error`` None when it returned): the checker then
-    knows what the learner's code raised, on which case."""
-    if not callable(answer):
-        return answer                    # run_cases refuses it with its own message
-
-    @functools.wraps(answer)
-    def recorded(*args):
-        given = copy.deepcopy(args)
-        try:
-            result = answer(*args)
-        except Exception as error:
-            if not isinstance(error, (CheckFailed, NotAttempted)):      # a checker's own, not the learner's
-                calls.append((given, error))
-            raise
-        calls.append((given, None))
-        return result
-    return recorded
-
-
-def _q3_stuck(error: BaseException, grads) -> str | None:
-    """What the learner's code got wrong when it raised ``error`` on ``grads``; None when
-    nothing fits. Every learner's code raises its own message, so these go by the kind."""
+def _q3_stuck(error: BaseException | None, grads) -> str | None:
+    # what the learner's code got wrong when it raised `error` (None: it returned None) on `grads`;
+    # None when nothing fits. Every learner's code raises its own message, so these go by the kind
     text = str(error)
     given_a_list = re.search(r"'list'|got \(?list|not list|only one element tensors|inhomogeneous|with a sequence", text)
     given_a_tuple = re.search(r"'tuple'|got \(?tuple|not tuple", text)
@@ -292,17 +272,7 @@ def _q3_stuck(error: BaseException, grads) -> str | None:
 
 
 def _check_q3(answer) -> str:
-    calls = []
-    try:
-        return run_cases(_recorded(answer, calls), _ref_average, Q3_CASES, Q3_DIAGNOSES, prepare=_as_tensor_list,
-                         compare=_compare_lists)
-    except CheckFailed as failure:
-        # Q3's mistakes that raise are told by the kind of error (run_cases names none of them)
-        (grads,), error = calls[-1] if calls else ((None,), None)
-        stuck = _q3_stuck(error, grads) if error is not None else None
-        if stuck is None:
-            raise
-        raise CheckFailed(_("{failure} — {why}").format(failure=failure, why=stuck)) from None
+    return run_cases(answer, _ref_average, Q3_CASES, Q3_DIAGNOSES, prepare=_as_tensor_list, compare=_compare_lists)
 
 
 q3 = Exercise(

@@ -30,7 +30,7 @@ The public API used by the chapter modules:
   predicate on the learner's result) and ``message`` text or ``message(*args) -> str``
   (``message(got, *args)`` for a Symptom). A mistake that raises names a learner's code
   that raises the same (see below); ``Symptom(predicate, raised=True)`` recognises what the
-  learner's code raised (``predicate(error, *args)``, ``message(error, *args)``).
+  learner's code raised, or None when it returned None (``predicate(error, *args)``, ``message(error, *args)``).
 * :func:`call_answer` ``(answer, args, where)``: one guarded call, for checkers that compare themselves.
 * :func:`expect_raises` ``(answer, args, where, error, *, returned, other)``: the answer must
   raise ``error`` (e.g. a ``ValueError`` for bad input).
@@ -287,9 +287,9 @@ class Symptom:
     reproducing it: it matches when ``predicate(got, *args)`` is true. Use it in place of
     a wrong function in :func:`run_cases`' ``diagnoses``.
 
-    With ``raised=True`` it recognises what the learner's code raised instead (e.g. their own
-    ``ValueError`` on an allowed input): ``predicate(error, *args)``, ``message(error, *args)``.
-    A predicate that raises does not match."""
+    With ``raised=True`` it recognises what the learner's code gave instead of a result: what it
+    raised (e.g. their own ``ValueError`` on an allowed input), or None when it returned None:
+    ``predicate(error, *args)``, ``message(error, *args)``. A predicate that raises does not match."""
 
     def __init__(self, predicate: Callable[..., bool], raised: bool = False):
         _need(callable(predicate), "Symptom", "predicate", "a function (got, *args) -> bool", predicate)
@@ -322,7 +322,7 @@ def _raised_by_stub(answer, error: BaseException) -> bool:
 
 
 class _Raised(CheckFailed):
-    """A failed check because the learner's code raised ``error``."""
+    """A failed check because the learner's code raised ``error`` (None: it returned None)."""
 
     def __init__(self, message: str, error: BaseException):
         super().__init__(message)
@@ -384,8 +384,8 @@ def _attempt(answer, args: tuple, where: str, no_grad: bool = False, reference=N
     if got is None or got is Ellipsis:
         if _starter(answer):
             raise NotAttempted()
-        raise CheckFailed(_("on {where}, your code returned {got!r} instead of a result: did you forget "
-                            "the `return`? (Changing an argument in place gives nothing back.)").format(where=where, got=got))
+        raise _Raised(_("on {where}, your code returned {got!r} instead of a result: did you forget the `return`? "
+                        "(Changing an argument in place gives nothing back.)").format(where=where, got=got), None)
     return _Attempt(got, changed_arguments(answer, args, given))
 
 

@@ -38,7 +38,7 @@ _STUB_OPS = {"RESUME", "NOP", "CACHE", "EXTENDED_ARG", "LOAD_CONST", "RETURN_VAL
 # (a number too large for the dtype: "value cannot be converted to type c10::Half without overflow";
 # ~ on a float tensor: "~ (operator.invert) is only implemented on integer and Boolean-type tensors")
 _SHAPE_WORDS = re.compile(r"size|shape|dimension|dtype|scalar type|broadcast|out of bounds|not implemented for '"
-                          r"|without overflow|only implemented on integer and Boolean", re.IGNORECASE)
+                          r"|without overflow|only implemented on integer and Boolean|used as indices", re.IGNORECASE)
 
 # where torch and this package live: an AssertionError raised there is not the learner's own assert
 _LIBRARIES = tuple(pathlib.Path(path).resolve().parent for path in (torch.__file__, pathlib.Path(__file__).parent))
