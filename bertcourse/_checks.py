@@ -208,11 +208,13 @@ def check_keys(name: str, value, keys, source: str) -> None:
         raise ValueError(f"{name} must have the keys {list(keys)} (from {source}), missing {missing}")
 
 
-def check_instance(name: str, value, cls: type, hint: str = "") -> None:
-    """Raise TypeError unless ``isinstance(value, cls)``; ``hint`` says where to get one."""
+def check_instance(name: str, value, cls: type | tuple[type, ...], hint: str = "") -> None:
+    """Raise TypeError unless ``isinstance(value, cls)`` (``cls``: a class or a tuple of them);
+    ``hint`` says where to get one."""
     if not isinstance(value, cls):
         where = f" ({hint})" if hint else ""
-        raise TypeError(f"{name} must be a {cls.__name__}{where}, got {type(value).__name__}")
+        names = " or ".join(c.__name__ for c in cls) if isinstance(cls, tuple) else cls.__name__
+        raise TypeError(f"{name} must be a {names}{where}, got {type(value).__name__}")
 
 
 def check_floating_dtype(name: str, dtype) -> None:

@@ -24,6 +24,7 @@ sends the loader to the network.
 """
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 import re
@@ -38,7 +39,7 @@ from tokenizers import Tokenizer
 from tokenizers.implementations import BertWordPieceTokenizer
 from torch import nn
 
-from ._checks import check_bool, check_path, read_json
+from ._checks import check_bool, check_choice, check_path, read_json
 from .bert import BERTConfig, BERTModel, MaskLM
 from .checkpoints import SafetensorsFile
 from .i18n import gettext as _
@@ -46,7 +47,7 @@ from .inspection import sentence_vectors
 
 __all__ = ["NAME_MAP", "IGNORED_BUFFERS", "ACTIVATION_NAMES", "CheckpointError", "LoadReport",
            "Encoded", "Pretrained", "course_name", "mapping_table", "config_from_hf", "CONFIG_FIELDS",
-           "read_checkpoint", "minilm_folder", "load_pretrained"]
+           "read_checkpoint", "minilm_folder", "load_pretrained", "starting_model"]
 
 # ----------------------------------------------------------------------------------------
 # The name mapping: Hugging Face BERT -> the course's BERTModel
@@ -624,6 +625,25 @@ def load_pretrained(source="minilm", *, download: bool = False, cache_dir=None,
                         dtypes=dtypes, heads=heads, ignored=ignored, renamed=renamed,
                         overrides=dict(config_overrides))
     return Pretrained(model, tokenizer, config, report, folder)
+
+
+def starting_model(source="minilm"):
+    """The BERT a fine-tuning starts from and its tokenizer: ``(model, tokenizer)``.
+
+    ``"minilm"`` and ``"scratch"``: all-MiniLM-L6-v2 of chapter 8, loaded offline (for
+    ``"scratch"`` the caller re-initialises it, seeded, with
+    :func:`~bertcourse.pretrain.init_bert_weights`: the same shape and tokenizer, random weights);
+    a :class:`Pretrained`: a copy of its model (the original is left
+    untouched). Every task's builder starts here (:func:`~bertcourse.finetune.build_classifier`,
+    :func:`~bertcourse.task_heads.build_tagger`, :func:`~bertcourse.task_heads.build_span_predictor`)."""
+    if isinstance(source, str):
+        check_choice("source", source, ("minilm", "scratch"))
+        pretrained = load_pretrained("minilm")
+        return pretrained.model, pretrained.tokenizer
+    if isinstance(source, Pretrained):
+        return copy.deepcopy(source.model), source.tokenizer
+    raise TypeError(f"source must be 'minilm', 'scratch' or a Pretrained from load_pretrained(), "
+                    f"got {type(source).__name__}")
 
 
 # ----------------------------------------------------------------------------------------

@@ -34,15 +34,15 @@ from ._checks import (check_bool, check_choice, check_instance, check_positive_i
                       check_tensor, shape_str)
 from .answer_spans import WindowDataset, best_answer, collate_windows
 from .bert import BERTConfig, BERTEncoder
-from .finetune import starting_model
 from .memory import release_memory
 from .pretrain import init_bert_weights
+from .pretrained_bert import starting_model
 from .token_tags import TaggedDataset, collate_tagged, word_tags
 from .training import evaluation_batches
 
 __all__ = ["IGNORE_INDEX", "TokenTagger", "SpanPredictor", "build_tagger", "build_span_predictor",
            "tagging_loss", "span_loss", "tagging_step", "span_step", "evaluate_tagger", "evaluate_spans",
-           "predict_tags", "predict_answers"]
+           "predict_piece_tags", "predict_tags", "predict_answers"]
 
 IGNORE_INDEX = -100
 """The label of a position that takes no part in the loss (``cross_entropy``'s default
@@ -121,7 +121,7 @@ class SpanPredictor(_OnEncoder):
 
 def _on_start(source, seed: int, make):
     """``(head on the starting encoder, tokenizer)``: the encoder of
-    :func:`~bertcourse.finetune.starting_model` (re-initialised from ``seed`` for ``"scratch"``)
+    :func:`~bertcourse.pretrained_bert.starting_model` (re-initialised from ``seed`` for ``"scratch"``)
     and a new head from ``seed``, in training mode."""
     bert, tokenizer = starting_model(source)
     with torch.random.fork_rng(devices=[]):
@@ -291,23 +291,36 @@ def _in_order(dataset, collate, batch_size: int):
     return torch.utils.data.DataLoader(dataset, batch_size=batch_size, collate_fn=collate)
 
 
-def predict_tags(model: TokenTagger, dataset: TaggedDataset, batch_size: int = 64) -> list[list[str]]:
-    """A tag per word of every sentence of ``dataset``, in its order: the tag predicted at the
-    word's first piece (:func:`~bertcourse.token_tags.word_tags`; a word cut off by ``max_len``
-    gets ``"O"``). In eval mode, without gradients."""
+def predict_piece_tags(model: TokenTagger, dataset: TaggedDataset, batch_size: int = 32) -> list[torch.Tensor]:
+    """The most probable tag id at every piece of every sentence of ``dataset``, in its order:
+    one 1-D long tensor per sentence, as long as its pieces (``[CLS]`` and ``[SEP]`` included).
+    In eval mode, without gradients; the sentences are batched shortest first (little padding;
+    the last batch holds the longest sentences, so ``batch_size`` bounds the peak memory) and
+    put back in order."""
     check_instance("model", model, TokenTagger, "see build_tagger()")
     check_instance("dataset", dataset, TaggedDataset, "see bertcourse.token_tags.TaggedDataset")
     check_positive_int("batch_size", batch_size)
-    tags, row = [], 0
-    loader = _in_order(dataset, lambda b: collate_tagged(b, pad_id=dataset.pad_id), batch_size)
-    for batch in evaluation_batches(model, loader):
-        best = model(batch["tokens"], valid_lens=batch["mask"]).argmax(-1).cpu()
-        for r in range(len(best)):
-            n = int(batch["mask"][r].sum())
-            sentence = dataset.sentences[row]
-            tags.append(word_tags(dataset.word_ids[row], best[r, :n], len(sentence.words)))
-            row += 1
-    return tags
+    order = sorted(range(len(dataset)), key=lambda i: (len(dataset.ids[i]), i))
+    pieces = [None] * len(dataset)
+    loader = _in_order(torch.utils.data.Subset(dataset, order), lambda b: collate_tagged(b, pad_id=dataset.pad_id),
+                       batch_size)
+    rows = iter(order)
+    try:
+        for batch in evaluation_batches(model, loader):
+            best = model(batch["tokens"], valid_lens=batch["mask"]).argmax(-1).cpu()
+            for r in range(len(best)):
+                pieces[next(rows)] = best[r, :int(batch["mask"][r].sum())]
+    finally:
+        release_memory()
+    return pieces
+
+
+def predict_tags(model: TokenTagger, dataset: TaggedDataset, batch_size: int = 32) -> list[list[str]]:
+    """A tag per word of every sentence of ``dataset``, in its order: the tag predicted at the
+    word's first piece (:func:`predict_piece_tags`, then :func:`~bertcourse.token_tags.word_tags`;
+    a word cut off by ``max_len`` gets ``"O"``). In eval mode, without gradients."""
+    pieces = predict_piece_tags(model, dataset, batch_size)
+    return [word_tags(ids, best, len(s.words)) for ids, best, s in zip(dataset.word_ids, pieces, dataset.sentences)]
 
 
 def predict_answers(model: SpanPredictor, dataset: WindowDataset, batch_size: int = 64,

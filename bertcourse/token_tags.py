@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
@@ -37,7 +38,7 @@ from .wordpiece import hf_tokenizer
 
 __all__ = ["ENTITY_TYPES", "TAGS", "FILES", "MAX_LEN", "TaggedSentence", "read_named_entities", "split_by_document",
            "tag_ids", "align_labels", "encode_tagged", "word_tags", "TaggedDataset", "collate_tagged",
-           "tagged_loader", "bio_entities", "entity_scores",
+           "tagged_loader", "bio_entities", "entity_scores", "entity_f1_se",
            "token_accuracy", "all_o_tagger", "most_frequent_tag"]
 
 # ----------------------------------------------------------------------------------------
@@ -375,15 +376,15 @@ def _check_corpus(name: str, value) -> None:
         _check_tags(f"{name}[{i}]", tags)
 
 
-def _check_pair(gold, predicted) -> None:
+def _check_pair(gold, predicted, name: str = "predicted") -> None:
     _check_corpus("gold", gold)
-    _check_corpus("predicted", predicted)
+    _check_corpus(name, predicted)
     if len(predicted) != len(gold):
-        raise ValueError(f"predicted must hold one list of tags per sentence: expected {len(gold)} (len(gold)), "
+        raise ValueError(f"{name} must hold one list of tags per sentence: expected {len(gold)} (len(gold)), "
                          f"got {len(predicted)}")
     i = next((i for i, (g, p) in enumerate(zip(gold, predicted)) if len(g) != len(p)), None)
     if i is not None:
-        raise ValueError(f"predicted[{i}] must hold one tag per word: expected {len(gold[i])} (len(gold[{i}])), "
+        raise ValueError(f"{name}[{i}] must hold one tag per word: expected {len(gold[i])} (len(gold[{i}])), "
                          f"got {len(predicted[i])}")
 
 
@@ -417,6 +418,33 @@ def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[st
     scores["per_type"] = {kind: _prf(count(hits, kind), count(pred_set, kind), count(gold_set, kind))
                           for kind in ENTITY_TYPES}
     return scores
+
+
+def entity_f1_se(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]], baseline=None, *,
+                 num_resamples: int = 1000, seed: int = 0) -> float:
+    """The bootstrap standard error of :func:`entity_scores`' F1 of ``predicted``, or, with a
+    ``baseline`` (another tagger's tags for the same sentences), of the difference F1(predicted)
+    - F1(baseline), paired: both scored on the same resampled sentences.
+
+    Sentences are the units drawn (their entities are not independent of each other):
+    ``num_resamples`` resamples of ``len(gold)`` sentences with replacement, F1 recomputed on
+    each, the standard deviation of those F1s. Deterministic: a numpy generator seeded with
+    ``seed``, nothing global."""
+    _check_pair(gold, predicted)
+    if baseline is not None:
+        _check_pair(gold, baseline, "baseline")
+    check_int("num_resamples", num_resamples, low=2)
+    check_positive_int("seed", seed, allow_zero=True)
+
+    def counts(tags):        # per sentence: true positives, predicted entities, gold entities
+        return np.array([[len(set(_spans(g)) & set(_spans(p))), len(_spans(p)), len(_spans(g))]
+                         for g, p in zip(gold, tags)], dtype=np.float64).reshape(-1, 3)
+    draws = np.random.default_rng(seed).integers(0, len(gold), size=(num_resamples, len(gold)))
+
+    def f1s(tags):
+        tp, pred, true = counts(tags)[draws].sum(axis=1).T
+        return np.divide(2 * tp, pred + true, out=np.zeros_like(tp), where=(pred > 0) & (true > 0))
+    return float((f1s(predicted) - (0 if baseline is None else f1s(baseline))).std(ddof=1))
 
 
 def token_accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:

@@ -94,6 +94,9 @@ def test_check_choice_and_instance():
     check_instance("model", torch.nn.Linear(1, 1), torch.nn.Module)
     with pytest.raises(TypeError, match=r"model must be a Module \(a hint\), got str"):
         check_instance("model", "m", torch.nn.Module, hint="a hint")
+    check_instance("model", torch.nn.ReLU(), (torch.nn.Linear, torch.nn.ReLU))
+    with pytest.raises(TypeError, match=r"^model must be a Linear or ReLU, got Tanh$"):
+        check_instance("model", torch.nn.Tanh(), (torch.nn.Linear, torch.nn.ReLU))
 
 
 def test_check_str_list_and_int_list():

@@ -665,3 +665,30 @@ def test_finetune_trains_on_sentence_pairs_and_refuses_a_mix(tiny_tokenizer, spl
         finetune(clf, tiny_tokenizer, pairs, splits.validation[:4], progress=False, plot=False)
     with pytest.raises(TypeError, match="train must hold one kind of example"):
         finetune(clf, tiny_tokenizer, pairs[:2] + splits.train[:2], progress=False, plot=False)
+
+
+def test_finetune_trains_a_tagger_on_tagged_sentences_with_the_same_loop(tiny_tokenizer, splits):
+    # chapter 11: the one finetune takes a TokenTagger and TaggedSentences (tagging_step, evaluate_tagger)
+    from bertcourse.task_heads import TokenTagger, evaluate_tagger
+    from bertcourse.token_tags import TAGS, TaggedSentence, tagged_loader
+    torch.manual_seed(0)
+    cfg = BERTConfig(vocab_size=len(tiny_tokenizer), num_hiddens=32, ffn_num_hiddens=64, num_heads=2, num_blks=2,
+                     max_len=128, dropout=0.0)
+    tagger = TokenTagger(cfg, num_tags=len(TAGS), dropout=0.0)
+    sentences = [TaggedSentence(("the", "food", "in", "paris"), ("O", "O", "O", "B-LOC"), "d1", "s1"),
+                 TaggedSentence(("john", "was", "good"), ("B-PER", "O", "O"), "d2", "s2")] * 8
+    before = evaluate_tagger(tagger, tagged_loader(sentences, tiny_tokenizer, 16))["loss"]
+    trainer = finetune(tagger, tiny_tokenizer, sentences, sentences[:4], batch_size=8, lr=1e-2, epochs=10,
+                       progress=False, plot=False)
+    assert len(trainer.history.step) == 20 and trainer.history.evals[-1]["n"] == 2 * (4 + 3)     # a label per word
+    assert trainer.history.evals[-1]["loss"] < 0.5 * before
+    assert tagger.encoder.token_embedding.weight.requires_grad and not tagger.training
+    with pytest.raises(TypeError, match=r"model must be a TokenTagger to train on TaggedSentence examples, got "
+                                        r"BERTClassifier"):
+        finetune(tiny_classifier(tiny_tokenizer), tiny_tokenizer, sentences, progress=False, plot=False)
+    with pytest.raises(TypeError, match=r"model must be a BERTClassifier to train on Review examples, got TokenTagger"):
+        finetune(tagger, tiny_tokenizer, splits.train[:4], progress=False, plot=False)
+    with pytest.raises(TypeError, match=r"validation must hold what train holds \(TaggedSentence\), got Review"):
+        finetune(tagger, tiny_tokenizer, sentences, splits.validation[:4], progress=False, plot=False)
+    with pytest.raises(TypeError, match="model must be a BERTClassifier or TokenTagger"):
+        finetune(tagger.encoder, tiny_tokenizer, sentences, progress=False, plot=False)

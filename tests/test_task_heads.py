@@ -144,6 +144,19 @@ def test_predictions_are_a_tag_per_word_and_an_answer_per_question():
             best = tagger.eval()(enc["tokens"], valid_lens=enc["mask"]).argmax(-1)
         by_hand.append(word_tags(enc["word_ids"][0], best[0].tolist(), len(sentence.words)))
     assert got == by_hand
+    # batched shortest first and put back in order: each sentence's piece tags are the argmax of its own forward
+    from bertcourse.task_heads import predict_piece_tags
+    many = [sentences[1], sentences[0], sentences[1], sentences[0], sentences[0]]
+    data = TaggedDataset(many, tok)
+    pieces = predict_piece_tags(tagger, data, batch_size=2)
+    assert [len(p) for p in pieces] == [len(ids) for ids in data.ids] and all(p.dtype == torch.long for p in pieces)
+    with torch.no_grad():
+        alone = [tagger(ids[None], valid_lens=torch.ones(1, len(ids), dtype=torch.bool))[0].argmax(-1) for ids in data.ids]
+    logits = [tagger(ids[None], valid_lens=torch.ones(1, len(ids), dtype=torch.bool))[0] for ids in data.ids]
+    for p, a, z in zip(pieces, alone, logits):      # equal wherever the two best logits are not tied within 1e-5
+        top2 = z.detach().topk(2, dim=-1).values
+        clear = (top2[:, 0] - top2[:, 1]) > 1e-5
+        assert torch.equal(p[clear], a[clear])
     context = " ".join(["the river runs by the town"] * 30)
     questions = [Question("a", "what runs?", context, (("river", 4),)), Question("b", "where?", "by the town", (("town", 7),))]
     answers = predict_answers(spans, WindowDataset(questions, tok, max_len=48, stride=16), batch_size=1)

@@ -367,3 +367,25 @@ def test_tagged_dataset_and_loader_pad_labels_with_minus_100(tokenizer):
     assert sorted(len(b["labels"]) for b in tagged_loader(ds, tokenizer, batch_size=2, shuffle=True)) == [1, 2]
     with pytest.raises(ValueError, match=r"examples\[0\] must have one label per piece"):
         collate_tagged([(ds[0][0], ds[0][1][:2])])
+
+
+def test_entity_f1_se_is_the_spread_of_f1_over_resampled_sentences():
+    import numpy as np
+    from bertcourse.token_tags import entity_f1_se
+    gold = [["B-PER", "I-PER", "O"], ["O", "B-LOC"], ["B-ORG", "O", "B-PER"], ["O", "O"], ["B-LOC", "I-LOC"]]
+    pred = [["B-PER", "I-PER", "O"], ["O", "O"], ["B-ORG", "O", "B-LOC"], ["B-PER", "O"], ["B-LOC", "I-LOC"]]
+    base = [["O"] * len(g) for g in gold]
+    # the oracle: entity_scores itself on each resample, drawn with the same generator
+    draws = np.random.default_rng(3).integers(0, len(gold), size=(50, len(gold)))
+    f1 = [entity_scores([gold[i] for i in d], [pred[i] for i in d])["f1"] for d in draws]
+    assert entity_f1_se(gold, pred, num_resamples=50, seed=3) == pytest.approx(float(np.std(f1, ddof=1)), abs=1e-12)
+    # against the all-O tagger (F1 0 on every resample) the difference has the same spread
+    assert entity_f1_se(gold, pred, base, num_resamples=50, seed=3) == pytest.approx(float(np.std(f1, ddof=1)))
+    assert entity_f1_se(gold, pred, pred) == 0.0                         # paired: a tagger against itself
+    assert entity_f1_se(gold, pred) == entity_f1_se(gold, pred)          # deterministic
+    with pytest.raises(ValueError, match=r"predicted must hold one list of tags per sentence: expected 5"):
+        entity_f1_se(gold, pred[:4])
+    with pytest.raises(ValueError, match=r"baseline\[1\] must hold one tag per word"):
+        entity_f1_se(gold, pred, [["O"] * 3, ["O"]] + base[2:])
+    with pytest.raises(ValueError, match="num_resamples"):
+        entity_f1_se(gold, pred, num_resamples=1)

@@ -25,7 +25,6 @@ linear probe on frozen features. This module is the fine-tuning itself, one sect
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import os
@@ -45,18 +44,20 @@ from ..checkpoints import TOKENIZER_FILE, load_weights, read_config, save_checkp
 from ..distributed import device_of, move_to
 from ..i18n import gettext_noop as N_
 from ..inspection import POOLINGS, sentence_vectors
-from ..pretrained_bert import Pretrained, load_pretrained
+from ..pretrained_bert import starting_model
 from ..memory import release_memory
 from ..pretrain import init_bert_weights
 from ..finetuning_baselines import WEIGHT_DECAYS, LogisticRegression, select_weight_decay
 from ..reviews import Review, SentimentDataset, collate_reviews, encode_texts, review_loader, special_ids
 from ..sentence_pairs import Pair, PairDataset, pair_loader
+from ..task_heads import TokenTagger, evaluate_tagger, tagging_step
+from ..token_tags import TaggedDataset, TaggedSentence, tagged_loader
 from ..training import TrainConfig, Trainer, evaluation_batches, evaluation_mode
 from ..wordpiece import hf_tokenizer
 
 __all__ = [
     # the classifier
-    "POOLINGS", "ClassifierConfig", "BERTClassifier", "UntrainedClassifierError", "starting_model", "build_classifier",
+    "POOLINGS", "ClassifierConfig", "BERTClassifier", "UntrainedClassifierError", "build_classifier",
     "save_classifier", "load_classifier",
     # training and evaluation
     "RECIPE", "classification_loss", "classification_step", "evaluate_classifier", "finetune", "release_memory",
@@ -213,25 +214,6 @@ def _init_normal(module: nn.Module, std: float = 0.02) -> None:
                     m.bias.zero_()
 
 
-def starting_model(source="minilm"):
-    """The BERT a fine-tuning starts from and its tokenizer: ``(model, tokenizer)``.
-
-    ``"minilm"`` and ``"scratch"``: all-MiniLM-L6-v2 of chapter 8, loaded offline (for
-    ``"scratch"`` the caller re-initialises it, seeded, with
-    :func:`~bertcourse.pretrain.init_bert_weights`: the same shape and tokenizer, random weights);
-    a :class:`~bertcourse.pretrained_bert.Pretrained`: a copy of its model (the original is left
-    untouched). Every task's builder starts here (:func:`build_classifier`,
-    :func:`~bertcourse.task_heads.build_tagger`, :func:`~bertcourse.task_heads.build_span_predictor`)."""
-    if isinstance(source, str):
-        check_choice("source", source, ("minilm", "scratch"))
-        pretrained = load_pretrained("minilm")
-        return pretrained.model, pretrained.tokenizer
-    if isinstance(source, Pretrained):
-        return copy.deepcopy(source.model), source.tokenizer
-    raise TypeError(f"source must be 'minilm', 'scratch' or a Pretrained from load_pretrained(), "
-                    f"got {type(source).__name__}")
-
-
 def build_classifier(source="minilm", num_classes: int = 2, pooling: str = "mean", dropout: float = 0.1,
                      seed: int = 0):
     """A :class:`BERTClassifier` and its tokenizer: ``(classifier, tokenizer)``.
@@ -362,28 +344,37 @@ def _checked(batch: dict) -> dict:
     return batch
 
 
-def _loader_for(examples, name: str):
-    """The loader of what ``examples`` holds: reviews (chapter 9) or sentence pairs (chapter 10)."""
-    if isinstance(examples, SentimentDataset):
-        return review_loader
-    if isinstance(examples, PairDataset):
-        return pair_loader
-    check_list_of(name, examples, (Review, Pair), "Review (see load_sentiment()), Pair (see load_snli()) "
-                  "or their datasets")
+# What finetune trains on, by the kind of example: the loader that batches it, the step that
+# computes its loss and the evaluation that reads a validation split (one loop for every task).
+_TASKS = {Review: (review_loader, classification_step, evaluate_classifier, BERTClassifier),
+          Pair: (pair_loader, classification_step, evaluate_classifier, BERTClassifier),
+          TaggedSentence: (tagged_loader, tagging_step, evaluate_tagger, TokenTagger)}
+_DATASETS = {SentimentDataset: Review, PairDataset: Pair, TaggedDataset: TaggedSentence}
+
+
+def _kind_of(examples, name: str) -> type:
+    """What ``examples`` holds: Review (chapter 9), Pair (chapter 10) or TaggedSentence (chapter 11)."""
+    for dataset, kind in _DATASETS.items():
+        if isinstance(examples, dataset):
+            return kind
+    check_list_of(name, examples, tuple(_TASKS), "Review (see load_sentiment()), Pair (see load_snli()), "
+                  "TaggedSentence (see read_named_entities()) or their datasets")
     kinds = {type(x) for x in examples}
     if len(kinds) > 1:
-        raise TypeError(f"{name} must hold one kind of example, got both Review and Pair")
-    return review_loader if kinds == {Review} else pair_loader
+        raise TypeError(f"{name} must hold one kind of example, got {', '.join(sorted(k.__name__ for k in kinds))}")
+    return kinds.pop()
 
 
-def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs: int = RECIPE["epochs"],
+def finetune(model: BERTClassifier | TokenTagger, tokenizer, train, validation=None, *, epochs: int = RECIPE["epochs"],
              lr: float = RECIPE["lr"], batch_size: int = RECIPE["batch_size"],
              warmup_ratio: float = RECIPE["warmup_ratio"], weight_decay: float = RECIPE["weight_decay"],
              clip: float | None = RECIPE["clip"], evals_per_epoch: int = 1, seed: int = 0, amp="auto",
              train_word_embeddings: bool = True, checkpointing: bool = False, progress: bool = True,
              plot: bool = True, desc: str = N_("fine-tuning"), device: str = "cpu"):
-    """Train ``model`` on ``train`` with the shared loop: reviews (chapter 9) or sentence pairs
-    (chapter 10's :class:`~bertcourse.sentence_pairs.Pair`, with their segment ids); returns the
+    """Train ``model`` on ``train`` with the shared loop: a :class:`BERTClassifier` on reviews
+    (chapter 9) or sentence pairs (chapter 10's :class:`~bertcourse.sentence_pairs.Pair`, with
+    their segment ids), a :class:`~bertcourse.task_heads.TokenTagger` on tagged sentences
+    (chapter 11's :class:`~bertcourse.token_tags.TaggedSentence`); returns the
     :class:`~bertcourse.training.Trainer` (its ``history`` has the losses and the validation
     accuracies, ``elapsed`` the seconds).
 
@@ -405,8 +396,7 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     where it was, so the cells and functions that use it afterwards need not know. The returned
     trainer's optimizer state stays on the training device: to train further, call
     ``finetune`` again (or move the model back to ``trainer.device`` before ``trainer.fit()``)."""
-    if not isinstance(model, BERTClassifier):
-        raise TypeError(f"model must be a BERTClassifier, got {type(model).__name__}")
+    check_instance("model", model, (BERTClassifier, TokenTagger), "see build_classifier() or build_tagger()")
     check_tokenizer_fits(tokenizer, model)
     check_positive_int("epochs", epochs)
     check_positive_int("evals_per_epoch", evals_per_epoch)
@@ -417,9 +407,14 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     check_bool("progress", progress)
     check_bool("plot", plot)
     check_instance("desc", desc, str, "the progress bar's label")
-    loader = _loader_for(train, "train")
-    if validation is not None and _loader_for(validation, "validation") is not loader:
-        raise TypeError("validation must hold what train holds (reviews, or sentence pairs)")
+    kind = _kind_of(train, "train")
+    if validation is not None and _kind_of(validation, "validation") is not kind:
+        raise TypeError(f"validation must hold what train holds ({kind.__name__}), got "
+                        f"{_kind_of(validation, 'validation').__name__}")
+    loader, step, evaluate, head = _TASKS[kind]
+    if not isinstance(model, head):
+        raise TypeError(f"model must be a {head.__name__} to train on {kind.__name__} examples, got "
+                        f"{type(model).__name__}")
     train_loader = loader(train, tokenizer, batch_size, shuffle=True, seed=seed)
     steps = epochs * len(train_loader)
     # evaluation in batches of the training size, shortest sentences first: little padding,
@@ -434,8 +429,8 @@ def finetune(model: BERTClassifier, tokenizer, train, validation=None, *, epochs
     table.requires_grad_(train_word_embeddings)
     was_checkpointing, model.encoder.checkpointing = model.encoder.checkpointing, checkpointing
     try:
-        trainer = Trainer(model, train_loader, classification_step, cfg, eval_loader=eval_loader,
-                          eval_fn=None if eval_loader is None else evaluate_classifier, desc=desc)
+        trainer = Trainer(model, train_loader, step, cfg, eval_loader=eval_loader,
+                          eval_fn=None if eval_loader is None else evaluate, desc=desc)
         trainer.fit(progress=progress, plot=plot)
     finally:
         table.requires_grad_(True)
