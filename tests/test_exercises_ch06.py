@@ -197,7 +197,7 @@ def q4_no_dim(logits, labels):
 
 
 @pytest.mark.parametrize("wrong, phrases", [
-    (q4_float_labels, ["your code raised IndexError: tensors used as indices must be long", "labels is int64"]),
+    (q4_float_labels, [Q4_GOT, "IndexError: tensors used as indices must be long", "labels is int64"]),
     (q4_float_labels_gather, [Q4_GOT, "Expected dtype int32/int64 for index", "labels is int64"]),
     (q4_gather_flat_labels, [Q4_GOT, "Index tensor must have the same number of dimensions", "(batch, 2) = (6, 2)",
                              "labels is (batch,) = (6,)"]),

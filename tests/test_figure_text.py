@@ -31,6 +31,8 @@ from bertcourse.pretrain import pretrain  # noqa: E402
 from bertcourse.pretrained_bert import LoadReport, Pretrained  # noqa: E402
 from bertcourse.reviews import LABELS as SENTIMENT_LABELS, Review  # noqa: E402
 from bertcourse.sentence_pairs import LABELS as PAIR_LABELS, Pair  # noqa: E402
+from bertcourse.task_heads import TokenTagger  # noqa: E402
+from bertcourse.token_tags import TAGS  # noqa: E402
 from bertcourse.seq2seq import make_date_dataset  # noqa: E402
 from bertcourse.training import TrainConfig, Trainer, plot_history  # noqa: E402
 from bertcourse.transformer import EncoderDecoder, TransformerDecoder, TransformerEncoder  # noqa: E402
@@ -45,6 +47,7 @@ from bertcourse.widgets import nsp as w_nsp  # noqa: E402
 from bertcourse.widgets import pairs as w_pairs  # noqa: E402
 from bertcourse.widgets import positional as w_pos  # noqa: E402
 from bertcourse.widgets import scaling as w_scaling  # noqa: E402
+from bertcourse.widgets import tags as w_tags  # noqa: E402
 from bertcourse.widgets import transformer as w_transformer  # noqa: E402
 
 OPEN, CLOSE = "‹", "›"
@@ -283,6 +286,22 @@ def test_inference_explorer(zh, tokenizer, classifier):
     labels = words_of(list(PAIR_LABELS))                               # the data set's label names
     check_figure(w.figure, words_of(w.state["pieces"]) | labels)
     w.premise.value = ""
+    check_figure(w.figure)
+
+
+def test_tag_explorer(zh, tokenizer):
+    torch.manual_seed(0)
+    cfg = BERTConfig(vocab_size=len(tokenizer.vocab), num_hiddens=16, ffn_num_hiddens=32, num_heads=2, num_blks=1,
+                     max_len=64)
+    tagger = TokenTagger(cfg, num_tags=len(TAGS))
+    with torch.no_grad():
+        tagger.head.weight.normal_(0.0, 0.5)     # a random head: entities, and words tagged O
+    w = w_tags.TagExplorer(tagger.eval(), tokenizer, ["the fox is red."], text="velora is a country in the north.")
+    assert w.state["entities"] and not all(w.state["first_piece"][1:-1])     # entities, and later pieces
+    check(control_texts(w))
+    tags = words_of(list(TAGS))                                # the tag names, as the data set writes them
+    check_figure(w.figure, words_of(w.state["pieces"]) | tags)
+    w.text.value = ""
     check_figure(w.figure)
 
 

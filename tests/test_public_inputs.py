@@ -392,12 +392,13 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "exercises.ch07.first_mlm_loss": Fuzz(given={"bert_init": lambda e: True}),
     "exercises.ch08.sentence_cosine": Fuzz(skip=TEXT_FREE),
     "exercises.ch10.one_side_accuracies": NO_ARGS,
+    "exercises.ch11.all_o_scores": NO_ARGS,
     "exercises.ch13.activation_mb": NO_ARGS,
     # finetune, probing, reviews
     "finetune.ClassifierConfig": Fuzz(given={"bert": lambda e: e.cfg_tok}),
     "finetune.BERTClassifier": OBJECTS,
     "finetune.UntrainedClassifierError": ERROR,
-    "finetune.starting_model": Fuzz(given={"source": lambda e: "scratch"}),
+    "pretrained_bert.starting_model": Fuzz(given={"source": lambda e: "scratch"}),
     "finetune.build_classifier": Fuzz(given={"source": lambda e: "scratch"}),
     "finetune.save_classifier": Fuzz(given={"model": lambda e: e.clf}),
     "finetune.load_classifier": Fuzz(),
@@ -620,6 +621,8 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "token_tags.tagged_loader": Fuzz(given={"sentences": TAGGED}),
     "token_tags.bio_entities": TAG_LISTS,
     "token_tags.entity_scores": TAG_LISTS,
+    "token_tags.entity_f1_se": Fuzz(given={"gold": lambda e: [["B-PER", "O"]], "predicted": lambda e: [["B-PER", "O"]],
+                                           "baseline": lambda e: [["O", "O"]]}),
     "token_tags.token_accuracy": TAG_LISTS,
     "token_tags.all_o_tagger": TAG_LISTS,
     "token_tags.most_frequent_tag": Fuzz(given={"train": TAGGED, "word_lists": lambda e: [["Anna", "ran"]]}),
@@ -660,6 +663,9 @@ TABLE: dict[str, Fuzz | Exempt] = {
                                            "labels": lambda e: torch.tensor([[-100, 1, 2, -100]])}),
     "task_heads.span_loss": Fuzz(given={"start_logits": lambda e: torch.randn(2, 5), "end_logits": lambda e: torch.randn(2, 5),
                                         "starts": lambda e: torch.tensor([0, 1]), "ends": lambda e: torch.tensor([0, 3])}),
+    "task_heads.predict_piece_tags": Fuzz(given={
+        "model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"]).TokenTagger(e.cfg_tok, 7),
+        "dataset": lambda e: __import__("bertcourse.token_tags", fromlist=["x"]).TaggedDataset(TAGGED(e), e.tok)}),
     "task_heads.predict_tags": Fuzz(given={
         "model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"]).TokenTagger(e.cfg_tok, 7),
         "dataset": lambda e: __import__("bertcourse.token_tags", fromlist=["x"]).TaggedDataset(TAGGED(e), e.tok)}),
@@ -745,6 +751,13 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "widgets.pairs.draw_inference": Exempt("takes only the dict inference_data returns: its wrong inputs are tested "
                                            "in tests/test_widgets_pairs.py"),
     "widgets.pairs.InferenceExplorer": Fuzz(given={"model": lambda e: e.clf_nli, "examples": PAIRS}),
+    "widgets.tags.tag_data": Fuzz(given={"model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"])
+                                         .TokenTagger(e.cfg_tok, 7).eval()}),
+    "widgets.tags.draw_tags": Exempt("takes only the dict tag_data returns: its wrong inputs are tested "
+                                     "in tests/test_widgets_tags.py"),
+    "widgets.tags.TagExplorer": Fuzz(given={"model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"])
+                                            .TokenTagger(e.cfg_tok, 7).eval(),
+                                            "examples": lambda e: ["Anna ran to Oslo ."]}),
     "widgets.positional.encoding_view": Fuzz(given={"position": lambda e: 3, "dims": lambda e: (0, 1)}),
     "widgets.positional.binary_table": Fuzz(given={"num_positions": lambda e: 4, "num_bits": lambda e: 3}),
     "widgets.positional.draw_explorer": OBJECTS,
