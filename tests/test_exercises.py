@@ -1058,7 +1058,8 @@ def _package_path(node: ast.ImportFrom) -> list | None:
 @pytest.mark.parametrize("module", CHAPTERS, ids=lambda m: m.__name__.rsplit(".", 1)[1])
 def test_chapter_module_imports_only_public_names_of_core_modules(module):
     """No widgets, no other module's private names, and from the exercises package only the
-    machinery: core (exercises) and quiz (the chapter's quiz), never another chapter."""
+    machinery: core (exercises), quiz (the chapter's quiz) and guesses (prediction exercises of
+    several shares), never another chapter."""
     tree = ast.parse(open(module.__file__, encoding="utf-8").read())
     module_aliases = set()
     for node in ast.walk(tree):
@@ -1071,7 +1072,8 @@ def test_chapter_module_imports_only_public_names_of_core_modules(module):
                 where = f"{module.__name__}: from {'.' * node.level}{node.module or ''} import {alias.name}"
                 assert "widgets" not in full, where
                 assert not any(part.startswith("_") for part in full), where
-                assert full[0] != "exercises" or full[:2] in (["exercises", "core"], ["exercises", "quiz"]), where
+                assert full[0] != "exercises" or full[:2] in (["exercises", "core"], ["exercises", "quiz"],
+                                                              ["exercises", "guesses"]), where
                 if not path or path == ["exercises"]:
                     module_aliases.add(alias.asname or alias.name)
         elif isinstance(node, ast.Import):
@@ -1250,3 +1252,25 @@ def test_a_forbidden_function_fails_the_check_by_name_and_is_put_back():
     assert F.cross_entropy is original and my_name_for_it is original
     with pytest.raises(TypeError, match="forbidden must be a list of"):
         Exercise("Qx", "loss", checker, hints=["h"], solution="s", forbidden=[(F, "no_such_function", "x")])
+
+
+def test_guesses_are_shares_judged_against_the_measurement_with_the_chapters_reasons():
+    from bertcourse.exercises.guesses import judge_guesses, predicted_shares
+    keys = ("a", "b")
+    assert predicted_shares({"a": 0.5, "b": 1}, keys, "shares", "a share") == {"a": 0.5, "b": 1.0}
+    with pytest.raises(CheckFailed, match=r"prediction\['b'\] is 94: write a share between 0 and 1 \(0\.94\), not a "
+                                          r"percentage"):
+        predicted_shares({"a": 0.5, "b": 94}, keys, "shares", "a share")
+    with pytest.raises(CheckFailed, match=r"prediction must be a dict with the keys \['a', 'b'\], shares"):
+        predicted_shares({"a": 0.5}, keys, "shares", "a share")
+    measured = {"a": 0.50, "b": 0.80}
+    assert judge_guesses({"a": 0.45, "b": 0.85}, measured, 0.1) == ("a: you said 0.45, measured 0.50, "
+                                                                   "b: you said 0.85, measured 0.80")
+
+    def reasons(guess, measured, off):
+        return [f"{k} too {'low' if guess[k] < measured[k] else 'high'}" for k in off]
+    with pytest.raises(CheckFailed, match=r"^a: you said 0\.20, measured 0\.50, b: you said 0\.85, measured 0\.80\. "
+                                          r"Off by more than 0\.10 on a: a too low\.$"):
+        judge_guesses({"a": 0.2, "b": 0.85}, measured, 0.1, reasons)
+    with pytest.raises(CheckFailed, match=r"Off by more than 0\.10 on a, b\.$"):          # no reasons: none given
+        judge_guesses({"a": 0.2, "b": 0.1}, measured, 0.1)

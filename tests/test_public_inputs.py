@@ -375,6 +375,9 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "exercises.forbidden.check_forbidden": Exempt("a predicate on any value: it answers False, it does not raise"),
     "exercises.forbidden.forbidding": OBJECTS,
     "exercises.core.predicted_choice": Fuzz(given={"answer": lambda e: "A", "choices": lambda e: {"a": "one"}}),
+    "exercises.guesses.predicted_shares": Exempt("reads the learner's prediction: tested in test_exercises.py"),
+    "exercises.guesses.judge_guesses": Exempt("a checker's own helper, given what predicted_shares read and the "
+                                              "measurement: tested in test_exercises.py"),
     "exercises.core.predicted_dict": Exempt("reads the learner's prediction: tested in test_exercises.py"),
     "exercises.core.predicted_number": Exempt("reads the learner's prediction; its message parts come translated "
                                               "from the checker: tested in test_exercises.py"),

@@ -28,7 +28,8 @@ from ..finetuning_baselines import bag_of_words as _ref_bag_of_words
 from ..finetuning_baselines import few_shot_accuracies, words
 from ..training import lr_factor
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, as_number, call_answer, message_of, predicted_dict, run_cases
+from .core import CheckFailed, Exercise, as_number, call_answer, message_of, run_cases
+from .guesses import judge_guesses, predicted_shares
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "quiz", "Q1_SIZE"]
@@ -44,28 +45,27 @@ Q1_TOLERANCE = 0.10
 Q1_KEYS = ("bag of words", "probe")
 
 
+def _q1_reasons(guess: dict, measured: dict, off: list) -> list:
+    # why each key that is off is off (judge_guesses puts these after the report)
+    why = []
+    if "probe" in off and guess["probe"] < measured["probe"]:
+        why.append(_("the probe only fits one linear layer (770 numbers) on top of features that already "
+                     "separate positive from negative: 100 sentences are plenty"))
+    if "bag of words" in off and guess["bag of words"] > measured["bag of words"]:
+        why.append(_("the bag of words only knows the words of its 100 sentences: most test sentences "
+                     "share few of them"))
+    if "bag of words" in off and guess["bag of words"] < measured["bag of words"]:
+        why.append(_("a handful of very common words (great, bad, not, love) already carry much of the signal"))
+    if "probe" in off and guess["probe"] > measured["probe"]:
+        why.append(_("even good features need some data: the probe loses a few points"))
+    return why
+
+
 def _check_q1(answer) -> str:
-    guess = predicted_dict(answer, Q1_KEYS, "prediction", _("test accuracies between 0 and 1"), low=0.0, high=1.0,
-                           must=_("a test accuracy (a number between 0 and 1)"), in_range=_("between 0 and 1"),
-                           blank=_("your guess, a number between 0 and 1"))
+    guess = predicted_shares(answer, Q1_KEYS, _("test accuracies between 0 and 1"),
+                             _("a test accuracy (a number between 0 and 1)"))
     measured = few_shot_accuracies(Q1_SIZE)
-    report = _(", ").join(_("{key}: you said {guess:.2f}, measured {measured:.2f}").format(
-        key=k, guess=guess[k], measured=measured[k]) for k in Q1_KEYS)
-    off = [k for k in Q1_KEYS if abs(guess[k] - measured[k]) > Q1_TOLERANCE]
-    if off:
-        why = []
-        if "probe" in off and guess["probe"] < measured["probe"]:
-            why.append(_("the probe only fits one linear layer (770 numbers) on top of features that already "
-                         "separate positive from negative: 100 sentences are plenty"))
-        if "bag of words" in off and guess["bag of words"] > measured["bag of words"]:
-            why.append(_("the bag of words only knows the words of its 100 sentences: most test sentences "
-                         "share few of them"))
-        if "bag of words" in off and guess["bag of words"] < measured["bag of words"]:
-            why.append(_("a handful of very common words (great, bad, not, love) already carry much of the signal"))
-        if "probe" in off and guess["probe"] > measured["probe"]:
-            why.append(_("even good features need some data: the probe loses a few points"))
-        raise CheckFailed(_("{report}. Off by more than {tolerance:.2f} on {keys}").format(
-            report=report, tolerance=Q1_TOLERANCE, keys=", ".join(off)) + (_(": ") + _("; ").join(why) if why else "") + _("."))
+    report = judge_guesses(guess, measured, Q1_TOLERANCE, _q1_reasons)
     # Both guesses within the tolerance can still say "no advantage" (0.72 and 0.72 when 0.62 and
     # 0.82 are measured): the prediction is about the gap, so it must have at least half of it.
     gap, measured_gap = guess["probe"] - guess["bag of words"], measured["probe"] - measured["bag of words"]

@@ -31,7 +31,8 @@ from ..pretrained_bert import load_pretrained
 from ..reviews import special_ids
 from ..sentence_pairs import Pair, encode_pairs, load_snli
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, Symptom, equal_values, predicted_dict, run_cases, seeded
+from .core import CheckFailed, Exercise, Symptom, equal_values, run_cases, seeded
+from .guesses import judge_guesses, predicted_shares
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "quiz", "one_side_accuracies", "Q1_KEYS", "Q1_SPLITS", "Q1_TOLERANCE"]
@@ -58,38 +59,32 @@ def one_side_accuracies() -> dict:
     return {key: float(result[_SIDES[key]]["test"]) for key in Q1_KEYS}
 
 
+def _q1_reasons(guess: dict, measured: dict, off: list) -> list:
+    # why each key that is off is off (judge_guesses puts these after the report)
+    why = []
+    premise, hypothesis = "premise only", "hypothesis only"
+    if premise in off and guess[premise] > measured[premise]:
+        why.append(_("the premise alone stays at chance, about one in three: almost every premise comes with one "
+                     "hypothesis of each label, so whatever a model answers for it is right for about one pair "
+                     "in three"))
+    if premise in off and guess[premise] < measured[premise]:
+        why.append(_("below one in three is worse than always answering one label: the premise alone gives "
+                     "chance, not less"))
+    if hypothesis in off and guess[hypothesis] < measured[hypothesis]:
+        why.append(_("the hypotheses carry cues to their labels (annotation artefacts): annotators wrote "
+                     "contradictions with words such as 'not', 'nobody' and 'sleeping', entailments with "
+                     "generic words such as 'person' and 'outdoors' (Gururangan et al. 2018; Poliak et al. 2018)"))
+    if hypothesis in off and guess[hypothesis] > measured[hypothesis]:
+        why.append(_("the cues are single words, and a bag of words from 3,000 hypotheses learns only the "
+                     "frequent ones: well above chance, far below a model that reads the pair"))
+    return why
+
+
 def _check_q1(answer) -> str:
-    guess = predicted_dict(answer, Q1_KEYS, "prediction", _("test accuracies between 0 and 1"), low=0.0, high=100.0,
-                           must=_("a test accuracy (a number between 0 and 1)"), in_range=_("between 0 and 1"),
-                           blank=_("your guess, a number between 0 and 1"))
-    for key in Q1_KEYS:
-        if guess[key] > 1:
-            raise CheckFailed(_("prediction[{key!r}] is {value:g}: write a share between 0 and 1 ({share:g}), not a "
-                                "percentage").format(key=key, value=guess[key], share=guess[key] / 100))
+    guess = predicted_shares(answer, Q1_KEYS, _("test accuracies between 0 and 1"),
+                             _("a test accuracy (a number between 0 and 1)"))
     measured = one_side_accuracies()
-    report = _(", ").join(_("{key}: you said {guess:.2f}, measured {measured:.2f}").format(
-        key=k, guess=guess[k], measured=measured[k]) for k in Q1_KEYS)
-    off = [k for k in Q1_KEYS if abs(guess[k] - measured[k]) > Q1_TOLERANCE]
-    if off:
-        why = []
-        premise, hypothesis = "premise only", "hypothesis only"
-        if premise in off and guess[premise] > measured[premise]:
-            why.append(_("the premise alone stays at chance, about one in three: almost every premise comes with one "
-                         "hypothesis of each label, so whatever a model answers for it is right for about one pair "
-                         "in three"))
-        if premise in off and guess[premise] < measured[premise]:
-            why.append(_("below one in three is worse than always answering one label: the premise alone gives "
-                         "chance, not less"))
-        if hypothesis in off and guess[hypothesis] < measured[hypothesis]:
-            why.append(_("the hypotheses carry cues to their labels (annotation artefacts): annotators wrote "
-                         "contradictions with words such as 'not', 'nobody' and 'sleeping', entailments with "
-                         "generic words such as 'person' and 'outdoors' (Gururangan et al. 2018; Poliak et al. 2018)"))
-        if hypothesis in off and guess[hypothesis] > measured[hypothesis]:
-            why.append(_("the cues are single words, and a bag of words from 3,000 hypotheses learns only the "
-                         "frequent ones: well above chance, far below a model that reads the pair"))
-        raise CheckFailed(_("{report}. Off by more than {tolerance:.2f} on {keys}").format(
-            report=report, tolerance=Q1_TOLERANCE, keys=", ".join(off))
-            + (_(": ") + _("; ").join(why) if why else "") + _("."))
+    report = judge_guesses(guess, measured, Q1_TOLERANCE, _q1_reasons)
     # Both guesses within the tolerance can still say "no difference" (0.40 and 0.45 when 0.34 and
     # 0.55 are measured): the prediction is about the gap, so it must have at least half of it.
     gap = guess["hypothesis only"] - guess["premise only"]

@@ -29,7 +29,8 @@ from .. import token_tags
 from ..token_tags import (TAGS, align_labels, all_o_tagger, bio_entities, entity_scores, read_named_entities,
                           split_by_document, token_accuracy)
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, Symptom, equal_values, predicted_dict, run_cases
+from .core import CheckFailed, Exercise, Symptom, equal_values, run_cases
+from .guesses import judge_guesses, predicted_shares
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "quiz", "all_o_scores", "Q1_KEYS", "Q1_SPLIT", "Q1_TOLERANCE"]
@@ -63,38 +64,31 @@ def all_o_scores() -> dict:
     return dict(zip(Q1_KEYS, _all_o_measured()))
 
 
+def _q1_reasons(guess: dict, measured: dict, off: list) -> list:
+    # why each key that is off is off (judge_guesses puts these after the report)
+    why = []
+    accuracy, f1 = "token accuracy", "entity F1"
+    if accuracy in off and guess[accuracy] < measured[accuracy]:
+        why.append(_("most words are outside every entity: {share:.0%} of the test words are tagged O, and "
+                     "the all-O tagger gets every one of them right").format(share=measured[accuracy]))
+    if accuracy in off and guess[accuracy] > measured[accuracy]:
+        why.append(_("not every word is O: the words of the entities, {share:.0%} of the test words, are all "
+                     "tagged wrong").format(share=1 - measured[accuracy]))
+    if f1 in off and abs(guess[f1] - guess[accuracy]) <= 0.15:
+        why.append(_("entity F1 is not token accuracy under another name: it counts entities, not words, and "
+                     "the all-O tagger predicts none. It finds none of the gold entities (recall 0), and F1 is "
+                     "defined as 0 then, however many O words it gets right"))
+    elif f1 in off:
+        why.append(_("the all-O tagger predicts no entity, so it finds none of the gold ones: recall 0, and F1, "
+                     "the harmonic mean of precision and recall, is 0 (precision is 0/0 with no prediction, "
+                     "reported as 0)"))
+    return why
+
+
 def _check_q1(answer) -> str:
-    guess = predicted_dict(answer, Q1_KEYS, "prediction", _("scores between 0 and 1"), low=0.0, high=100.0,
-                           must=_("a number between 0 and 1"), in_range=_("between 0 and 1"),
-                           blank=_("your guess, a number between 0 and 1"))
-    for key in Q1_KEYS:
-        if guess[key] > 1:
-            raise CheckFailed(_("prediction[{key!r}] is {value:g}: write a share between 0 and 1 ({share:g}), not a "
-                                "percentage").format(key=key, value=guess[key], share=guess[key] / 100))
+    guess = predicted_shares(answer, Q1_KEYS, _("scores between 0 and 1"), _("a number between 0 and 1"))
     measured = all_o_scores()
-    report = _(", ").join(_("{key}: you said {guess:.2f}, measured {measured:.2f}").format(
-        key=k, guess=guess[k], measured=measured[k]) for k in Q1_KEYS)
-    off = [k for k in Q1_KEYS if abs(guess[k] - measured[k]) > Q1_TOLERANCE]
-    if off:
-        why = []
-        accuracy, f1 = "token accuracy", "entity F1"
-        if accuracy in off and guess[accuracy] < measured[accuracy]:
-            why.append(_("most words are outside every entity: {share:.0%} of the test words are tagged O, and "
-                         "the all-O tagger gets every one of them right").format(share=measured[accuracy]))
-        if accuracy in off and guess[accuracy] > measured[accuracy]:
-            why.append(_("not every word is O: the words of the entities, {share:.0%} of the test words, are all "
-                         "tagged wrong").format(share=1 - measured[accuracy]))
-        if f1 in off and abs(guess[f1] - guess[accuracy]) <= 0.15:
-            why.append(_("entity F1 is not token accuracy under another name: it counts entities, not words, and "
-                         "the all-O tagger predicts none. It finds none of the gold entities (recall 0), and F1 is "
-                         "defined as 0 then, however many O words it gets right"))
-        elif f1 in off:
-            why.append(_("the all-O tagger predicts no entity, so it finds none of the gold ones: recall 0, and F1, "
-                         "the harmonic mean of precision and recall, is 0 (precision is 0/0 with no prediction, "
-                         "reported as 0)"))
-        raise CheckFailed(_("{report}. Off by more than {tolerance:.2f} on {keys}").format(
-            report=report, tolerance=Q1_TOLERANCE, keys=", ".join(off))
-            + (_(": ") + _("; ").join(why) if why else "") + _("."))
+    report = judge_guesses(guess, measured, Q1_TOLERANCE, _q1_reasons)
     return _("{report}: both within {tolerance:.2f}. Tagging every word O is right on every word outside an "
              "entity, {share:.0%} of them, and finds no entity: entity F1 0. Token accuracy mostly counts the O "
              "words; entity F1 counts whole entities.").format(
