@@ -436,9 +436,11 @@ def entity_f1_se(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str
     check_int("num_resamples", num_resamples, low=2)
     check_positive_int("seed", seed, allow_zero=True)
 
+    gold_spans = [set(_spans(g)) for g in gold]
+
     def counts(tags):        # per sentence: true positives, predicted entities, gold entities
-        return np.array([[len(set(_spans(g)) & set(_spans(p))), len(_spans(p)), len(_spans(g))]
-                         for g, p in zip(gold, tags)], dtype=np.float64).reshape(-1, 3)
+        rows = [(len(g & p), len(p), len(g)) for g, p in zip(gold_spans, (set(_spans(t)) for t in tags))]
+        return np.array(rows, dtype=np.float64).reshape(-1, 3)
     draws = np.random.default_rng(seed).integers(0, len(gold), size=(num_resamples, len(gold)))
 
     def f1s(tags):
