@@ -8,7 +8,8 @@ licences and an ``ATTRIBUTION.md``) and are read with ``importlib.resources``.
 * :func:`read_questions` reads ``"squadshifts_new_wiki"`` (training: 7,938 questions on 1,581
   paragraphs, 1-5 reference answers each) or ``"xquad_en"`` (test: 1,190 questions of SQuAD
   v1.1's development set on 240 paragraphs, one answer each) as :class:`Question` records,
-  and checks that every answer's text is the context at its ``char_start``.
+  and checks that every answer's text is the context at its ``char_start``;
+  :func:`load_questions` makes the course's splits (:class:`QuestionSplits`).
 * SQuAD v1.1's official scoring: :func:`normalize_answer`, :func:`exact_match`, :func:`f1`
   (each the best over the references), :func:`squad_scores` (percent, and per question, for
   :func:`bootstrap_se`).
@@ -17,7 +18,8 @@ licences and an ``ATTRIBUTION.md``) and are read with ``importlib.resources``.
   context); :func:`answer_positions` labels an answer with its (start, end) pieces in a window,
   ``(0, 0)`` (``[CLS]``) where it is not wholly inside; :class:`WindowDataset`,
   :func:`collate_windows` and :func:`window_loader` make the batches a span head trains on.
-* Decoding: :func:`best_span` (the best valid span of one window), :func:`span_text` (its
+* Decoding: :func:`best_span` (the best valid span of one window; :func:`best_spans` the runners-up
+  too), :func:`span_text` (its
   characters), :func:`best_answer` (the best over all windows of a question: a :class:`Prediction`).
 * A baseline without learning: :func:`sentence_overlap_baseline` answers with the sentence
   (:func:`split_sentences`) sharing the most content words with the question.
@@ -31,20 +33,23 @@ import json
 import re
 import string
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from ._checks import (check_choice, check_dim, check_finite_number, check_instance, check_int, check_int_list,
-                      check_length, check_list_of, check_positive_int, check_str_list, check_tensor, check_text)
+from ._checks import (check_bool, check_choice, check_dim, check_finite_number, check_instance, check_int,
+                      check_int_list, check_length, check_list_of, check_positive_int, check_str_list, check_tensor,
+                      check_text)
 from .batching import length_loader
-from .reviews import special_ids
+from .reviews import Splits, special_ids
+from .utils import stable_order_key
 from .wordpiece import hf_tokenizer
 
-__all__ = ["DATASETS", "Question", "read_questions", "normalize_answer", "exact_match", "f1", "squad_scores",
-           "bootstrap_se", "Window", "make_windows", "answer_positions", "WindowDataset", "collate_windows",
-           "window_loader", "best_span", "span_text", "Prediction",
+__all__ = ["DATASETS", "Question", "read_questions", "QuestionSplits", "load_questions", "normalize_answer",
+           "exact_match", "f1", "squad_scores", "bootstrap_se", "Window", "make_windows", "answer_positions",
+           "WindowDataset", "collate_windows", "window_loader", "best_span", "best_spans", "span_text", "Prediction",
            "best_answer", "STOP_WORDS", "split_sentences", "sentence_overlap_baseline"]
 
 # ----------------------------------------------------------------------------------------
@@ -135,6 +140,45 @@ def read_questions(name: str) -> list[Question]:
                 except (TypeError, ValueError) as e:
                     raise ValueError(f"{file} {where}: {e}") from None
     return questions
+
+
+@dataclass
+class QuestionSplits(Splits):
+    """The three splits (lists of :class:`Question`) and the seed that made them."""
+    ITEM: ClassVar[type] = Question
+    ITEM_HINT: ClassVar[str] = "Question (see load_questions())"
+
+
+def load_questions(train_size: int | None = 1000, validation_size: int = 300, test_size: int | None = 300,
+                   seed: int = 0, validation_articles: int = 5) -> QuestionSplits:
+    """The course's splits: train and validate on SQuADShifts' new Wikipedia paragraphs, test on
+    XQuAD's English questions (SQuAD v1.1's development set; the two files share no article).
+
+    ``validation``: ``validation_size`` questions of ``validation_articles`` whole articles of
+    SQuADShifts (of its 48), the first in a hash order of ``seed`` and the title; no article is on
+    both sides (a paragraph's neighbours name the same people and places). ``train``: ``train_size``
+    questions (all with ``None``) of the other articles, ``test``: ``test_size`` of XQuAD's 1,190
+    (all with ``None``). Questions are chosen in a hash order of ``seed`` and their id and kept in
+    file order, so the choices depend on seed and ids only."""
+    check_positive_int("train_size", train_size, allow_none=True)
+    check_positive_int("validation_size", validation_size)
+    check_positive_int("test_size", test_size, allow_none=True)
+    check_positive_int("seed", seed, allow_zero=True)
+    pool, test = read_questions("squadshifts_new_wiki"), read_questions("xquad_en")
+    titles = sorted({q.title for q in pool}, key=lambda t: stable_order_key(seed, t))
+    check_int("validation_articles", validation_articles, low=1, high=len(titles) - 1)
+    held_out = set(titles[:validation_articles])
+
+    def sample(questions, n, name):
+        if n is not None and n > len(questions):
+            raise ValueError(f"{name} must be at most {len(questions)}, got {n}")
+        chosen = set(sorted(range(len(questions)), key=lambda i: stable_order_key(seed, questions[i].id))[:n])
+        return [q for i, q in enumerate(questions) if i in chosen]
+
+    rest = [q for q in pool if q.title not in held_out]
+    return QuestionSplits(sample(rest, train_size, "train_size"),
+                          sample([q for q in pool if q.title in held_out], validation_size, "validation_size"),
+                          sample(test, test_size, "test_size"), seed)
 
 
 # ----------------------------------------------------------------------------------------
@@ -387,17 +431,28 @@ class WindowDataset(Dataset):
     first reference answer (:func:`answer_positions`; ``(0, 0)`` where the window does not hold
     it wholly): ``dataset[i] = (ids, segments, start, end)`` (1-D long tensors and two ints).
     ``questions``, ``windows``, ``question_of`` (the index in ``questions`` of each window's
-    question), ``lengths`` and ``pad_id`` are attributes."""
+    question), ``lengths`` and ``pad_id`` are attributes.
 
-    def __init__(self, questions: list, tokenizer, max_len: int = 192, stride: int = 64):
+    ``only_with_answer=True`` keeps only the windows that hold the answer (for training: a window
+    without it teaches only "point at ``[CLS]``"; chapter 12 measures what leaving them out
+    costs). Decoding needs every window of a question: keep the default there."""
+
+    def __init__(self, questions: list, tokenizer, max_len: int = 192, stride: int = 64,
+                 only_with_answer: bool = False):
         check_list_of("questions", questions, Question, "Question (see read_questions())")
+        check_bool("only_with_answer", only_with_answer)
         self.questions, self.windows, self.question_of, self.targets = list(questions), [], [], []
         for q_index, q in enumerate(self.questions):
             text, char_start = q.answers[0]
             for w in make_windows(tokenizer, q.question, q.context, max_len, stride):
+                target = answer_positions(w, text, char_start)
+                if only_with_answer and target == (0, 0):
+                    continue
                 self.windows.append(w)
                 self.question_of.append(q_index)
-                self.targets.append(answer_positions(w, text, char_start))
+                self.targets.append(target)
+        if not self.windows:
+            raise ValueError("questions gave no window that holds its answer (only_with_answer=True)")
         self.lengths = torch.tensor([len(w) for w in self.windows])
         self.pad_id = special_ids(tokenizer)["[PAD]"]
 
@@ -449,7 +504,16 @@ def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, window: Wind
     ``n_best`` (BERT's ``n_best_size``): only the ``n_best`` highest start and end logits of
     the context are candidates, as in ``run_squad.py``; when no valid span is left among
     them, or with ``n_best=None``, every valid span is (an exact search: cheap as one
-    masked ``(m, m)`` matrix of scores over the window's ``m`` context pieces)."""
+    masked ``(m, m)`` matrix of scores over the window's ``m`` context pieces). A tie goes to
+    the earlier start, then the earlier end. :func:`best_spans` gives the runners-up too."""
+    return best_spans(start_logits, end_logits, window, max_answer_len, n_best, top=1)[0]
+
+
+def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, window: Window, max_answer_len: int = 30,
+               n_best: int | None = 20, top: int = 5) -> list[tuple[int, int, float]]:
+    """The ``top`` best valid spans ``(start, end, score)`` of ``window``, best first, by
+    :func:`best_span`'s rule (its first is the span ``best_span`` picks): what a decoder weighs
+    before it answers."""
     check_instance("window", window, Window, "see make_windows()")
     n = len(window)
     for name, x in (("start_logits", start_logits), ("end_logits", end_logits)):
@@ -458,6 +522,7 @@ def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, window: Wind
         check_dim(name, x, 0, n, f"({n},): one logit per window position")
     check_positive_int("max_answer_len", max_answer_len)
     check_positive_int("n_best", n_best, allow_none=True)
+    check_positive_int("top", top)
     lo, hi = window.context_start, n - 1
     s, e = start_logits.detach()[lo:hi].double().cpu(), end_logits.detach()[lo:hi].double().cpu()
     m = hi - lo
@@ -472,10 +537,10 @@ def best_span(start_logits: torch.Tensor, end_logits: torch.Tensor, window: Wind
         pruned = valid & cand_s[:, None] & cand_e[None, :]
         if bool(pruned.any()):
             valid = pruned
-    scores = (s[:, None] + e[None, :]).masked_fill(~valid, float("-inf"))
-    best = int(scores.argmax())
-    i, j = divmod(best, m)
-    return lo + i, lo + j, float(scores[i, j])
+    scores = (s[:, None] + e[None, :]).masked_fill(~valid, float("-inf")).flatten()
+    # a stable sort of the row-major scores: ties keep the earlier start, then the earlier end
+    order = torch.sort(scores, descending=True, stable=True).indices[:min(top, int(valid.sum()))]
+    return [(lo + int(k) // m, lo + int(k) % m, float(scores[k])) for k in order]
 
 
 def span_text(window: Window, context: str, start: int, end: int) -> str:

@@ -368,3 +368,69 @@ def test_window_dataset_labels_every_window_of_every_question(tok, long_context)
     assert batch["starts"].tolist() == [ds[0][2], ds[1][2]]
     n = sum(len(b["starts"]) for b in window_loader(ds, tok, batch_size=3, shuffle=True))
     assert n == len(ds)
+
+
+def test_load_questions_splits_by_article_and_depends_on_seed_and_ids_only():
+    from bertcourse.answer_spans import QuestionSplits, load_questions
+    splits = load_questions(train_size=400, validation_size=100, test_size=50, seed=0)
+    assert isinstance(splits, QuestionSplits)
+    assert (len(splits.train), len(splits.validation), len(splits.test)) == (400, 100, 50)
+    train_titles, validation_titles = {q.title for q in splits.train}, {q.title for q in splits.validation}
+    assert len(validation_titles) == 5 and not train_titles & validation_titles        # whole articles
+    assert {q.id for q in splits.test} <= {q.id for q in A.read_questions("xquad_en")}
+    again = load_questions(train_size=400, validation_size=100, test_size=50, seed=0)
+    assert [q.id for q in again.train] == [q.id for q in splits.train]
+    # a larger sample holds the smaller one (a hash order, cut), in file order
+    larger = load_questions(train_size=800, validation_size=100, test_size=100, seed=0)
+    assert {q.id for q in splits.train} < {q.id for q in larger.train}
+    order = {q.id: i for i, q in enumerate(A.read_questions("xquad_en"))}
+    assert [order[q.id] for q in larger.test] == sorted(order[q.id] for q in larger.test)
+    other = load_questions(train_size=400, validation_size=100, test_size=50, seed=1)
+    assert {q.id for q in other.test} != {q.id for q in splits.test}
+    everything = load_questions(train_size=None, test_size=None)
+    assert len(everything.test) == 1190 and len(everything.train) + sum(
+        q.title in validation_titles for q in A.read_questions("squadshifts_new_wiki")) == 7938
+    with pytest.raises(ValueError, match=r"test_size must be at most 1190, got 2000"):
+        load_questions(test_size=2000)
+    with pytest.raises(ValueError, match="validation_articles"):
+        load_questions(validation_articles=48)
+    with pytest.raises(TypeError, match="train_size"):
+        load_questions(train_size="1000")
+
+
+def test_best_spans_ranks_the_valid_spans_and_starts_with_best_span(tok, long_context):
+    from bertcourse.answer_spans import best_spans
+    w = make_windows(tok, "Which town is it?", long_context, max_len=40, stride=8)[0]
+    lo, hi = w.context_start, len(w) - 1
+    g = torch.Generator().manual_seed(0)
+    s, e = (torch.randn(len(w), generator=g) for _ in range(2))
+    ranked = best_spans(s, e, w, max_answer_len=5, n_best=None, top=10)
+    brute = sorted(((float(s[i].double() + e[j].double()), i, j) for i in range(lo, hi)
+                    for j in range(i, min(hi, i + 5))), key=lambda t: (-t[0], t[1], t[2]))[:10]
+    assert [(i, j) for i, j, _ in ranked] == [(i, j) for _, i, j in brute]
+    assert ranked[0] == best_span(s, e, w, max_answer_len=5, n_best=None)
+    assert [r[2] for r in ranked] == sorted((r[2] for r in ranked), reverse=True)
+    assert len(best_spans(s, e, w, max_answer_len=1, n_best=None, top=1000)) == hi - lo    # one-piece spans only
+    ties = best_spans(torch.zeros(len(w)), torch.zeros(len(w)), w, max_answer_len=2, n_best=None, top=3)
+    assert [(i, j) for i, j, _ in ties] == [(lo, lo), (lo, lo + 1), (lo + 1, lo + 1)]     # earlier start first
+    with pytest.raises(ValueError, match="top"):
+        best_spans(s, e, w, top=0)
+
+
+def test_window_dataset_can_keep_only_the_windows_that_hold_the_answer(tok, long_context):
+    from bertcourse.answer_spans import Question, WindowDataset
+    answer = "Café Zürich"
+    q = Question("q1", "what is it?", long_context, ((answer, long_context.index(answer)),))
+    every = WindowDataset([q], tok, max_len=48, stride=16)
+    holding = WindowDataset([q], tok, max_len=48, stride=16, only_with_answer=True)
+    assert 0 < len(holding) < len(every)
+    assert holding.targets == [t for t in every.targets if t != (0, 0)]
+    assert [w.first_piece for w in holding.windows] == [w.first_piece for w, t in zip(every.windows, every.targets)
+                                                          if t != (0, 0)]
+    assert holding.lengths.tolist() == [len(w) for w in holding.windows]
+    cut = Question("q2", "what?", "a b c d e f", (("a b c d e f", 0),))    # 6 pieces, windows of 3
+    assert WindowDataset([cut], tok, max_len=8, stride=0).targets == [(0, 0), (0, 0)]
+    with pytest.raises(ValueError, match="no window that holds its answer"):
+        WindowDataset([cut], tok, max_len=8, stride=0, only_with_answer=True)
+    with pytest.raises(TypeError, match="only_with_answer"):
+        WindowDataset([q], tok, only_with_answer=1)

@@ -690,5 +690,34 @@ def test_finetune_trains_a_tagger_on_tagged_sentences_with_the_same_loop(tiny_to
         finetune(tagger, tiny_tokenizer, splits.train[:4], progress=False, plot=False)
     with pytest.raises(TypeError, match=r"validation must hold what train holds \(TaggedSentence\), got Review"):
         finetune(tagger, tiny_tokenizer, sentences, splits.validation[:4], progress=False, plot=False)
-    with pytest.raises(TypeError, match="model must be a BERTClassifier or TokenTagger"):
+    with pytest.raises(TypeError, match="model must be a BERTClassifier or TokenTagger or SpanPredictor"):
         finetune(tagger.encoder, tiny_tokenizer, sentences, progress=False, plot=False)
+
+
+def test_finetune_trains_a_span_predictor_on_questions_with_the_same_loop(tiny_tokenizer):
+    # chapter 12: the one finetune takes a SpanPredictor and Questions, or their windows
+    from bertcourse.answer_spans import Question, WindowDataset, window_loader
+    from bertcourse.task_heads import SpanPredictor, evaluate_spans
+    torch.manual_seed(0)
+    cfg = BERTConfig(vocab_size=len(tiny_tokenizer), num_hiddens=32, ffn_num_hiddens=64, num_heads=2, num_blks=2,
+                     max_len=128, dropout=0.0)
+    model = SpanPredictor(cfg)
+    context = "the food was good and the phone was bad"
+    questions = [Question("q1", "what was good", context, (("the food", 0),)),
+                 Question("q2", "what was bad", context, (("the phone", 22),))] * 8
+    windows = WindowDataset(questions, tiny_tokenizer, max_len=10, stride=2)
+    assert len(windows) > len(questions)                       # several windows per question
+    in_order = window_loader(windows, tiny_tokenizer, 16)
+    before = evaluate_spans(model, in_order)["loss"]
+    trainer = finetune(model, tiny_tokenizer, windows, windows, batch_size=8, lr=1e-2, epochs=10, progress=False,
+                       plot=False)
+    assert len(trainer.history.step) == 10 * -(-len(windows) // 8)
+    assert trainer.history.evals[-1]["n"] == len(windows)
+    assert evaluate_spans(model, in_order)["loss"] < 0.5 * before and not model.training
+    trainer = finetune(SpanPredictor(cfg), tiny_tokenizer, questions, batch_size=8, progress=False, plot=False)
+    assert len(trainer.history.step) == 2                  # 16 questions, one window each at 192 pieces
+    with pytest.raises(TypeError, match=r"model must be a SpanPredictor to train on Question examples, got "
+                                        r"BERTClassifier"):
+        finetune(tiny_classifier(tiny_tokenizer), tiny_tokenizer, windows, progress=False, plot=False)
+    with pytest.raises(TypeError, match=r"validation must hold what train holds \(Question\)"):
+        finetune(model, tiny_tokenizer, questions, [Review("good", 1, "site")], progress=False, plot=False)

@@ -50,7 +50,8 @@ from ..pretrain import init_bert_weights
 from ..finetuning_baselines import WEIGHT_DECAYS, LogisticRegression, select_weight_decay
 from ..reviews import Review, SentimentDataset, collate_reviews, encode_texts, review_loader, special_ids
 from ..sentence_pairs import Pair, PairDataset, pair_loader
-from ..task_heads import TokenTagger, evaluate_tagger, tagging_step
+from ..answer_spans import Question, WindowDataset, window_loader
+from ..task_heads import SpanPredictor, TokenTagger, evaluate_spans, evaluate_tagger, span_step, tagging_step
 from ..token_tags import TaggedDataset, TaggedSentence, tagged_loader
 from ..training import TrainConfig, Trainer, evaluation_batches, evaluation_mode
 from ..wordpiece import hf_tokenizer
@@ -348,24 +349,28 @@ def _checked(batch: dict) -> dict:
 # computes its loss and the evaluation that reads a validation split (one loop for every task).
 _TASKS = {Review: (review_loader, classification_step, evaluate_classifier, BERTClassifier),
           Pair: (pair_loader, classification_step, evaluate_classifier, BERTClassifier),
-          TaggedSentence: (tagged_loader, tagging_step, evaluate_tagger, TokenTagger)}
-_DATASETS = {SentimentDataset: Review, PairDataset: Pair, TaggedDataset: TaggedSentence}
+          TaggedSentence: (tagged_loader, tagging_step, evaluate_tagger, TokenTagger),
+          Question: (window_loader, span_step, evaluate_spans, SpanPredictor)}
+_DATASETS = {SentimentDataset: Review, PairDataset: Pair, TaggedDataset: TaggedSentence, WindowDataset: Question}
 
 
 def _kind_of(examples, name: str) -> type:
-    """What ``examples`` holds: Review (chapter 9), Pair (chapter 10) or TaggedSentence (chapter 11)."""
+    """What ``examples`` holds: Review (chapter 9), Pair (chapter 10), TaggedSentence (chapter 11) or
+    Question (chapter 12)."""
     for dataset, kind in _DATASETS.items():
         if isinstance(examples, dataset):
             return kind
     check_list_of(name, examples, tuple(_TASKS), "Review (see load_sentiment()), Pair (see load_snli()), "
-                  "TaggedSentence (see read_named_entities()) or their datasets")
+                  "TaggedSentence (see read_named_entities()), Question (see read_questions()) or their "
+                  "datasets")
     kinds = {type(x) for x in examples}
     if len(kinds) > 1:
         raise TypeError(f"{name} must hold one kind of example, got {', '.join(sorted(k.__name__ for k in kinds))}")
     return kinds.pop()
 
 
-def finetune(model: BERTClassifier | TokenTagger, tokenizer, train, validation=None, *, epochs: int = RECIPE["epochs"],
+def finetune(model: BERTClassifier | TokenTagger | SpanPredictor, tokenizer, train, validation=None, *,
+             epochs: int = RECIPE["epochs"],
              lr: float = RECIPE["lr"], batch_size: int = RECIPE["batch_size"],
              warmup_ratio: float = RECIPE["warmup_ratio"], weight_decay: float = RECIPE["weight_decay"],
              clip: float | None = RECIPE["clip"], evals_per_epoch: int = 1, seed: int = 0, amp="auto",
@@ -374,7 +379,10 @@ def finetune(model: BERTClassifier | TokenTagger, tokenizer, train, validation=N
     """Train ``model`` on ``train`` with the shared loop: a :class:`BERTClassifier` on reviews
     (chapter 9) or sentence pairs (chapter 10's :class:`~bertcourse.sentence_pairs.Pair`, with
     their segment ids), a :class:`~bertcourse.task_heads.TokenTagger` on tagged sentences
-    (chapter 11's :class:`~bertcourse.token_tags.TaggedSentence`); returns the
+    (chapter 11's :class:`~bertcourse.token_tags.TaggedSentence`), a
+    :class:`~bertcourse.task_heads.SpanPredictor` on questions (chapter 12's
+    :class:`~bertcourse.answer_spans.Question`, cut into windows of 192 pieces with an overlap
+    of 64; pass a :class:`~bertcourse.answer_spans.WindowDataset` for others); returns the
     :class:`~bertcourse.training.Trainer` (its ``history`` has the losses and the validation
     accuracies, ``elapsed`` the seconds).
 
@@ -396,7 +404,8 @@ def finetune(model: BERTClassifier | TokenTagger, tokenizer, train, validation=N
     where it was, so the cells and functions that use it afterwards need not know. The returned
     trainer's optimizer state stays on the training device: to train further, call
     ``finetune`` again (or move the model back to ``trainer.device`` before ``trainer.fit()``)."""
-    check_instance("model", model, (BERTClassifier, TokenTagger), "see build_classifier() or build_tagger()")
+    check_instance("model", model, (BERTClassifier, TokenTagger, SpanPredictor),
+                   "see build_classifier(), build_tagger() or build_span_predictor()")
     check_tokenizer_fits(tokenizer, model)
     check_positive_int("epochs", epochs)
     check_positive_int("evals_per_epoch", evals_per_epoch)
