@@ -54,6 +54,7 @@ TITLES = {      # as in the README's chapter table
     4: N_("BERT's input"), 5: N_("Masked language modelling"), 6: N_("Next sentence prediction"),
     7: N_("Pretraining a tiny BERT"), 8: N_("A real pretrained BERT"), 9: N_("Fine-tuning BERT"),
     10: N_("Sentence pairs: natural language inference"), 11: N_("Token tags: named entities"),
+    12: N_("Answer spans: question answering"),
     13: N_("BERT in practice"), 14: N_("Scaling up (appendix)"),
 }
 

@@ -51,8 +51,8 @@ def chromium_and_playwright():
 # second shard and made it the longest test of the run (772 s on a 2-core AVX2-only AMD EPYC, chapter
 # 10 about 250 s of it), so it moved to the first: chapters 9 and 10 train on the real model, each a
 # few minutes; the other ten together about as long. Chapter 11 (2026-11-29, about 2 minutes there)
-# joined the second shard, the shorter one.
-COLAB_NBVAL_SHARDS = (("09", "10"), ("07", "11", "14", "03", "08", "13", "05", "01", "02", "04", "06"))
+# joined the second shard, the shorter one, and so did chapter 12 (2026-11-29, about 2 minutes there too).
+COLAB_NBVAL_SHARDS = (("09", "10"), ("07", "11", "12", "14", "03", "08", "13", "05", "01", "02", "04", "06"))
 
 
 COLAB_NBVAL_TEST = "test_notebook_passes_nbval_with_colabs_versions"    # its test in tests/test_colab.py

