@@ -355,18 +355,25 @@ def test_widget_examples_boxes_and_windows(tokenizer, long_paragraph, monkeypatc
     w.window.value = other
     assert w.draws == 3 and w.state["window"] == other and w.state["answer"] == expected["answer"]
     assert w.figure._suptitle.get_text().startswith(f"window {other + 1} of {n}:")
-    assert w.info.value.endswith(html.escape(w.state["notes"][other]))
+    assert html.escape(w.state["notes"][other]) in w.info.value
+    pieces = len(tokenizer.encode(long_paragraph, add_special_tokens=False).ids)
+    assert w.info.value.endswith(f"the paragraph: {pieces} pieces, {n} windows")
 
     w.question.value = "Who fishes in the lake?"      # editing a box leaves the example, shows the answer's window
     assert w.draws == 4 and w.example.value == TYPE_YOUR_OWN and w.state["example"] == TYPE_YOUR_OWN
     assert w.state["window"] == w.state["answer"].window == w.window.value
+    before = w.info.value
+    w.context.value = long_paragraph + " again"      # a word added at the end: the line under the figure changes
+    assert w.draws == 5 and w.info.value != before and f"{pieces + 1} pieces" in w.info.value
+    w.context.value = long_paragraph
+    assert w.draws == 6
 
     w.context.value = PARAGRAPH                       # one window again: the menu follows
-    assert w.draws == 5 and len(w.window.options) == 1 and w.window.disabled and w.state["window"] == 0
+    assert w.draws == 7 and len(w.window.options) == 1 and w.window.disabled and w.state["window"] == 0
     assert model.training                             # the widget gives the mode back
 
     w.question.value = " "
-    assert w.draws == 6 and w.state["windows"] is None and w.state["window"] is None
+    assert w.draws == 8 and w.state["windows"] is None and w.state["window"] is None
     assert w.info.value == "<b>type a question and a paragraph</b>"
     assert w.figure.axes[0].texts[0].get_text() == "type a question and a paragraph"
     w.question.value, w.context.value = QUESTION, "\u200b"

@@ -401,6 +401,13 @@ class SpanExplorer(FigureWidget):
         self._list_windows()
         state = self.state
         note = "" if state["window"] is None else "<br>" + html.escape(state["notes"][state["window"]])
+        if state["windows"]:
+            # the paragraph's size: what a typed change to the paragraph always changes, even where the
+            # window drawn (and so the figure) stays the same
+            last = state["windows"][-1]
+            pieces = last.first_piece + len(last) - 1 - last.context_start
+            note += "<br>" + html.escape(_("the paragraph: {pieces} pieces, {n} windows").format(
+                pieces=pieces, n=len(state["windows"])))
         self.info.value = f"<b>{html.escape(state['message'])}</b>{note}"
 
     def _list_windows(self) -> None:
