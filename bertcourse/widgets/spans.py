@@ -57,7 +57,6 @@ ALONE_COLOURS = ("#08306b", "#7f2704")               # the triangles: each head'
 NEVER_COLOUR = "#c8c8c8"    # [CLS], the question and [SEP]: positions the decoder never answers with
 SPAN_COLOUR = "#fdd835"     # the shaded span
 ROW_PIECES = 48             # pieces per row of bars: a window of 128 positions takes three rows
-N_BEST = 20                 # best_span's n_best (run_squad.py's n_best_size): the candidates' rule below
 BATCH_SIZE = 64             # windows per forward pass, as predict_answers batches them
 MAX_QUESTION_LEN = 64       # make_windows' max_question_len (BERT's max_query_length)
 KEYS = ("question", "context", "windows", "start_logits", "end_logits", "start_probs", "end_probs", "answer",
@@ -92,7 +91,7 @@ def _ranked_spans(start: np.ndarray, end: np.ndarray, window: Window, context: s
     ``(start, end, score, text)``, best first."""
     return [(i, j, score, span_text(window, context, i, j))
             for i, j, score in best_spans(torch.from_numpy(start), torch.from_numpy(end), window, max_answer_len,
-                                          n_best=N_BEST, top=top)]
+                                          top=top)]      # best_answer's n_best too: the default
 
 
 def _note(window: Window, alone: tuple, max_answer_len: int) -> str:
