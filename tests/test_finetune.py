@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pathlib
 import subprocess
 import sys
 
@@ -23,6 +24,10 @@ from bertcourse.finetune import (MODEL_FAMILY, BERTClassifier, ClassifierConfig,
                                  predict_proba, save_classifier, token_contributions,
                                  weights_moved)
 from bertcourse.reviews import (Review, collate_reviews, encode_texts, review_loader, special_ids)
+from bertcourse.checkpoints import read_config
+from bertcourse.finetune import RECIPE
+from bertcourse.sentence_pairs import LABELS
+from bertcourse.token_tags import TAGS
 from bertcourse.bert import mean_pool
 from bertcourse.inspection import sentence_vectors
 from bertcourse.pretrained_bert import load_pretrained
@@ -563,11 +568,50 @@ def run_cli(*args, timeout=240):
 def test_cli_help_explains_every_option():
     out = run_cli("--help")
     assert out.returncode == 0
-    for option in ("--model", "--out", "--epochs", "--lr", "--batch-size", "--warmup-ratio", "--weight-decay",
-                   "--pooling", "--head", "--train-size", "--seed", "--amp", "--threads", "--checkpointing",
-                   "--freeze-word-embeddings", "--quiet", "--device"):
+    for option in ("--task", "--model", "--out", "--epochs", "--lr", "--batch-size", "--warmup-ratio",
+                   "--weight-decay", "--pooling", "--head", "--train-size", "--seed", "--amp", "--threads",
+                   "--checkpointing", "--freeze-word-embeddings", "--no-freeze-word-embeddings", "--quiet", "--device"):
         assert option in out.stdout, option
-    assert "test accuracy: 0.xxx" in " ".join(out.stdout.split())
+    text = " ".join(out.stdout.split())
+    for task, spec in finetune_command.TASKS.items():
+        assert task in text and f"chapter {spec.chapter}" in text and spec.score in text, task
+
+
+def test_cli_help_states_each_tasks_training_pool_and_default_size():
+    """The help's "all 2,400 sentences (sentiment), 3,000 of 8,936 pairs (nli), ..." is what the data hold."""
+    text = " ".join(finetune_command.parser().format_help().split())
+    for task, spec in finetune_command.TASKS.items():
+        pool = len(spec.data()[0])
+        size = f"all {pool:,}" if spec.train_size is None else f"{spec.train_size:,} of {pool:,}"
+        assert f"{size} {spec.examples} ({task})" in text, (task, size)
+
+
+def test_cli_task_defaults_are_the_chapters_recipes():
+    """What `--task nli|ner|qa` trains with by default is what the notebooks (and their spread study,
+    benchmarks/spread_chapters.py, which runs the notebooks' calls) train with."""
+    import importlib.util
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "spread_chapters.py"
+    spec = importlib.util.spec_from_file_location("spread_chapters", path)
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    for task, recipe, sizes in (("nli", study.CH10_RECIPE, study.CH10_SPLITS), ("ner", study.CH11_RECIPE, {}),
+                                ("qa", study.CH12_RECIPE, study.CH12_SPLITS)):
+        args = finetune_command.parse_args(["--task", task, "--out", str(path.parent / "..")])
+        spec = finetune_command.TASKS[task]
+        assert args.lr == recipe["lr"] and args.batch_size == recipe.get("batch_size", RECIPE["batch_size"]), task
+        assert args.freeze_word_embeddings == (not recipe["train_word_embeddings"]), task
+        assert args.train_size == sizes.get("train_size"), task
+        assert args.epochs == 1 and args.seed == 0 and args.head == "random", task
+    assert finetune_command.WINDOWS == study.CH12_WINDOWS
+    nli = finetune_command.TASKS["nli"].data()
+    from bertcourse.sentence_pairs import load_snli
+    chapter = load_snli(**study.CH10_SPLITS)
+    assert finetune_command.TASKS["nli"].subset(nli[0], 3000, 0) == chapter.train
+    assert (nli[1], nli[2]) == (chapter.validation, chapter.test)
+    qa = finetune_command.TASKS["qa"].data()
+    from bertcourse.answer_spans import load_questions
+    chapter = load_questions(**study.CH12_SPLITS)
+    assert finetune_command.TASKS["qa"].subset(qa[0], 1000, 0) == chapter.train and qa[2] == chapter.test
 
 
 @pytest.mark.parametrize("args, message", [
@@ -583,6 +627,16 @@ def test_cli_help_explains_every_option():
     (["--out", "/proc/no/such/folder"], "--out '/proc/no/such/folder' is not a writable folder"),
     (["--out", "{tmp}", "--bogus"], "unrecognized arguments: --bogus"),
     (["--out", "{tmp}", "--device", "gpu"], "--device must be auto, cpu, cuda or cuda:N, got 'gpu'"),
+    (["--out", "{tmp}", "--task", "pos"], "--task must be one of sentiment, nli, ner, qa, got 'pos'"),
+    (["--out", "{tmp}", "--task", "ner", "--pooling", "cls"],
+     "--pooling is for the tasks that classify a whole input (sentiment, nli); --task ner reads every piece's state"),
+    (["--out", "{tmp}", "--task", "qa", "--pooling", "max"], "--pooling must be one of mean, cls, got 'max'"),
+    (["--out", "{tmp}", "--task", "nli", "--head", "probe"],
+     "--head probe is chapter 9's recipe for --task sentiment; --task nli starts its new layer at random"),
+    (["--out", "{tmp}", "--task", "qa", "--train-size", "7000"],
+     "--train-size must be <= 6929 (the training questions of --task qa), got 7000"),
+    (["--out", "{tmp}", "--task", "nli", "--train-size", "9000"],
+     "--train-size must be <= 8936 (the training sentence pairs of --task nli), got 9000"),
 ])
 def test_cli_bad_options_are_one_line_and_exit_code_2(tmp_path, capsys, args, message):
     # the command's main function, as `python -m bertcourse.finetune` calls it (the test below
@@ -619,9 +673,7 @@ def test_cli_freeze_word_embeddings_leaves_the_table_alone(tmp_path, capsys, mon
     """--freeze-word-embeddings reaches the training: the saved table is the initial one, while
     the rest of the encoder moved (two steps of the random twin, in this process; 32 validation
     and test sentences instead of 300 each, since only the weights are checked here)."""
-    full = finetune_command.load_sentiment()
-    monkeypatch.setattr(finetune_command, "load_sentiment", lambda: dataclasses.replace(
-        full, validation=full.validation[:32], test=full.test[:32]))
+    _small_task(monkeypatch, "sentiment", 32)
     args = ["--model", "scratch", "--train-size", "32", "--batch-size", "16", "--threads", "1", "--quiet",
             "--amp", "off", "--seed", "0"]
     initial, _ = build_classifier("scratch", seed=0)
@@ -634,6 +686,82 @@ def test_cli_freeze_word_embeddings_leaves_the_table_alone(tmp_path, capsys, mon
     assert not torch.equal(trained["all"].token_embedding.weight, table)
     for encoder in trained.values():           # the blocks trained in both runs
         assert not torch.equal(encoder.blks[0].ffn.dense1.weight, initial.encoder.blks[0].ffn.dense1.weight)
+
+
+def _small_task(monkeypatch, task: str, n: int = 16):
+    """``--task`` with ``n`` test examples (and validation ones): the command's own run, on the
+    real data's first examples, in seconds."""
+    spec = finetune_command.TASKS[task]
+    train, validation, test = spec.data()
+    small = dataclasses.replace(spec, data=lambda: (train, None if validation is None else validation[:n], test[:n]))
+    monkeypatch.setitem(finetune_command.TASKS, task, small)
+    return test[:n]
+
+
+@pytest.mark.parametrize("task, last, architecture", [
+    ("nli", r"test accuracy: 0\.\d{3}", None),
+    ("ner", r"test entity F1: 0\.\d{3}", "BertForTokenClassification"),
+    ("qa", r"test F1: \d{1,3}\.\d", "BertForQuestionAnswering")])
+def test_cli_trains_each_task_saves_it_and_ends_with_its_test_score(tmp_path, capsys, monkeypatch, task, last,
+                                                                    architecture):
+    import json
+    import re
+    test = _small_task(monkeypatch, task)
+    with command_in_this_process():
+        code = finetune_main(["--task", task, "--model", "scratch", "--train-size", "8", "--batch-size", "4",
+                              "--threads", "1", "--quiet", "--amp", "off", "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert re.fullmatch(last, lines[-1]), lines[-1]
+    assert f"for {task} (chapter {finetune_command.TASKS[task].chapter}) on 8 " in out
+    assert "word embeddings frozen" in out                     # the chapters' recipe
+    if task != "ner":                                          # chapter 11 has no validation split
+        assert re.search(r"epoch 1\.00 \(step \d+\): validation (accuracy|start accuracy) 0\.\d{3}", out), out
+    if architecture is None:                                   # the course's checkpoint, three classes
+        model, tokenizer = load_classifier(tmp_path)
+        assert model.config.num_classes == 3 and tokenizer is not None
+        assert read_config(tmp_path)["extra"]["labels"] == list(LABELS)
+        assert read_config(tmp_path)["extra"]["test_acc"] == pytest.approx(float(lines[-1].split()[-1]), abs=5e-4)
+        return
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["architectures"] == [architecture]
+    run = json.loads((tmp_path / finetune_command.RUN_FILE).read_text())
+    assert run["task"] == task and run["train_size"] == 8 and run["freeze_word_embeddings"] is True
+    score = run["test_entity_f1"] if task == "ner" else run["test_f1"]
+    assert score == pytest.approx(float(lines[-1].split()[-1]), abs=0.05 if task == "qa" else 5e-4)
+    if task == "ner":
+        assert [config["id2label"][str(i)] for i in range(len(TAGS))] == list(TAGS)
+    # the saved head is the trained one: the shape of the task's, moved from where the seed started it
+    from safetensors.torch import load_file
+    from bertcourse.task_heads import build_span_predictor, build_tagger
+    initial = build_tagger("scratch", len(TAGS), seed=0)[0] if task == "ner" else build_span_predictor("scratch", seed=0)[0]
+    saved = load_file(tmp_path / "model.safetensors")["classifier.weight" if task == "ner" else "qa_outputs.weight"]
+    assert saved.shape == initial.head.weight.shape and not torch.equal(saved, initial.head.weight)
+    assert len(test) == 16
+
+
+def test_cli_qa_trains_on_the_windows_that_hold_the_answer(monkeypatch):
+    """--task qa hands finetune chapter 12's windows: 96 pieces, a stride of 32, only those with the answer."""
+    from bertcourse.answer_spans import WindowDataset
+    seen = {}
+
+    def fake_finetune(model, tokenizer, train, validation, **options):
+        seen.update(train=train, validation=validation, options=options)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(finetune_command, "finetune", fake_finetune)
+    _small_task(monkeypatch, "qa")
+    args = finetune_command.parse_args(["--task", "qa", "--model", "scratch", "--train-size", "8", "--out",
+                                        str(pathlib.Path(__file__).parent / "fixtures"), "--quiet"])
+    monkeypatch.setattr(finetune_command, "check_writable", lambda *a: None)
+    with command_in_this_process(), pytest.raises(KeyboardInterrupt):
+        finetune_command.run(args)
+    train = seen["train"]
+    assert isinstance(train, WindowDataset) and isinstance(seen["validation"], WindowDataset)
+    assert len(train.questions) == 8 and (0, 0) not in train.targets
+    assert max(len(w) for w in train.windows) <= 96
+    assert seen["options"]["batch_size"] == 4 and seen["options"]["lr"] == 2e-4
+    assert seen["options"]["train_word_embeddings"] is False
 
 
 def test_a_pair_batch_brings_its_segment_ids_to_the_step_and_the_evaluation(tiny_tokenizer):

@@ -21,7 +21,8 @@ linear probe on frozen features. This module is the fine-tuning itself, one sect
 4. **The model family** (:data:`MODEL_FAMILY`): BERT, RoBERTa, ALBERT, ELECTRA, DistilBERT
    with the figures of their papers, and :func:`encoder_parameters` to count them.
 5. **Command line** (this package's ``__main__.py``):
-   ``python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment``.
+   ``python -m bertcourse.finetune --model minilm --epochs 1 --out runs/sentiment``; chapters
+   10-12's tasks with ``--task nli``, ``--task ner`` or ``--task qa``.
 """
 from __future__ import annotations
 
