@@ -115,6 +115,20 @@ def q2_flat_index_in_place(labels, predictions, num_classes):
     return torch.bincount(labels, minlength=num_classes ** 2).reshape(num_classes, num_classes)
 
 
+def q2_indexed_add(labels, predictions, num_classes):
+    """fails: counts a repeated (label, prediction) pair once"""
+    counts = torch.zeros(num_classes, num_classes, dtype=torch.long)
+    counts[labels, predictions] += 1        # (0, 0) occurs twice in the first case, and is counted once
+    return counts
+
+
+def q2_indexed_set(labels, predictions, num_classes):
+    """fails: counts[labels, predictions] = 1 marks instead of counting"""
+    counts = torch.zeros(num_classes, num_classes)
+    counts[labels, predictions] = 1
+    return counts
+
+
 def test_q2_a_missing_class_in_the_middle_is_named_from_the_index_error():
     result = assert_fails_with(q2, q2_size_from_unique, "class 1 never occurs", "IndexError: index 2 is out of bounds",
                                "Make it num_classes × num_classes")
@@ -244,6 +258,29 @@ def q3_segments_zeroed_in_place(ids, segments, sep_id):
     keep = torch.cat([torch.tensor([True]), segments[1:] == 1])
     segments.zero_()
     return ids[keep], segments[keep]
+
+
+def q3_list_index_on_a_tensor(ids, segments, sep_id):
+    """fails: your code needs the position of the FIRST [SEP] as a Python int"""
+    first = ids.index(sep_id)               # a list's method; a tensor's index() is another one
+    new_ids = torch.cat([ids[:1], ids[first + 1:]])
+    return new_ids, torch.zeros_like(new_ids)
+
+
+def q3_where_as_a_slice_bound(ids, segments, sep_id):
+    """fails: holds the positions of both [SEP]s, a tensor that cannot bound a slice"""
+    first = torch.where(ids == sep_id)[0]   # tensor([i, j]): both [SEP]s
+    new_ids = torch.cat([ids[:1], ids[first + 1:]])
+    return new_ids, torch.zeros_like(new_ids)
+
+
+def test_q3_the_first_seps_position_as_an_int_passes():
+    def by_nonzero(ids, segments, sep_id):
+        first = int((ids == sep_id).nonzero()[0])
+        new_ids = torch.cat([ids[:1], ids[first + 1:]])
+        return new_ids, torch.zeros_like(new_ids)
+
+    assert_passes_with(q3, by_nonzero)
 
 
 def test_q3_a_result_that_is_not_a_pair_is_named():

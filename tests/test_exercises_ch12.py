@@ -202,6 +202,14 @@ def q2_none_offsets_compared(offsets, answer_start, answer_end):
     return start, end
 
 
+def q2_no_branch_for_an_answer_not_there(offsets, answer_start, answer_end):
+    """fails: the answer is not wholly in this window, and the result is then (0, 0), [CLS]"""
+    context = [i for i, o in enumerate(offsets) if o is not None]
+    start = next(i for i in context if offsets[i][1] > answer_start)       # StopIteration: no such piece here
+    end = next(i for i in reversed(context) if offsets[i][0] < answer_end)
+    return start, end
+
+
 def q2_a_string(offsets, answer_start, answer_end):
     """fails: expected (start, end), two positions of the window (ints), got '11-11'"""
     start, end = pieces_by_hand(offsets, answer_start, answer_end)
@@ -400,6 +408,42 @@ def q3_masked_in_place(start_logits, end_logits, context_start, context_end, max
         logits[:context_start] = float("-inf")              # [CLS] and the question can no longer win
         logits[context_end:] = float("-inf")
     return span_by_hand(start_logits, end_logits, context_start, context_end, max_answer_len)
+
+
+def q3_best_starts_at_zero(start_logits, end_logits, context_start, context_end, max_answer_len):
+    """fails: start the best score at float('-inf'), or at the first valid span's score"""
+    best, out = 0, (0, 0)
+    for s in range(context_start, context_end):
+        for e in range(s, min(s + max_answer_len, context_end)):
+            if float(start_logits[s] + end_logits[e]) > best:
+                best, out = float(start_logits[s] + end_logits[e]), (s, e)
+    return out
+
+
+def q3_end_not_limited_to_the_paragraph(start_logits, end_logits, context_start, context_end, max_answer_len):
+    """fails: the end must stay within the paragraph, range(start, min(start + max_answer_len, context_end))"""
+    best, best_score = None, float("-inf")
+    for s in range(context_start, context_end):
+        for e in range(s, s + max_answer_len):                  # IndexError past the row's last position
+            if float(start_logits[s] + end_logits[e]) > best_score:
+                best, best_score = (s, e), float(start_logits[s] + end_logits[e])
+    return best
+
+
+def q3_mask_multiplied(start_logits, end_logits, context_start, context_end, max_answer_len):
+    """fails: a 0/1 mask multiplied into the scores leaves 0 on the invalid spans, still larger than a negative"""
+    s, e = start_logits[context_start:context_end], end_logits[context_start:context_end]
+    m = len(s)
+    length = torch.arange(m)[None, :] - torch.arange(m)[:, None]
+    valid = (length >= 0) & (length < max_answer_len)
+    best = int(((s[:, None] + e[None, :]) * valid).argmax())           # a 0 beats every negative score
+    return context_start + best // m, context_start + best % m
+
+
+def test_q3_a_search_from_zero_is_not_told_it_left_the_paragraph():
+    result = assert_fails_with(q3, q3_best_starts_at_zero, "whose logits are all negative", "got (0, 0)",
+                               "none beat a best score that starts at 0")
+    assert "outside the paragraph" not in result.message
 
 
 def test_q3_a_learners_exception_is_a_failed_check_with_its_message():

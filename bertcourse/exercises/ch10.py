@@ -153,6 +153,17 @@ def _cm_seen_classes(labels, predictions, num_classes):
     return counts
 
 
+def _cm_indexed_add(labels, predictions, num_classes):
+    """your matrix holds 1 for every (true class, prediction) that occurs, however often: counts[labels,
+    predictions] += 1 counts a repeated (label, prediction) pair once (an indexed += reads the entries once and
+    writes them back once), and counts[labels, predictions] = 1 marks instead of counting. Count every example:
+    counts.index_put_((labels, predictions), torch.ones_like(labels), accumulate=True), torch.bincount(labels *
+    num_classes + predictions, minlength=num_classes ** 2), or a loop."""
+    counts = torch.zeros(num_classes, num_classes, dtype=torch.long)
+    counts[labels, predictions] += 1
+    return counts
+
+
 _SEEN_ONLY = N_("your matrix has rows and columns only for the classes that occur (its size came from "
                 "unique() or max()): a class can be missing from a small test set, and its row and column must "
                 "still be there, full of zeros. Make it num_classes × num_classes.")
@@ -165,7 +176,7 @@ def _one_number(got, labels, predictions, num_classes) -> bool:
 
 
 Q2_DIAGNOSES = [
-    _cm_transposed, _cm_row_shares, _cm_divided_by_n,
+    _cm_transposed, _cm_row_shares, _cm_divided_by_n, _cm_indexed_add,
     (_cm_seen_classes, _SEEN_ONLY),        # raises an IndexError alike when the missing class is not the last
     (Symptom(lambda got, labels, predictions, num_classes: isinstance(got, torch.Tensor) and got.dim() == 2
              and got.shape[0] == got.shape[1] < num_classes), _SEEN_ONLY),
@@ -296,10 +307,24 @@ def _hyp_no_final_sep(ids, segments, sep_id):
     return kept, torch.zeros_like(kept)
 
 
+def _sep_position_not_an_int(error, ids, segments, sep_id) -> bool:
+    # ids.index(sep_id) on a tensor (a list's method; a tensor's index() is another one), or a slice
+    # ids[first + 1:] whose bound is the tensor of both [SEP]s' positions (torch.where, nonzero)
+    text = str(error)
+    return ((isinstance(error, TypeError) and ("Tensor.index()" in text
+                                               or "only integer tensors of a single element" in text))
+            or (isinstance(error, AttributeError) and "'index'" in text))
+
+
 Q3_DIAGNOSES = [
     _hyp_segments_kept, _hyp_no_cls, _hyp_premise, _hyp_premise_sep_kept, _hyp_from_first_sep, _hyp_no_final_sep,
     (Symptom(lambda got, ids, segments, sep_id: len(got[0]) != len(got[1])),
      N_("ids and segments must have the same length (one segment id per token).")),
+    (Symptom(_sep_position_not_an_int, raised=True),
+     N_("your code needs the position of the FIRST [SEP] as a Python int: ids is a tensor, whose .index() is "
+        "not a list's, and torch.where(ids == sep_id)[0] (or nonzero()) holds the positions of both [SEP]s, a "
+        "tensor that cannot bound a slice. Take first = int((ids == sep_id).nonzero()[0]), or "
+        "ids.tolist().index(sep_id).")),
 ]
 
 # Pairs of SNLI's test set (the last two made up: a premise, then a hypothesis, of one word piece)

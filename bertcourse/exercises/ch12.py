@@ -183,10 +183,8 @@ def _among_the_context_pieces(offsets, answer_start, answer_end):
     [CLS], the question's pieces and a [SEP] come first (offsets[i] is None there). Enumerate offsets
     itself, or add the position of the first context piece."""
     start, end = _ref_answer_pieces(offsets, answer_start, answer_end)
-    if (start, end) == (0, 0):
-        return 0, 0
     first = _context_positions(offsets)[0]
-    return start - first, end - first
+    return (0, 0) if (start, end) == (0, 0) else (start - first, end - first)
 
 
 def _clipped_to_the_window(offsets, answer_start, answer_end):
@@ -223,9 +221,9 @@ def _not_found_marker(got, offsets, answer_start, answer_end) -> bool:
     return any(v is None or (isinstance(v, int) and v < 0) for v in values)
 
 
-def _returned_none_for_absent(error, offsets, answer_start, answer_end) -> bool:
-    # the learner's code returned None (error is None then) for an answer that is not in the window
-    return error is None and _ref_answer_pieces(offsets, answer_start, answer_end) == (0, 0)
+def _absent(offsets, answer_start, answer_end) -> bool:
+    # the answer is not wholly in the window (where the learner's None, or a search that found nothing, is named)
+    return _ref_answer_pieces(offsets, answer_start, answer_end) == (0, 0)
 
 
 def _none_compared(error, offsets, answer_start, answer_end) -> bool:
@@ -241,11 +239,14 @@ Q2_DIAGNOSES = [
     _swapped, _end_one_past, _among_the_context_pieces, _first_piece_from_its_start, _last_piece_to_its_end,
     _clipped_to_the_window, _at_the_edge_left_out,
     (Symptom(_not_found_marker), _NOT_IN_THE_WINDOW),
-    (Symptom(_returned_none_for_absent, raised=True), _NOT_IN_THE_WINDOW),
+    (Symptom(lambda error, *args: error is None and _absent(*args), raised=True), _NOT_IN_THE_WINDOW),   # returned None
     (Symptom(_none_compared, raised=True),
      N_("your code used a None of offsets as a pair of numbers: None marks [CLS], the question's pieces and [SEP], "
         "which hold no character of the paragraph. Skip them (if offsets[i] is None: continue) before you compare "
         "their ends.")),
+    (Symptom(lambda error, *args: isinstance(error, StopIteration) and _absent(*args), raised=True),
+     N_("your next(...) found no piece: no piece of this window holds the answer's first (or last) character, so "
+        "the answer is not wholly in this window, and the result is then (0, 0), [CLS]. Check that first.")),
 ]
 
 
@@ -255,42 +256,31 @@ def _window(question_pieces: int, context: tuple) -> tuple:
 
 
 _TOWER = ((0, 3), (4, 9), (10, 12), (13, 15), (16, 21), (21, 22))      # The tower is in Paris.
-_AMAZON_BEFORE = ((243, 248), (248, 252), (253, 259), (260, 264), (265, 271), (272, 276), (277, 279),
-                  (280, 283), (284, 290), (291, 296), (297, 299), (300, 305), (306, 313), (313, 314),
-                  (315, 319), (320, 325), (326, 337), (338, 339), (339, 340), (340, 343))
-_AMAZON = ((306, 313), (313, 314), (315, 319), (320, 325), (326, 337), (338, 339), (339, 340), (340, 343),
-           (343, 344), (344, 347), (348, 354), (355, 365), (366, 367), (367, 368), (368, 369), (369, 372),
-           (372, 373), (373, 376), (377, 379), (380, 382))
-_AMAZON_AFTER = ((366, 367), (367, 368), (368, 369), (369, 372), (372, 373), (373, 376), (377, 379),
-                 (380, 382), (382, 383), (383, 384), (385, 387), (388, 393), (394, 395), (395, 396),
-                 (396, 399), (399, 400), (400, 403), (404, 410), (411, 421), (422, 423))
-_ENGLISH_BEFORE = ((141, 142), (142, 143), (144, 146), (147, 150), (151, 161), (162, 166), (167, 170),
-                   (171, 174), (175, 177), (178, 180), (181, 185), (186, 187), (188, 196), (196, 197),
-                   (197, 198), (199, 205), (206, 208), (209, 215), (215, 216), (217, 230), (231, 233),
-                   (233, 234), (234, 235), (235, 236), (237, 239), (240, 243), (244, 254), (255, 257),
-                   (258, 265), (265, 266), (266, 270), (270, 271), (272, 275), (276, 278), (278, 279),
-                   (279, 280), (280, 281), (282, 284))
-_ENGLISH = ((266, 270), (270, 271), (272, 275), (276, 278), (278, 279), (279, 280), (280, 281), (282, 284),
-            (285, 288), (289, 299), (300, 304), (305, 308), (309, 312), (313, 315), (316, 317), (318, 323),
-            (324, 328), (329, 336), (337, 339), (340, 344), (344, 345), (346, 352), (353, 355), (356, 361),
-            (362, 370), (371, 375), (376, 378), (379, 380), (380, 381), (381, 382), (382, 383), (384, 386),
-            (387, 390), (391, 401), (401, 402), (403, 408), (409, 416), (417, 426))
+_AMAZON_PIECES = ((243, 248), (248, 252), (253, 259), (260, 264), (265, 271), (272, 276), (277, 279), (280, 283),
+                  (284, 290), (291, 296), (297, 299), (300, 305), (306, 313), (313, 314), (315, 319), (320, 325),
+                  (326, 337), (338, 339), (339, 340), (340, 343), (343, 344), (344, 347), (348, 354), (355, 365),
+                  (366, 367), (367, 368), (368, 369), (369, 372), (372, 373), (373, 376), (377, 379), (380, 382),
+                  (382, 383), (383, 384), (385, 387), (388, 393), (394, 395), (395, 396), (396, 399), (399, 400),
+                  (400, 403), (404, 410), (411, 421), (422, 423))
+_AMAZON_BEFORE, _AMAZON, _AMAZON_AFTER = _AMAZON_PIECES[:20], _AMAZON_PIECES[12:32], _AMAZON_PIECES[24:]
+_ENGLISH_PIECES = ((141, 142), (142, 143), (144, 146), (147, 150), (151, 161), (162, 166), (167, 170), (171, 174),
+                   (175, 177), (178, 180), (181, 185), (186, 187), (188, 196), (196, 197), (197, 198), (199, 205),
+                   (206, 208), (209, 215), (215, 216), (217, 230), (231, 233), (233, 234), (234, 235), (235, 236),
+                   (237, 239), (240, 243), (244, 254), (255, 257), (258, 265), (265, 266), (266, 270), (270, 271),
+                   (272, 275), (276, 278), (278, 279), (279, 280), (280, 281), (282, 284), (285, 288), (289, 299),
+                   (300, 304), (305, 308), (309, 312), (313, 315), (316, 317), (318, 323), (324, 328), (329, 336),
+                   (337, 339), (340, 344), (344, 345), (346, 352), (353, 355), (356, 361), (362, 370), (371, 375),
+                   (376, 378), (379, 380), (380, 381), (381, 382), (382, 383), (384, 386), (387, 390), (391, 401),
+                   (401, 402), (403, 408), (409, 416), (417, 426))
+_ENGLISH_BEFORE, _ENGLISH = _ENGLISH_PIECES[:38], _ENGLISH_PIECES[30:]
 
-Q2_WINDOWS = (
-    ("Where is the tower?", "The tower is in Paris.", 192, 64, 0),
-    ("Where is the tower?", "The tower is in Paris.", 11, 1, 1),
-    ("Where is the tower?", "The tower is in Paris.", 11, 1, 0),
-    ("Where is the tower?", "The tower is in Paris.", 11, 1, 2),
-    ("xquad_en", "5729e2316aef0514001550c5", 32, 8, 6),
-    ("xquad_en", "5729e2316aef0514001550c5", 32, 8, 5),
-    ("xquad_en", "5729e2316aef0514001550c5", 32, 8, 7),
-    ("squadshifts_new_wiki", "5d6763342b22cd4dfcfbf981", 48, 8, 2),
-    ("squadshifts_new_wiki", "5d6763342b22cd4dfcfbf981", 48, 8, 1),
-)
-"""Where the windows of ``Q2_CASES`` come from, in the order of their first use: ``(question, context,
-max_len, stride, window)`` for the hand-made paragraph, ``(data set, question id, max_len, stride,
-window)`` for a real one; ``make_windows`` with MiniLM's tokenizer cuts them
-(tests/test_exercises_ch12.py checks the offsets against it)."""
+Q2_WINDOWS = (("Where is the tower?", "The tower is in Paris.", 192, 64, 0),
+              *(("Where is the tower?", "The tower is in Paris.", 11, 1, w) for w in (1, 0, 2)),
+              *(("xquad_en", "5729e2316aef0514001550c5", 32, 8, w) for w in (6, 5, 7)),
+              *(("squadshifts_new_wiki", "5d6763342b22cd4dfcfbf981", 48, 8, w) for w in (2, 1)))
+"""Where the windows of ``Q2_CASES`` come from, in the order of their first use: ``(question, context, max_len,
+stride, window)`` for the hand-made paragraph, ``(data set, question id, max_len, stride, window)`` for a real one;
+``make_windows`` with MiniLM's tokenizer cuts them (tests/test_exercises_ch12.py checks the offsets against it)."""
 
 Q2_CASES = [
     (N_("'Paris' in the window [CLS] where is the tower ? [SEP] the tower is in paris . [SEP]"),
@@ -474,13 +464,26 @@ def _product(start_logits, end_logits, context_start, context_end, max_answer_le
                       lambda pieces: (pieces >= 1) & (pieces <= max_answer_len), combine=torch.mul)
 
 
-def _outside_the_context(got, start_logits, end_logits, context_start, context_end, max_answer_len) -> bool:
-    return isinstance(got, tuple) and any(p not in range(context_start, context_end) for p in got)
+def _a_zero_won(got, start_logits, end_logits, lo, hi, max_answer_len) -> bool:
+    # an invalid span where every valid span scores below 0: a 0 left in the search (best = 0, a 0/1 mask) won
+    start, end = _ref_best_valid_span(start_logits, end_logits, lo, hi, max_answer_len)
+    valid = lo <= got[0] <= got[1] < min(got[0] + max_answer_len, hi)
+    return float(start_logits[start] + end_logits[end]) < 0 and not valid
 
 
 Q3_DIAGNOSES = [
     _relative_positions, _each_argmax_alone, _sep_included, _to_the_row_end,
-    (Symptom(_outside_the_context),
+    (Symptom(lambda got, *args: got == (0, 0) and _a_zero_won(got, *args)),
+     N_("every valid span here scores below 0, so none beat a best score that starts at 0, and the (0, 0) it started "
+        "with came back: start the best score at float('-inf'), or at the first valid span's score (a 0/1 mask "
+        "multiplied into the scores fails alike: give the invalid spans -inf).")),
+    (Symptom(_a_zero_won),
+     N_("your span is not a valid one, and every valid span here scores below 0: a 0/1 mask multiplied into the "
+        "scores leaves 0 on the invalid spans, still larger than a negative score. Give them -inf, or skip them.")),
+    (Symptom(lambda error, s, *args: isinstance(error, IndexError) and f"size {len(s)}" in str(error), raised=True),
+     N_("your end ran past the window's last position: the end must stay within the paragraph, range(start, "
+        "min(start + max_answer_len, context_end)), not range(start, start + max_answer_len).")),
+    (Symptom(lambda got, s, e, lo, hi, m: isinstance(got, tuple) and any(p not in range(lo, hi) for p in got)),
      N_("your span starts or ends outside the paragraph: on [CLS], a question piece, a [SEP] or padding. Only the "
         "positions context_start to context_end - 1 may start or end the answer.")),
     _one_piece_left_out, _one_piece_short, _one_piece_long, _no_length_limit, _product,
@@ -489,8 +492,7 @@ Q3_DIAGNOSES = [
 
 def _q3_logits(n: int, context_start: int, context_end: int, context_starts, context_ends, other=-2.0):
     # start and end logits of a hand-made window: `other` outside the context, the given values inside
-    start = torch.full((n,), other)
-    end = torch.full((n,), other)
+    start, end = torch.full((n,), other), torch.full((n,), other)
     start[context_start:context_end] = torch.tensor(context_starts)
     end[context_start:context_end] = torch.tensor(context_ends)
     return start, end
