@@ -50,7 +50,7 @@ from ..memory import release_memory
 from ..pretrain import init_bert_weights
 from ..finetuning_baselines import WEIGHT_DECAYS, LogisticRegression, select_weight_decay
 from ..reviews import Review, SentimentDataset, collate_reviews, encode_texts, review_loader, special_ids
-from ..sentence_pairs import Pair, PairDataset, pair_loader
+from ..sentence_pairs import Pair, PairDataset, collate_pairs, pair_loader
 from ..answer_spans import Question, WindowDataset, window_loader
 from ..task_heads import SpanPredictor, TokenTagger, evaluate_spans, evaluate_tagger, span_step, tagging_step
 from ..token_tags import TaggedDataset, TaggedSentence, tagged_loader
@@ -482,18 +482,23 @@ def predict_proba(model: BERTClassifier, tokenizer, texts: Sequence[str] | Seque
     _check_trained(model, allow_untrained)
     check_tokenizer_fits(tokenizer, model)
     if pairs:
-        loader = pair_loader(list(texts), tokenizer, batch_size, pad_to_multiple=16)
+        dataset, collate = PairDataset(list(texts), tokenizer), collate_pairs
     else:
-        dataset = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer)
-        loader = DataLoader(dataset, batch_size=batch_size, collate_fn=functools.partial(
-            collate_reviews, pad_id=dataset.pad_id, pad_to_multiple=16))
+        dataset, collate = SentimentDataset([Review(t, 0, "") for t in texts], tokenizer), collate_reviews
+    # shortest first: similar lengths pad little (a third less time for chapter 10's test pairs); the last
+    # batch holds the longest, so batch_size still bounds the memory. The rows are put back in order below.
+    order = torch.argsort(dataset.lengths, stable=True)
+    loader = DataLoader(dataset, batch_size=batch_size, sampler=order.tolist(),
+                        collate_fn=functools.partial(collate, pad_id=dataset.pad_id, pad_to_multiple=16))
     try:
         out = [model(batch["tokens"], segments=batch.get("segments"), valid_lens=batch["mask"]).float()
                .softmax(-1).cpu()
                for batch in evaluation_batches(model, loader, amp=bool(amp))]
     finally:
         release_memory()
-    return torch.cat(out)
+    probs = torch.empty(len(dataset), out[0].shape[-1])
+    probs[order] = torch.cat(out)
+    return probs
 
 
 @torch.no_grad()
