@@ -50,7 +50,8 @@ from .wordpiece import hf_tokenizer
 __all__ = ["DATASETS", "Question", "read_questions", "QuestionSplits", "load_questions", "normalize_answer",
            "exact_match", "f1", "squad_scores", "bootstrap_se", "Window", "make_windows", "answer_positions",
            "WindowDataset", "collate_windows", "window_loader", "best_span", "best_spans", "span_text", "Prediction",
-           "best_answer", "STOP_WORDS", "split_sentences", "sentence_overlap_baseline"]
+           "best_answer", "STOP_WORDS", "split_sentences", "sentence_overlap_baseline",
+           "sentence_overlap_answers"]
 
 # ----------------------------------------------------------------------------------------
 # 1. Data
@@ -650,3 +651,10 @@ def sentence_overlap_baseline(question: str, context: str) -> str:
         if count > best_count:
             best, best_count = sentence, count
     return best
+
+
+def sentence_overlap_answers(questions: list) -> dict[str, str]:
+    """The sentence baseline's answer to each of ``questions``: ``{question id:
+    sentence_overlap_baseline(question, context)}``, what :func:`squad_scores` reads."""
+    check_list_of("questions", questions, Question, "Question (see read_questions())")
+    return {q.id: sentence_overlap_baseline(q.question, q.context) for q in questions}

@@ -15,7 +15,7 @@ import torch
 from bertcourse import answer_spans as A
 from bertcourse.answer_spans import (Question, Window, answer_positions, best_answer, best_span, bootstrap_se,
                                      exact_match, f1, make_windows, normalize_answer, read_questions,
-                                     sentence_overlap_baseline, span_text, split_sentences, squad_scores)
+                                     sentence_overlap_answers, sentence_overlap_baseline, span_text, split_sentences, squad_scores)
 from bertcourse.data import train_wordpiece
 
 WORDS = ("one two three four five six seven eight nine ten river town hill lake road").split()
@@ -286,6 +286,7 @@ def test_split_sentences_and_the_overlap_baseline(xquad):
     assert all(text[i:i + len(s)] == s for i, s in split_sentences(text))
     assert sentence_overlap_baseline("Where does Ann live?", text) == "Ann lives in Oslo."
     preds = {q.id: sentence_overlap_baseline(q.question, q.context) for q in xquad}
+    assert sentence_overlap_answers(xquad) == preds          # the dict squad_scores reads, in the package
     r = squad_scores(preds, xquad)
     assert r["exact_match"] == 0.0 and r["f1"] == pytest.approx(15.59, abs=0.01)     # measured
 

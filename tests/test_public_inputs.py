@@ -663,6 +663,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "answer_spans.collate_windows": Fuzz(given={"examples": lambda e: [(torch.tensor([2, 5, 3]), torch.tensor([0, 1, 1]), 0, 0)]}),
     "answer_spans.window_loader": Fuzz(given={"questions": QA_QUESTIONS}),
     "answer_spans.split_sentences": Fuzz(given={"context": lambda e: "Ann sat. Bob ran."}),
+    "answer_spans.sentence_overlap_answers": Fuzz(given={"questions": QA_QUESTIONS}),
     "answer_spans.sentence_overlap_baseline": Fuzz(given={"question": lambda e: "Who sat?",
                                                           "context": lambda e: "Ann sat. Bob ran."}),
     # task_heads

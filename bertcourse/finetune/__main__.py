@@ -259,7 +259,7 @@ def parse_args(argv) -> argparse.Namespace:
                                    ("--amp", args.amp, ("auto", "on", "off")),
                                    ("--head", args.head or "random", ("probe", "random"))):
         if value not in choices:
-            raise UsageError(f"--{option[2:]} must be one of {', '.join(choices)}, got {value!r}")
+            raise UsageError(f"{option} must be one of {', '.join(choices)}, got {value!r}")
     if args.pooling is not None and not classifies:
         raise UsageError(f"--pooling is for the tasks that classify a whole input (sentiment, nli); --task "
                          f"{args.task} reads every piece's state, got --pooling {args.pooling}")
