@@ -44,7 +44,7 @@ from ._checks import (check_bool, check_choice, check_dim, check_finite_number, 
                       check_text)
 from .batching import length_loader
 from .reviews import Splits, special_ids
-from .utils import stable_order_key
+from .utils import hash_sample, stable_order_key
 from .wordpiece import hf_tokenizer
 
 __all__ = ["DATASETS", "Question", "read_questions", "QuestionSplits", "load_questions", "normalize_answer",
@@ -173,8 +173,7 @@ def load_questions(train_size: int | None = 1000, validation_size: int = 300, te
     def sample(questions, n, name):
         if n is not None and n > len(questions):
             raise ValueError(f"{name} must be at most {len(questions)}, got {n}")
-        chosen = set(sorted(range(len(questions)), key=lambda i: stable_order_key(seed, questions[i].id))[:n])
-        return [q for i, q in enumerate(questions) if i in chosen]
+        return hash_sample(questions, n, seed, lambda q: q.id)
 
     rest = [q for q in pool if q.title not in held_out]
     return QuestionSplits(sample(rest, train_size, "train_size"),

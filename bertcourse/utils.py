@@ -19,7 +19,7 @@ from pygments.lexers import PythonLexer
 
 from ._checks import check_bool, check_instance, check_int
 
-__all__ = ["set_seed", "stable_order_key", "set_threads", "available_cores", "THREADS_VARIABLE", "evaluation_mode", "show_source", "hide_input_checks", "hide_fast_paths", "HIDDEN_CHECKS", "FAST_PATH", "SourceCode",
+__all__ = ["set_seed", "stable_order_key", "hash_sample", "set_threads", "available_cores", "THREADS_VARIABLE", "evaluation_mode", "show_source", "hide_input_checks", "hide_fast_paths", "HIDDEN_CHECKS", "FAST_PATH", "SourceCode",
            "cached"]
 
 
@@ -45,6 +45,21 @@ def stable_order_key(seed: int, *parts: str) -> str:
     for i, part in enumerate(parts):
         check_instance(f"parts[{i}]", part, str)
     return hashlib.sha256("\x00".join([str(seed), *parts]).encode("utf-8")).hexdigest()
+
+
+def hash_sample(items, n: int | None, seed: int, key) -> list:
+    """``n`` of ``items`` (all for ``None``): the first ``n`` in the order of
+    :func:`stable_order_key` of ``seed`` and ``key(item)``, returned in the order of ``items``. So
+    the choice depends on the seed and the keys only, and the same key is chosen for every ``n``
+    that reaches it (chapter 12's questions, the command line's subsets)."""
+    if not callable(key):
+        raise TypeError(f"key must be a function item -> str, got {type(key).__name__}")
+    check_int("seed", seed, low=0)
+    items = list(items)
+    if n is not None:
+        check_int("n", n, low=1, high=len(items))
+    chosen = set(sorted(range(len(items)), key=lambda i: stable_order_key(seed, key(items[i])))[:n])
+    return [x for i, x in enumerate(items) if i in chosen]
 
 
 def _cgroup_cpus() -> float | None:

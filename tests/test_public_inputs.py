@@ -691,6 +691,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "task_heads.evaluate_spans": Fuzz(given={"model": lambda e: __import__("bertcourse.task_heads", fromlist=["x"])
                                              .SpanPredictor(e.cfg), "loader": lambda e: []}),
     "utils.stable_order_key": Fuzz(),
+    "utils.hash_sample": Fuzz(given={"items": lambda e: ["a", "b", "c"], "n": lambda e: 2, "key": lambda e: str.upper}),
     "utils.set_seed": Fuzz(),
     "utils.set_threads": Fuzz(),
     "utils.available_cores": NO_ARGS,

@@ -177,6 +177,21 @@ def test_available_cores_follows_the_containers_cpu_quota(monkeypatch):
     assert utils.available_cores() == 1
 
 
+def test_hash_sample_takes_the_first_in_the_hash_order_and_keeps_the_items_order():
+    from bertcourse.utils import hash_sample, stable_order_key
+    items = [f"item {i}" for i in range(20)]
+    by_hash = sorted(items, key=lambda x: stable_order_key(3, x))           # the oracle: the order spelled out
+    picked = hash_sample(items, 5, 3, key=str)
+    assert set(picked) == set(by_hash[:5]) and picked == [x for x in items if x in picked]
+    assert set(picked) < set(hash_sample(items, 8, 3, key=str))              # a larger n keeps what a smaller one chose
+    assert hash_sample(items, None, 3, key=str) == items
+    assert hash_sample(items, 5, 4, key=str) != picked                       # another seed, another choice
+    with pytest.raises(ValueError, match="n must be"):
+        hash_sample(items, 21, 3, key=str)
+    with pytest.raises(TypeError, match="key must be a function"):
+        hash_sample(items, 5, 3, key="id")
+
+
 def test_stable_order_key_is_a_fixed_hash_of_the_seed_and_the_parts():
     import hashlib
     from bertcourse.utils import stable_order_key

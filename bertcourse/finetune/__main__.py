@@ -34,7 +34,7 @@ from ..reviews import load_sentiment, review_loader, stratified_subset
 from ..sentence_pairs import LABELS, load_snli, pair_loader, stratified_pairs
 from ..task_heads import build_span_predictor, build_tagger, predict_answers, predict_tags
 from ..token_tags import TAGS, TaggedDataset, entity_scores, read_named_entities, split_by_document, token_accuracy
-from ..utils import stable_order_key
+from ..utils import hash_sample
 from . import (RECIPE, build_classifier, evaluate_classifier, finetune, fit_probe, probe_then_finetune,
                save_classifier)
 
@@ -42,13 +42,6 @@ from . import (RECIPE, build_classifier, evaluate_classifier, finetune, fit_prob
 # ----------------------------------------------------------------------------------------
 # The tasks: what each reads, builds, scores and saves
 # ----------------------------------------------------------------------------------------
-
-def _in_hash_order(items: list, n: int, seed: int, key: Callable) -> list:
-    """``n`` of ``items``, the first in a hash order of ``seed`` and ``key(item)``, kept in file order
-    (:func:`~bertcourse.answer_spans.load_questions` chooses its questions this way)."""
-    chosen = set(sorted(range(len(items)), key=lambda i: stable_order_key(seed, key(items[i])))[:n])
-    return [x for i, x in enumerate(items) if i in chosen]
-
 
 def _sentiment_data():
     s = load_sentiment()
@@ -169,10 +162,10 @@ TASKS = {
     "nli": Task(10, "sentence pairs", 1e-4, RECIPE["batch_size"], True, 3000, _nli_data, _classifier(3),
                 stratified_pairs, _test_classifier, _save_classifier, labels=LABELS),
     "ner": Task(11, "sentences", 4e-4, RECIPE["batch_size"], True, None, _ner_data, _tagger,
-                lambda train, n, seed: _in_hash_order(train, n, seed, lambda s: s.sent_id),
+                lambda train, n, seed: hash_sample(train, n, seed, lambda s: s.sent_id),
                 _test_tagger, _save_tagger, score="test entity F1: 0.xxx", labels=TAGS),
     "qa": Task(12, "questions", 2e-4, 4, True, 1000, _qa_data, _span_predictor,
-               lambda train, n, seed: _in_hash_order(train, n, seed, lambda q: q.id),
+               lambda train, n, seed: hash_sample(train, n, seed, lambda q: q.id),
                _test_spans, _save_span_predictor, training_data=_qa_training_data, score="test F1: xx.x"),
 }
 """The command's tasks, by the value of ``--task``; each one's defaults are its chapter's recipe."""
