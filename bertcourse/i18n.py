@@ -42,7 +42,7 @@ import importlib.resources
 import polib
 
 __all__ = ["FONT_FAMILY", "LANGUAGES", "get_language", "gettext", "gettext_noop", "register_chinese_font",
-           "set_language"]
+           "set_language", "tr"]
 
 LANGUAGES = ("en", "zh")
 """The languages :func:`set_language` accepts: the source language first."""
@@ -114,14 +114,28 @@ def _translations(lang: str) -> dict:
     return {e.msgid: e.msgstr for e in _read_catalog().translated_entries()}
 
 
-def gettext(msgid: str) -> str:
-    """``msgid`` in the current language: the Chinese msgstr when the language is "zh" and
-    the catalog has a finished (not fuzzy) translation, else ``msgid`` itself."""
+def _translated(function: str, msgid: str) -> str:
     if not isinstance(msgid, str):
-        raise TypeError(f"gettext: msgid must be a str, got {type(msgid).__name__} {msgid!r:.40}")
+        raise TypeError(f"{function}: msgid must be a str, got {type(msgid).__name__} {msgid!r:.40}")
     if _language == "en":
         return msgid
     return _translations(_language).get(msgid, msgid)
+
+
+def gettext(msgid: str) -> str:
+    """``msgid`` in the current language: the Chinese msgstr when the language is "zh" and
+    the catalog has a finished (not fuzzy) translation, else ``msgid`` itself."""
+    return _translated("gettext", msgid)
+
+
+def tr(msgid: str) -> str:
+    """:func:`gettext` under the name the notebooks use for the words their own code prints or
+    draws (a header, a table's columns, a plot's axes): ``tr("test accuracy")``. Not ``_``: in a
+    notebook, ``_`` is IPython's last result. The code stays the same in both editions and the
+    Chinese one prints Chinese; ``tools/i18n.py update package`` puts the literal argument of every
+    ``tr(...)`` in the English notebooks into this package's catalog, beside the package's own
+    strings. Placeholders as for ``_``: ``tr("{n} steps").format(n=n)``."""
+    return _translated("tr", msgid)
 
 
 def gettext_noop(msgid: str) -> str:

@@ -27,6 +27,7 @@ from ._checks import (check_bool, check_choice, check_int, check_keys, check_pos
                       check_texts, check_tokenizer_fits, shape_str)
 from .attention import entropy, inspect_attention
 from .bert import BERTEncoder, BERTModel, get_tokens_and_segments, mean_pool
+from .i18n import gettext as _
 from .memory import release_memory
 from .reviews import MAX_LEN, Review, SentimentDataset, collate_reviews
 from .training import evaluation_batches
@@ -90,7 +91,7 @@ def mask_word(tokens: list, words: list, index: int) -> list:
     check_int("index", index)
     if not 0 <= index < len(words):
         raise ValueError(f"index must be in 0..{len(words) - 1} (the text has {len(words)} words), got {index}")
-    _, first, last = words[index]
+    first, last = words[index][1:]
     return [MASK if first <= i <= last else t for i, t in enumerate(tokens)]
 
 
@@ -124,8 +125,8 @@ def fill_mask_tokens(model: BERTModel, tokenizer, tokens: list, top_k: int = 5) 
     with inspect_attention(model, keep_weights=False):     # eval mode: no dropout, same answer every time
         device = next(model.parameters()).device      # a model on a GPU gets its input there
         x = torch.tensor([ids], device=device)
-        _, logits, _ = model(x, torch.zeros_like(x), torch.tensor([len(ids)], device=device),
-                             torch.tensor([positions], device=device))
+        logits = model(x, torch.zeros_like(x), torch.tensor([len(ids)], device=device),
+                       torch.tensor([positions], device=device))[1]            # (encoded, mlm, nsp)
     probs = torch.softmax(logits[0].float(), dim=-1)               # (num_masks, vocab)
     top_p, top_i = probs.topk(top_k, dim=-1)
     out = []
@@ -143,7 +144,7 @@ def fill_mask(model: BERTModel, tokenizer, text: str, top_k: int = 5) -> list:
     probability (softmax over the whole vocabulary, so they sum to at most 1). The model
     runs in ``eval()`` mode (its mode is restored afterwards).
     """
-    tokens, _ = encode_words(tokenizer, text)
+    tokens = encode_words(tokenizer, text)[0]
     return fill_mask_tokens(model, tokenizer, tokens, top_k)
 
 
@@ -196,7 +197,7 @@ def head_statistics(maps) -> dict[str, torch.Tensor]:
         raise TypeError(f"maps must be a list of (pieces, segments, weights) triples, got {str(maps)[:60]!r}")
     sums = {p: 0.0 for p in PATTERNS}
     counts = {p: 0 for p in PATTERNS}
-    for pieces, _, w in maps:
+    for pieces, _words, w in maps:
         n = w.shape[-1]
         if len(pieces) != n or w.dim() != 4 or w.shape[-2] != n:
             raise ValueError(f"weights must have shape (layers, heads, {len(pieces)}, {len(pieces)}) "
@@ -217,7 +218,8 @@ def head_statistics(maps) -> dict[str, torch.Tensor]:
 
 def typical_heads(stats: dict[str, torch.Tensor]):
     """A table naming, for each pattern, the head that shows it most (``L3.H5``: block 3,
-    head 5, both counted from 1), its value and the average over all heads."""
+    head 5, both counted from 1), its value and the average over all heads; the patterns are
+    named in the language of :func:`bertcourse.i18n.set_language`."""
     import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
     check_keys("stats", stats, PATTERNS, "head_statistics")
     rows = []
@@ -226,8 +228,10 @@ def typical_heads(stats: dict[str, torch.Tensor]):
         s = stats[pattern]
         flat = int(s.argmax() if pick == "max" else s.argmin())
         layer, head = divmod(flat, s.shape[1])
-        label = {"entropy": "broad (highest entropy)" if pick == "max" else "sharp (lowest entropy)"}
-        rows.append({"pattern": label.get(pattern, f"attends to {pattern}"),
+        label = {"[CLS]": _("attends to [CLS]"), "[SEP]": _("attends to [SEP]"),
+                 "previous token": _("attends to previous token"), "next token": _("attends to next token"),
+                 "entropy": _("broad (highest entropy)") if pick == "max" else _("sharp (lowest entropy)")}
+        rows.append({"pattern": label[pattern],
                      "head": f"L{layer + 1}.H{head + 1}", "layer": layer + 1, "head_index": head + 1,
                      "value": float(s.flatten()[flat]), "mean over heads": float(s.mean())})
     return pd.DataFrame(rows)

@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader, Dataset
 from ._checks import (check_choice, check_instance, check_int, check_list_of, check_nonempty,
                       check_positive_int, check_tensor, check_texts)
 from .batching import length_loader
+from .i18n import gettext as _
 from .utils import stable_order_key
 from .wordpiece import hf_tokenizer
 
@@ -126,17 +127,18 @@ class SentimentSplits(Splits):
     ITEM_HINT: ClassVar[str] = "Review (see split_reviews())"
 
     def counts(self):
-        """A table: how many sentences of each site and label are in each split."""
+        """A table: how many sentences of each site and label are in each split (its labels in the
+        language of :func:`bertcourse.i18n.set_language`)."""
         import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
         rows = []
         for name, reviews in self.items():
-            row = {"split": name}
+            row = {_("split"): name}
             for site in SITES:
                 for label in (0, 1):
                     row[f"{site} {LABELS[label][:3]}"] = sum(r.site == site and r.label == label for r in reviews)
-            row["total"] = len(reviews)
+            row[_("total")] = len(reviews)
             rows.append(row)
-        return pd.DataFrame(rows).set_index("split")
+        return pd.DataFrame(rows).set_index(_("split"))
 
 
 def split_reviews(reviews: Sequence[Review], seed: int = 0, held_out: int = 50) -> SentimentSplits:
@@ -268,7 +270,7 @@ class SentimentDataset(Dataset):
     def __init__(self, reviews: Sequence[Review], tokenizer, max_len: int = MAX_LEN):
         check_list_of("reviews", reviews, Review, "Review (see load_sentiment())")
         self.reviews = list(reviews)
-        ids, _ = encode_texts(tokenizer, [r.text for r in self.reviews], max_len)
+        ids = encode_texts(tokenizer, [r.text for r in self.reviews], max_len)[0]
         self.ids = [torch.tensor(x, dtype=torch.long) for x in ids]
         self.labels = torch.tensor([r.label for r in self.reviews], dtype=torch.long)
         self.lengths = torch.tensor([len(x) for x in ids])
@@ -294,14 +296,14 @@ def collate_reviews(examples, pad_id: int = 0, pad_to_multiple: int = 1) -> dict
     check_positive_int("pad_id", pad_id, allow_zero=True)
     check_positive_int("pad_to_multiple", pad_to_multiple)
     _check_examples(examples)
-    n = max(len(ids) for ids, _ in examples)
+    n = max(len(ids) for ids, _label in examples)
     n = -(-n // pad_to_multiple) * pad_to_multiple
     tokens = torch.full((len(examples), n), pad_id, dtype=torch.long)
     mask = torch.zeros(len(examples), n, dtype=torch.bool)
-    for r, (ids, _) in enumerate(examples):
+    for r, (ids, _label) in enumerate(examples):
         tokens[r, :len(ids)] = ids
         mask[r, :len(ids)] = True
-    labels = torch.stack([torch.as_tensor(y, dtype=torch.long) for _, y in examples])
+    labels = torch.stack([torch.as_tensor(y, dtype=torch.long) for _ids, y in examples])
     return {"tokens": tokens, "mask": mask, "labels": labels}
 
 

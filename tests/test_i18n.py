@@ -61,6 +61,24 @@ def test_set_language_refuses_other_values(bad, error):
 def test_gettext_refuses_a_non_string():
     with pytest.raises(TypeError, match="msgid"):
         i18n.gettext(3)
+    with pytest.raises(TypeError, match="^tr: msgid must be a str, got int 3"):
+        i18n.tr(3)
+
+
+def test_the_notebooks_labels_speak_the_language_asked_for():
+    """`tr` is the notebooks' gettext: every label their code wraps is English by default and
+    the catalog's Chinese after the switch (tools/i18n.py puts each into the package catalog)."""
+    import i18n as tool            # tools/i18n.py (conftest.py puts tools/ on the path)
+    labels = [msgid for msgid, _where in tool.notebook_messages(ROOT / "notebooks")]
+    assert len(labels) >= 100, len(labels)                  # every chapter prints some
+    assert [i18n.tr(m) for m in labels] == labels
+    i18n.set_language("zh")
+    chinese = {m: i18n.tr(m) for m in labels}
+    assert not [m for m, text in chinese.items() if text == m], "untranslated"
+    # each speaks Chinese, but for the few that hold only a formula or an identifier and its colon
+    assert sum(cjk_share(text) == 0 for text in chinese.values()) <= len(chinese) // 100
+    assert all(sorted(re.findall(r"{[^{}]*}", m)) == sorted(re.findall(r"{[^{}]*}", text))   # in any order
+               for m, text in chinese.items() if "\\" not in m)        # TeX's braces are no placeholders
 
 
 def test_placeholders_are_kept_and_filled_after_translating():

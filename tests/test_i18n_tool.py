@@ -308,6 +308,31 @@ def test_extraction_finds_marked_strings_and_diagnosis_docstrings():
     assert inspect.getdoc(ch01._visible) not in messages
 
 
+def test_extraction_reads_tr_in_the_english_notebooks_code(tmp_path):
+    (tmp_path / "bertcourse").mkdir()
+    (tmp_path / "bertcourse" / "m.py").write_text('from .i18n import gettext as _\nX = _("from the package")\n')
+    cells = [nbformat.v4.new_markdown_cell('tr("in markdown, not code")'),
+             nbformat.v4.new_code_cell('%matplotlib inline\n!ls\nlabel = "x"\nprint(tr("{n} steps").format(n=3))\n'
+                                       'print(f"{tr(\'accuracy\')}: 1")\ntr(label)  # not a literal: not taken'),
+             nbformat.v4.new_code_cell('print(tr("{n} steps").format(n=4))')]
+    for folder in ("notebooks", "notebooks/zh"):                   # the Chinese edition is not read
+        (tmp_path / folder).mkdir()
+        nb = nbformat.v4.new_notebook()
+        nb.cells = cells if folder == "notebooks" else [nbformat.v4.new_code_cell('tr("only in zh")')]
+        nbformat.write(nb, str(tmp_path / folder / "01_x.ipynb"))
+    assert i18n.notebook_messages(tmp_path / "notebooks") == [
+        ("{n} steps", "notebooks/01_x.ipynb:1"), ("accuracy", "notebooks/01_x.ipynb:1"),
+        ("{n} steps", "notebooks/01_x.ipynb:2")]
+    assert i18n.extract_messages(tmp_path / "bertcourse") == {
+        "from the package": ["bertcourse/m.py:2"], "{n} steps": ["notebooks/01_x.ipynb:1", "notebooks/01_x.ipynb:2"],
+        "accuracy": ["notebooks/01_x.ipynb:1"]}
+    nb = nbformat.read(str(tmp_path / "notebooks" / "01_x.ipynb"), as_version=4)
+    nb.cells[2].source = 'print(tr("unclosed")'
+    nbformat.write(nb, str(tmp_path / "notebooks" / "01_x.ipynb"))
+    with pytest.raises(SyntaxError, match=r"notebooks/01_x.ipynb, cell 2: "):
+        i18n.notebook_messages(tmp_path / "notebooks")
+
+
 def test_catalog_problems_names_missing_fuzzy_untranslated_and_stale_entries(tmp_path):
     path = tmp_path / "bertcourse.po"
     shutil.copy(i18n.package_catalog_path(), path)
@@ -351,6 +376,9 @@ def test_the_tool_keeps_the_catalog_that_the_package_reads():
 
 def test_the_command_line_updates_the_package_catalog(tmp_path, monkeypatch, capsys):
     shutil.copytree(ROOT / "bertcourse", tmp_path / "bertcourse", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "notebooks").mkdir()                 # the notebooks' tr() labels are in the catalog too
+    for notebook in i18n.english_notebooks(ROOT):
+        shutil.copy(notebook, tmp_path / "notebooks")
     path = i18n.package_catalog_path(tmp_path)
     catalog = polib.pofile(str(path))
     catalog.remove(catalog[3])

@@ -577,6 +577,7 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "i18n.get_language": NO_ARGS,
     "i18n.register_chinese_font": NO_ARGS,
     "i18n.gettext": Fuzz(given={"msgid": lambda e: "x"}),
+    "i18n.tr": Fuzz(given={"msgid": lambda e: "x"}),
     "i18n.gettext_noop": Exempt("marks a message for extraction; returns its argument unchanged"),
     "i18n.set_language": Exempt("switches the language of every message (global state): tested in its own tests"),
     # learner_progress: where the learner stands (its files: tests/test_learner_progress.py)

@@ -56,6 +56,9 @@ The package's catalog, `bertcourse/locale/zh/LC_MESSAGES/bertcourse.po` (package
 hints, solutions' comments, widget labels. `extract_messages` finds them with `ast`, without
 importing the package: the literal first argument of every `_(...)` / `N_(...)` call and the
 docstrings of the functions listed in a module-level `*_DIAGNOSES` list (exercises/core.py).
+The same catalog holds the words the notebooks' own code prints or draws: the literal argument
+of every `tr(...)` call (`bertcourse.i18n.tr`) in the English notebooks' code cells, so the code
+is the same in both editions and the Chinese one prints Chinese (`#: notebooks/NN_x.ipynb:CELL`).
 One entry per string (no msgctxt); `update package` adds new strings untranslated, records
 where each is used and marks the entries no code uses any more obsolete (kept at the end, so an
 edited string's old translation is still there to copy).
@@ -496,6 +499,7 @@ PACKAGE = ROOT / "bertcourse"
 PACKAGE_DOMAIN = "bertcourse"
 # the call names whose first argument is a message (the names modules import the functions as)
 MARKERS = ("_", "N_")
+NOTEBOOK_MARKER = "tr"      # bertcourse.i18n.tr: the notebooks' gettext (in a notebook, _ is IPython's last result)
 # module-level lists whose functions' docstrings are diagnosis messages (see exercises/core.py)
 DIAGNOSES_SUFFIX = "_DIAGNOSES"
 
@@ -517,12 +521,17 @@ def _docstring_message(function: ast.AST) -> str | None:
     return " ".join(doc.split()) if doc else None     # as exercises.core.message_of reads it
 
 
+def _marked_calls(tree: ast.AST, markers: tuple[str, ...]) -> list[tuple[str, int]]:
+    """`(literal, line)` of every `marker("literal", ...)` call in `tree`, in reading order."""
+    calls = sorted((node for node in ast.walk(tree)
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in markers
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)),
+                   key=lambda node: (node.lineno, node.col_offset))
+    return [(node.args[0].value, node.lineno) for node in calls]
+
+
 def _messages_in(tree: ast.Module) -> list[tuple[str, int]]:
-    found = []
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in MARKERS
-                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            found.append((node.args[0].value, node.lineno))
+    found = _marked_calls(tree, MARKERS)
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id.endswith(DIAGNOSES_SUFFIX)
@@ -535,11 +544,38 @@ def _messages_in(tree: ast.Module) -> list[tuple[str, int]]:
     return found
 
 
+def python_of_cell(source: str) -> str:
+    """A code cell's source as Python: IPython's magics and shell lines (`%...`, `!...`) become
+    blank lines, so that line numbers stay the cell's."""
+    return "".join("\n" if line.lstrip().startswith(("%", "!")) else line
+                   for line in source.splitlines(keepends=True))
+
+
+def notebook_messages(notebooks: pathlib.Path) -> list[tuple[str, str]]:
+    """`(msgid, "notebooks/NN_x.ipynb:CELL")` for every `tr("...")` in the code cells of the
+    English notebooks in the folder `notebooks` (CELL: the cell's index), in reading order."""
+    found = []
+    for path in english_notebooks(notebooks.parent):
+        nb = nbformat.read(str(path), as_version=4)
+        where = path.relative_to(notebooks.parent).as_posix()
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            try:
+                tree = ast.parse(python_of_cell(cell.source))
+            except SyntaxError as error:
+                raise SyntaxError(f"{where}, cell {index}: {error.msg} (line {error.lineno})") from None
+            found += [(msgid, f"{where}:{index}") for msgid, _line in _marked_calls(tree, (NOTEBOOK_MARKER,))]
+    return found
+
+
 def extract_messages(package: pathlib.Path | None = None) -> dict[str, list[str]]:
     """Every learner-facing string of the package in the folder `package` (default: this
-    checkout's `bertcourse/`): `{msgid: ["path:line", ...]}`, paths from the package's parent.
-    Marked strings are the first argument of `_(...)` / `N_(...)` calls when it is a literal,
-    and the docstrings of the functions listed in a module-level `*_DIAGNOSES` list."""
+    checkout's `bertcourse/`) and of the notebooks beside it (`notebooks/`, when there is one):
+    `{msgid: ["path:line", ...]}`, paths from the package's parent. Marked strings are the first
+    argument of `_(...)` / `N_(...)` calls when it is a literal, the docstrings of the functions
+    listed in a module-level `*_DIAGNOSES` list, and the literal argument of `tr(...)` in the
+    English notebooks' code cells ("path:cell index")."""
     package = PACKAGE if package is None else pathlib.Path(package)
     if not package.is_dir():
         raise FileNotFoundError(f"extract_messages: package must be a folder, got {package}")
@@ -550,6 +586,10 @@ def extract_messages(package: pathlib.Path | None = None) -> dict[str, list[str]
         for msgid, line in _messages_in(tree):
             if msgid:
                 messages.setdefault(msgid, []).append(f"{where}:{line}")
+    if (package.parent / "notebooks").is_dir():
+        for msgid, where in notebook_messages(package.parent / "notebooks"):
+            if msgid:
+                messages.setdefault(msgid, []).append(where)
     return messages
 
 
