@@ -43,7 +43,7 @@ from .._checks import (check_bool, check_choice, check_finite_number, check_inst
 from ..bert import BERTConfig, BERTEncoder, Pooler, accuracy, mean_pool
 from ..checkpoints import TOKENIZER_FILE, load_weights, read_config, save_checkpoint
 from ..distributed import device_of, move_to
-from ..i18n import gettext_noop as N_
+from ..i18n import gettext as _, gettext_noop as N_
 from ..inspection import POOLINGS, sentence_vectors
 from ..pretrained_bert import starting_model
 from ..memory import release_memory
@@ -624,32 +624,37 @@ def weights_moved(model: nn.Module, reference: nn.Module) -> float:
 
 MODEL_FAMILY = [
     dict(model="BERT-base", layers=12, hidden=768, heads=12, parameters="110M",
-         objective="MLM + NSP", data="BooksCorpus + English Wikipedia (3.3B words)",
+         objective=N_("MLM + NSP"), data=N_("BooksCorpus + English Wikipedia (3.3B words)"),
          paper="Devlin et al., 2019 (NAACL)"),
     dict(model="BERT-large", layers=24, hidden=1024, heads=16, parameters="340M",
-         objective="MLM + NSP", data="BooksCorpus + English Wikipedia (3.3B words)",
+         objective=N_("MLM + NSP"), data=N_("BooksCorpus + English Wikipedia (3.3B words)"),
          paper="Devlin et al., 2019 (NAACL)"),
     dict(model="RoBERTa-large", layers=24, hidden=1024, heads=16, parameters="355M",
-         objective="MLM, dynamic masking, no NSP",
-         data="160GB: BooksCorpus + Wikipedia, CC-News, OpenWebText, Stories",
+         objective=N_("MLM, dynamic masking, no NSP"),
+         data=N_("160GB: BooksCorpus + Wikipedia, CC-News, OpenWebText, Stories"),
          paper="Liu et al., 2019 (arXiv:1907.11692)"),
     dict(model="ALBERT-base", layers=12, hidden=768, heads=12, parameters="12M",
-         objective="MLM (n-gram masking) + sentence-order prediction; shared layers, 128-d embeddings",
-         data="BooksCorpus + English Wikipedia", paper="Lan et al., 2020 (ICLR)"),
+         objective=N_("MLM (n-gram masking) + sentence-order prediction; shared layers, 128-d embeddings"),
+         data=N_("BooksCorpus + English Wikipedia"), paper="Lan et al., 2020 (ICLR)"),
     dict(model="ELECTRA-base", layers=12, hidden=768, heads=12, parameters="110M",
-         objective="replaced-token detection (a small MLM generator corrupts the input)",
-         data="BooksCorpus + English Wikipedia (3.3B tokens)", paper="Clark et al., 2020 (ICLR)"),
+         objective=N_("replaced-token detection (a small MLM generator corrupts the input)"),
+         data=N_("BooksCorpus + English Wikipedia (3.3B tokens)"), paper="Clark et al., 2020 (ICLR)"),
     dict(model="DistilBERT", layers=6, hidden=768, heads=12, parameters="66M",
-         objective="distillation from BERT-base (soft targets + MLM + cosine loss), no NSP",
-         data="BooksCorpus + English Wikipedia", paper="Sanh et al., 2019 (arXiv:1910.01108)"),
+         objective=N_("distillation from BERT-base (soft targets + MLM + cosine loss), no NSP"),
+         data=N_("BooksCorpus + English Wikipedia"), paper="Sanh et al., 2019 (arXiv:1910.01108)"),
 ]
 """One row per model: sizes and pretraining as reported in each model's paper."""
 
 
 def model_family_table():
-    """:data:`MODEL_FAMILY` as a pandas DataFrame indexed by model."""
+    """:data:`MODEL_FAMILY` as a pandas DataFrame indexed by model; its pretraining objectives and
+    data described in the language of :func:`bertcourse.i18n.set_language` (the columns keep
+    their names: code reads them)."""
     import pandas as pd          # lazy: a heavy import (CONTRIBUTING.md, "Imports")
-    return pd.DataFrame(MODEL_FAMILY).set_index("model")
+    table = pd.DataFrame(MODEL_FAMILY).set_index("model")
+    for column in ("objective", "data"):
+        table[column] = table[column].map(_)
+    return table
 
 
 def encoder_parameters(vocab_size: int, hidden: int, layers: int, ffn: int | None = None,
