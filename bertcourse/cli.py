@@ -20,6 +20,7 @@ import sys
 from typing import Callable
 
 from ._checks import check_path
+from .i18n import get_language, gettext as _, set_language
 
 __all__ = ["UsageError", "Parser", "positive_int", "positive_float", "nonnegative_float", "nonnegative_int",
            "check_writable", "add_device_option", "say", "run_cli"]
@@ -133,6 +134,8 @@ def run_cli(parse: Callable, run: Callable, argv=None) -> int:
     input errors and only rank 0 reports them; other errors are reported by the rank that
     had them, named ``[rank N]``."""
     argv = sys.argv[1:] if argv is None else argv
+    if get_language() != "en":      # BERTCOURSE_LANG chose it: the whole switch (the figures' font too)
+        set_language(get_language())
     rank = _rank()
     where = f"[rank {rank}] " if rank else ""
     try:
@@ -143,7 +146,7 @@ def run_cli(parse: Callable, run: Callable, argv=None) -> int:
         return 2
     except KeyboardInterrupt:
         if rank == 0:
-            print("interrupted before training started; nothing was saved", file=sys.stderr)
+            print(_("interrupted before training started; nothing was saved"), file=sys.stderr)
         return 130
     except Exception as e:          # a bug: still no traceback, but say what it was
         print(f"{where}error: {type(e).__name__}: {e}", file=sys.stderr)

@@ -48,8 +48,9 @@ GAPS = {
     ("c. fine-tuned MiniLM", "d. MiniLM from scratch"): 0.10,
     ("a. bag of words", "d. MiniLM from scratch"): 0.05,
     ("b. probe, validation", "probe on [CLS], validation"): 0.03,
-    ("b. frozen MiniLM + probe", "probe on [CLS]"): ONE_SENTENCE,
-    ("probe, 100 labels", "a. bag of words"): ONE_SENTENCE,
+    # on test, mean pooling's 0.04 over [CLS] is within noise: only validation's gap is claimed
+    ("probe, 100 labels", "bag of words, 100 labels"): 0.15,          # "far ahead" on the same 100
+    ("probe, 100 labels", "a. bag of words"): -0.02,                  # "comparable" to 2,400 labels
     ("probe, 300 labels", "b. frozen MiniLM + probe"): -0.02,
     ("bag of words, 300 labels", "bag of words, 100 labels"): 0.0,
     ("bag of words, 1000 labels", "bag of words, 300 labels"): 0.0,

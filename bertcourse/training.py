@@ -332,7 +332,7 @@ class _LivePlot:
 
 def _format_eval(step: int, ev: dict) -> str:
     parts = [f"{k} {v:.3f}" for k, v in ev.items() if isinstance(v, float)]
-    return _("step {n}:").format(n=step) + " " + ", ".join(parts)
+    return _("step {n}: {metrics}").format(n=step, metrics=", ".join(parts))
 
 
 # ---------------------------------------------------------------------------------------

@@ -145,3 +145,21 @@ def test_the_default_learning_rate_follows_the_model_size(monkeypatch, tmp_path,
     monkeypatch.setattr(command, "run_process", lambda args, *rest: seen.append(args.lr) or 0)
     assert main([*argv, "--out", str(tmp_path / "run"), "--device", "cpu", "--quiet"]) == 0
     assert seen == [lr]
+
+
+def test_the_command_speaks_the_language_the_kernel_speaks(capsys, tmp_path):
+    """set_language("zh") in a notebook reaches the commands it starts (BERTCOURSE_LANG): the
+    progress lines are Chinese, the numbers and the options' names the same."""
+    from bertcourse import i18n
+    i18n.set_language("zh")
+    try:
+        code, out, err = run_main(capsys, "--config", "tiny", "--steps", "2", "--batch-size", "8", "--eval-every",
+                                  "100000", "--num-paragraphs", "40", "--device", "cpu", "--quiet",
+                                  "--out", str(tmp_path / "run"))
+    finally:
+        i18n.set_language("en")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "正在加载语料库和词元分析器（种子0）……"
+    assert lines[1].startswith("在") and "个句子对上训练一个tiny BERT（" in lines[1]
+    assert lines[-1].startswith("完成：2步，用时") and lines[-1].endswith("检查点已保存到" + str(tmp_path / "run"))

@@ -1274,3 +1274,29 @@ def test_guesses_are_shares_judged_against_the_measurement_with_the_chapters_rea
         judge_guesses({"a": 0.2, "b": 0.85}, measured, 0.1, reasons)
     with pytest.raises(CheckFailed, match=r"Off by more than 0\.10 on a, b\.$"):          # no reasons: none given
         judge_guesses({"a": 0.2, "b": 0.1}, measured, 0.1)
+
+
+def _pitfall_names(chapter: str) -> set:
+    """The names chapter ``chapter``'s notebook gives its pitfalls, backticks dropped, in lower case:
+    ``### Pitfall N: name`` headings (or ``### Pitfall: name``), or bold numbered items ``**N. Name.**``
+    (chapter 7's)."""
+    notebook = next((pathlib.Path(__file__).resolve().parents[1] / "notebooks").glob(f"{chapter}_*.ipynb"))
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").replace("`", "")
+    names = re.findall(r"^### Pitfall(?: \d+)?: (.+)$", text, re.M)
+    pitfalls = text[text.find("## Pitfalls"):] if "## Pitfalls" in text else ""
+    names += re.findall(r"^\*\*\d+\. (.+?)\.\*\*", pitfalls, re.M)
+    # a heading that quotes its name ('"random with probability 0.1" among the other 20 %') is named by the quote
+    return {name.lower() for heading in names for name in [heading.strip('"'), *re.findall(r'"([^"]+)"', heading)]}
+
+
+@pytest.mark.parametrize("module", CHAPTERS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_exercises_refer_to_pitfalls_by_the_names_the_chapter_gives_them(module):
+    """Issue 43, item 7: a quiz or a message says 'the pitfall "name"', never 'pitfall 2' (numbers
+    clash between chapters and move when a pitfall is added), and the name is one of the chapter's."""
+    texts = [" ".join(node.value.split()) for node in ast.walk(ast.parse(inspect.getsource(module)))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    by_number = [text for text in texts if re.search(r"\b[Pp]itfall \d", text)]
+    assert not by_number, by_number
+    quoted = {name.replace("`", "").lower() for text in texts for name in re.findall(r'[Pp]itfall "([^"]+)"', text)}
+    assert quoted <= _pitfall_names(module.__name__[-2:]), quoted - _pitfall_names(module.__name__[-2:])

@@ -120,7 +120,7 @@ def test_q2_a_mask_one_axis_short_is_named_with_the_shapes():
         "on batch=2, valid_lens=[2, 3] out of 4 keys, the shapes or dtypes in your code do not fit together. "
         "Your function got scores: shape (2, 3, 4), float32; valid_lens: shape (2,), int64. It must return a "
         "tensor of shape (2, 3, 4), float32. (The error: RuntimeError: The size of tensor a",
-        "against the scores (2, 3, 4) broadcasting lines its batch axis up with the queries axis",
+        "against the scores (2, 3, 4) broadcasting lines the mask's batch axis up with the queries axis",
         "valid_lens[:, None, None]", "is for 2-D valid_lens, one length per query")
     assert result.message.index("(The error:") < result.message.index("valid_lens[:, None] makes")
     i18n.set_language("zh")
@@ -128,7 +128,23 @@ def test_q2_a_mask_one_axis_short_is_named_with_the_shapes():
         chinese = q2.check(q2_lens_column)
     finally:
         i18n.set_language("en")
-    assert "形状或数据类型对不上" in chinese.message and "它的批量轴会和查询轴对齐" in chinese.message
+    assert "形状或数据类型对不上" in chinese.message and "掩码的批量轴都会和查询轴对齐" in chinese.message
+
+
+def q2_lens_middle_axis(scores, valid_lens):
+    """fails: valid_lens[None, :, None] one of shape (1, 2, 4): either way"""
+    visible = torch.arange(scores.shape[-1]) < valid_lens[None, :, None]     # (1, batch, keys): raises as [:, None]
+    return torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1) * visible
+
+
+def test_q2_two_masks_that_raise_alike_get_one_message_that_names_both():
+    # valid_lens[:, None] and valid_lens[None, :, None] raise the same error at the same masked_fill: the
+    # message names both ways of writing it, and neither as the other's mistake
+    for wrong in (q2_lens_column, q2_lens_middle_axis):
+        assert_fails_with(q2, wrong, Q2_GOT, "The size of tensor a (2) must match the size of tensor b (3) at "
+                          "non-singleton dimension 1", "valid_lens[:, None] makes a mask of shape (2, 4) (so does "
+                          "valid_lens.reshape(-1, 1)), and valid_lens[None, :, None] one of shape (1, 2, 4): either "
+                          "way", "the mask must be (2, 1, 4): valid_lens[:, None, None]")
 
 
 def q2_minus_1e6_then_zero(scores, valid_lens):
@@ -164,11 +180,15 @@ def q3_d2l_style(Q, K, V, valid_lens):
 
 @pytest.mark.parametrize("wrong, phrase", [
     (lambda d, heads, bias: heads * 3 * d * d, "heads × 3 × d² myth"),
-    # the version with biases that pitfall 1 quotes: (768 × 768 × 3 + 768 × 3) × 12
-    (lambda d, heads, bias: (d * d * 3 + d * 3) * heads, "myth with biases, (d² · 3 + d · 3) × heads"),
+    # the version with biases that the pitfall "multi-head attention costs heads × 3 × d² parameters" quotes:
+    # (768 × 768 × 3 + 768 × 3) × 12
+    (lambda d, heads, bias: (d * d * 3 + d * 3) * heads, "myth with biases, (d² · 3 + d · 3) × heads, as the "
+     "pitfall \"multi-head attention costs heads × 3 × d² parameters\" quotes it"),
     (lambda d, heads, bias: heads * (3 * d * d + (3 * d if bias else 0)), "myth with biases"),
     (lambda d, heads, bias: heads * (4 * d * d + (4 * d if bias else 0)), "multiplied by the number of heads"),
     (lambda d, heads, bias: 3 * d * d + (3 * d if bias else 0), "forgot the output projection"),
+    (lambda d, heads, bias: 4 * d * d + (4 * d * heads if bias else 0), "you counted the biases once per head"),
+    (lambda d, heads, bias: 4 * d * d + (3 * d if bias else 0), "you forgot W_o's d biases"),
     (lambda d, heads, bias: 4 * d * d, "you forgot the biases"),
     (lambda d, heads, bias: 4 * d * d + 4 * d, "you counted biases when bias=False"),
     (lambda d, heads, bias: 4 * d * d + 4 * d // heads, "expected"),   # unknown mistake: numbers only
@@ -178,13 +198,16 @@ def test_q4_mistakes(wrong, phrase):
     assert "parameters, got" in result.message
 
 
-def test_q4_myth_with_biases_is_named_in_chinese_too():
+def test_q4_myth_is_named_in_chinese_too():
     i18n.set_language("zh")
     try:
-        result = q4.check(lambda d, heads, bias: (d * d * 3 + d * 3) * heads)
+        plain = q4.check(lambda d, heads, bias: heads * 3 * d * d)
+        with_biases = q4.check(lambda d, heads, bias: (d * d * 3 + d * 3) * heads)
     finally:
         i18n.set_language("en")
-    assert result.status == "fail" and "陷阱1引用的那个带偏置的错误说法" in result.message
+    assert plain.status == "fail" and "应为16,640个参数" in plain.message
+    assert "你用了“头数 × 3 × d²”这个错误说法" in plain.message
+    assert with_biases.status == "fail" and "陷阱“多头注意力的参数量是头数 × 3 × d²”引用的那个带偏置的错误说法" in with_biases.message
 
 
 def test_q4_accepts_a_tensor_or_float_count_and_rejects_non_numbers():
@@ -397,6 +420,60 @@ def test_q3_a_float16_result_gives_both_dtypes():
 def q3_lens_unsqueezed(Q, K, V, valid_lens):
     scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
     return masked_softmax(scores, valid_lens.unsqueeze(-1)) @ V
+
+
+@pytest.mark.parametrize("mask", [lambda scores, lens: torch.arange(scores.shape[-1]) < lens[:, None],
+                                  lambda scores, lens: torch.arange(scores.shape[-1]) < lens.reshape(-1, 1)],
+                         ids=["[:, None]", "reshape(-1, 1)"])
+def test_q3_a_mask_one_axis_short_is_named_as_in_q2(mask):
+    result = assert_fails_with(q3, _q3_mask(mask), Q3_GOT, "The size of tensor a (2) must match the size of tensor b "
+                               "(3)", "valid_lens[:, None] makes a mask of shape (2, 4) (so does "
+                               "valid_lens.reshape(-1, 1))", "against the scores (2, 3, 4) broadcasting lines the "
+                               "mask's batch axis up with the queries axis", "valid_lens[:, None, None]")
+    assert result.message.index("(The error:") < result.message.index("valid_lens[:, None] makes")
+
+
+def test_a_mask_with_another_mistakes_sizes_is_not_given_its_name():
+    # (1, keys, batch): positions on the queries axis, lengths on the keys axis. masked_fill raises with the sizes
+    # that `torch.arange(keys)[None, None, :] < valid_lens` names the other way round, but at another operation:
+    # not "compared without new axes", only the shapes
+    def transposed(scores, valid_lens):
+        return torch.arange(scores.shape[-1])[:, None] < valid_lens[None, None, :]
+
+    for ex, wrong, got in ((q2, _q2_mask, Q2_GOT), (q3, _q3_mask, Q3_GOT)):
+        result = assert_fails_with(ex, wrong(transposed), got, "(The error: RuntimeError: The size of tensor a (2) "
+                                   "must match the size of tensor b (4) at non-singleton dimension 2)")
+        assert " — " not in result.message and "without new axes" not in result.message
+    # the same comparison written the other way round is still named: torch names its sizes in the other order
+    assert_fails_with(q2, _q2_mask(lambda scores, lens: lens > torch.arange(scores.shape[-1])[None, None, :]),
+                      "The size of tensor a (2) must match the size of tensor b (4) at non-singleton dimension 2",
+                      "valid_lens is compared without new axes")
+
+
+def test_raised_alike_keeps_shapes_in_order_and_swaps_sizes_only_at_the_same_operation():
+    from bertcourse.exercises.learner_code import raised_alike
+
+    def raised(f):
+        try:
+            f()
+        except Exception as e:          # the error is what the test reads
+            return e
+        raise AssertionError("did not raise")
+
+    X, lens, keys = torch.zeros(2, 6, 4), torch.tensor([2, 3]), torch.arange(4)
+    P = torch.zeros(2, 3, dtype=torch.long)
+    row = raised(lambda: X[torch.arange(2)[None, :], P])                    # shapes [1, 2], [2, 3]
+    transposed = raised(lambda: X[torch.arange(2)[:, None], P.T])          # shapes [2, 1], [3, 2]
+    assert raised_alike(row, raised(lambda: X[torch.arange(2).unsqueeze(0), P]))
+    assert not raised_alike(row, transposed)
+    # a comparison with its operands the other way round: the same mistake
+    assert raised_alike(raised(lambda: keys < lens), raised(lambda: lens > keys))
+    # the same sizes the other way round from masked_fill and from a comparison: not the same mistake
+    fill = raised(lambda: torch.zeros(2, 3, 4).masked_fill(keys[:, None] < lens[None, None, :], 0.0))
+    compare = raised(lambda: keys[None, None, :] < lens)
+    assert str(fill).replace("(2)", "(x)").replace("(4)", "(2)").replace("(x)", "(4)") == str(compare)
+    assert not raised_alike(fill, compare)
+    assert not raised_alike(raised(lambda: keys < lens), ValueError(str(raised(lambda: keys < lens))))
 
 
 def test_q3_valid_lens_unsqueezed_for_the_packages_masked_softmax_is_named():

@@ -312,7 +312,8 @@ def _sliced(rows):
                                                   "position 1, but the first token stands at position 0"]),
     (_sliced(lambda E, P: P[: len(E)]), [Q4_GOT, "you sliced P to E.shape[0] = len(E) = 2, the batch size"]),
     (_sliced(lambda E, P: P[:, : E.shape[1]]), [Q4_GOT, "P[:, :seq] slices the columns of P",
-                                                "(max_len, d) = (10, 8)"]),
+                                                "(max_len, d) = (10, 8)", 'as in the pitfall "running past '
+                                                'max_len without noticing", is the one sliced P[:, :seq]']),
 ])
 def test_q4_the_rows_of_the_table_are_named(wrong, phrases):
     assert_fails_with(q4, wrong, *phrases)

@@ -132,6 +132,20 @@ def test_q2_no_nudge_when_it_is_not_a_matter_of_thresholds():
         assert " — " not in result.message
 
 
+@pytest.mark.parametrize("wrong, phrases", [
+    # the swapped bands with u > 0.9 for the random token: not the same as u >= 0.9 at u = 0.9 exactly
+    (lambda labels, u, r, m: torch.where(u < 0.8, m, torch.where(u > 0.9, r, labels)),
+     ["you swapped the last two bands", "u = 0.9 exactly belongs to the kept band"]),
+    (lambda labels, u, r, m: torch.where(u < 0.1, m, torch.where(u <= 0.9, r, labels)),
+     ["only u < 0.8 becomes [MASK]", "u = 0.9 exactly belongs to the kept band"]),
+    (lambda labels, u, r, m: torch.where(u <= 0.8, m, torch.where(u < 0.1, r, labels)),
+     ["no token ever becomes a random one", "u = 0.8 exactly belongs to the random-token band"]),
+])
+def test_q2_a_named_mistake_but_on_a_threshold_is_named_with_a_nudge_about_the_boundary(wrong, phrases):
+    assert_fails_with(q2, wrong, "first difference", *phrases, "Mind the boundary as well: each band includes its "
+                      "lower end")
+
+
 def test_q2_nudge_in_chinese():
     i18n.set_language("zh")
     try:
@@ -255,6 +269,11 @@ def q4_index_select(X, pred_positions):
     return X.index_select(1, pred_positions)
 
 
+def q4_row_of_batch_indices(X, pred_positions):
+    """fails: torch.arange(batch)[None, :] (or .unsqueeze(0)) is a row, (1, batch) = (1, 2)"""
+    return X[torch.arange(X.shape[0])[None, :], pred_positions]
+
+
 def q4_transposed_positions(X, pred_positions):
     """fails: no transpose"""
     return X[torch.arange(X.shape[0]).unsqueeze(1), pred_positions.T]
@@ -270,9 +289,14 @@ def q4_transposed_positions(X, pred_positions):
     (q4_gather_along_hidden, ["index 4 is out of bounds for dimension 2", "(batch, seq, hidden) = (2, 6, 4): dim=1"]),
     (q4_index_select, ["Index is supposed to be a vector", "(batch, num_preds) = (2, 3)"]),
     (q4_transposed_positions, ["with shapes [2, 1], [3, 2]", "already (batch, num_preds) = (2, 3)"]),
+    (q4_row_of_batch_indices, ["with shapes [1, 2], [2, 3]", "lines it up with the num_preds axis, not the batch axis",
+                               "Make it a column, (batch, 1) = (2, 1): torch.arange(batch)[:, None]"]),
+    (lambda X, p: X[torch.arange(X.shape[0]).unsqueeze(0), p], ["with shapes [1, 2], [2, 3]", "is a row, (1, batch)"]),
 ])
 def test_q4_indexing_slips_are_named_with_the_sizes(wrong, phrases):
     result = assert_fails_with(q4, wrong, *phrases, " — ")
+    # a row of batch indices raises with the numbers of the transposed positions, in another order: not named so
+    assert (wrong is q4_transposed_positions) == ("no transpose" in result.message)
     if wrong is not q4_index_select:            # torch's message names no shape: told as raised, without them
         assert Q4_GOT in result.message
 

@@ -210,8 +210,8 @@ def test_q1_near_misses_get_a_nudge(wrong, phrase):
 
 
 def test_q1_d2ls_line_is_named_as_the_notebook_promises():
-    """Chapter 7's pitfall 3 says exercise 1 names d2l's line: nn.CrossEntropyLoss() (a mean), times the
-    weights as a column, divided by their sum."""
+    """Chapter 7's pitfall "the MLM loss with reduction='mean'" says exercise 1 names d2l's line:
+    nn.CrossEntropyLoss() (a mean), times the weights as a column, divided by their sum."""
     loss = torch.nn.CrossEntropyLoss()
 
     def d2l(mlm_logits, mlm_labels, mlm_weights):

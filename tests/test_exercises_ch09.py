@@ -104,6 +104,7 @@ def test_q4_names_each_missing_part():
         return out
 
     assert "ran in training mode" in q4.check(no_eval).message
+    assert '(the pitfall "evaluating with dropout on")' in q4.check(no_eval).message
     assert "gradients were on" in q4.check(no_grad_missing).message
     for wrong in (not_restored, always_train_afterwards):
         result = q4.check(wrong)

@@ -358,7 +358,7 @@ def test_trainer_progress_eval_lines_and_plot(zh, capsys):
     history = trainer.fit(progress=True, plot=True)          # not in a notebook: text lines, no live plot
     lines = printed_lines(capsys.readouterr())
     assert any(f"{OPEN}training{CLOSE}" in line for line in lines.values()), lines    # the bar's label
-    assert any(line.startswith(f"{OPEN}step 2:{CLOSE} acc 0.500") for line in lines.values()), lines
+    assert any(line.startswith(f"{OPEN}step 2: acc 0.500") for line in lines.values()), lines
     check(lines, data={"loss", "acc"})                       # the metrics' names, as the step function returns them
     check_figure(plot_history(history), data={"loss", "acc"})
 

@@ -58,6 +58,25 @@ def test_set_language_refuses_other_values(bad, error):
     assert i18n.get_language() == "en"          # a refused value changes nothing
 
 
+def test_the_language_reaches_the_programs_a_kernel_starts():
+    """set_language exports BERTCOURSE_LANG; a new process (a command a notebook runs) starts in
+    that language; a value that is no language is said, and English spoken."""
+    import os
+    import subprocess
+    import sys
+    i18n.set_language("zh")
+    assert os.environ[i18n.LANGUAGE_VARIABLE] == "zh"
+    ask = [sys.executable, "-c", "from bertcourse import i18n; print(i18n.get_language(), i18n.gettext('sentence A'))"]
+    started = subprocess.run(ask, capture_output=True, text=True, check=True)
+    assert started.stdout.split() == ["zh", "句子A"]
+    i18n.set_language("en")
+    assert os.environ[i18n.LANGUAGE_VARIABLE] == "en"
+    wrong = subprocess.run(ask, capture_output=True, text=True, check=True,
+                           env={**os.environ, i18n.LANGUAGE_VARIABLE: "fr"})
+    assert wrong.stdout.split() == ["en", "sentence", "A"]
+    assert "BERTCOURSE_LANG must be one of ['en', 'zh'], got 'fr': speaking English" in wrong.stderr
+
+
 def test_gettext_refuses_a_non_string():
     with pytest.raises(TypeError, match="msgid"):
         i18n.gettext(3)
@@ -82,6 +101,50 @@ def test_the_notebooks_labels_speak_the_language_asked_for():
                for m, text in chinese.items() if "\\" not in m)        # TeX's braces are no placeholders
 
 
+def test_chinese_labels_pad_by_display_width():
+    """A Chinese letter takes two columns: what `tr` returns in Chinese pads by columns, so that
+    `f"{label:12s}"` lines up; in English it is the plain str it always was."""
+    assert type(i18n.tr("accuracy")) is str
+    assert (i18n.display_width("词元 ab"), i18n.display_width("，："), i18n.display_width("")) == (7, 4, 0)
+    i18n.set_language("zh")
+    label = i18n.tr("accuracy")
+    assert isinstance(label, i18n.Text) and label == "准确率" and i18n.display_width(label) == 6
+    assert [f"[{label:8s}]", f"[{label:>8}]", f"[{label:*^9}]", f"[{label:4}]"] == \
+        ["[准确率  ]", "[  准确率]", "[*准确率**]", "[准确率]"]
+    assert "{x:7s}|{y:.2}".format(x=label, y=label) == "准确率 |准确"     # str's precision, then width
+    assert f"{label!r}" == "'准确率'" and type(label + "!") is str        # otherwise a str
+    assert f"{i18n.Text('ab'):4s}|" == f"{'ab':4s}|"                      # ASCII: as str pads
+
+
+def test_pandas_counts_chinese_letters_as_two_columns_in_chinese_only():
+    import pandas as pd
+    i18n.set_language("zh")
+    assert pd.get_option("display.unicode.east_asian_width") is True
+    table = pd.DataFrame({i18n.tr("accuracy"): [0.5]}, index=["ab"]).to_string().splitlines()
+    assert [i18n.display_width(line) for line in table] == [len(table[1])] * 2      # the header lines up
+    i18n.set_language("en")
+    assert pd.get_option("display.unicode.east_asian_width") is False
+
+
+def test_tr_table_shows_a_tables_labels_in_the_learners_language():
+    import pandas as pd
+    table = pd.DataFrame({"accuracy": [0.5, 0.7], "pairs": [3, 4]},
+                         index=pd.Index(["B follows A", "B opens a paragraph"], name="what could give B away"))
+    assert i18n.tr_table(table, "accuracy", "B follows A").equals(table)          # English: as it was
+    i18n.set_language("zh")
+    shown = i18n.tr_table(table, "accuracy", "B follows A", "what could give B away")
+    assert list(shown.columns) == ["准确率", "pairs"] and list(shown.index) == ["B紧跟在A之后", "B opens a paragraph"]
+    assert shown.index.name == "什么可能暴露B" and list(table.columns) == ["accuracy", "pairs"]   # a copy
+    levels = table.set_index("pairs", append=True)["accuracy"]                    # a Series on two levels
+    assert list(i18n.tr_table(levels, "B follows A").index.get_level_values(0))[0] == "B紧跟在A之后"
+    with pytest.raises(ValueError, match=r"tr_table: the label 'acuracy' is not a column, an index entry"):
+        i18n.tr_table(table, "acuracy")                   # a typo would otherwise stay English, silently
+    with pytest.raises(TypeError, match="tr_table: each label must be a str, got int 3"):
+        i18n.tr_table(table, 3)
+    with pytest.raises(TypeError, match="tr_table: table must be a pandas DataFrame or Series, got dict"):
+        i18n.tr_table({"accuracy": 1}, "accuracy")
+
+
 def test_placeholders_are_kept_and_filled_after_translating():
     i18n.set_language("zh")
     text = i18n.gettext("correct on all {n} cases ({cases})")
@@ -91,7 +154,8 @@ def test_placeholders_are_kept_and_filled_after_translating():
 
 def test_the_runtime_module_imports_only_the_standard_library_and_polib():
     """Every layer imports bertcourse.i18n: it needs no torch and nothing of the package. Only
-    the function that gives matplotlib the Chinese font imports matplotlib, when it runs
+    the function that gives matplotlib the Chinese font imports matplotlib, and only the Chinese
+    switch and `tr_table` import pandas, when they run
     (tests/test_fonts.py checks that importing the module and speaking English import none)."""
     tree = ast.parse(pathlib.Path(i18n.__file__).read_text(encoding="utf-8"))
 
@@ -107,8 +171,9 @@ def test_the_runtime_module_imports_only_the_standard_library_and_polib():
 
     at_the_top = imports(tree.body)
     anywhere = imports(ast.walk(tree))
-    assert at_the_top <= {"__future__", "contextlib", "dataclasses", "functools", "importlib.resources", "polib"}, at_the_top
-    assert anywhere - at_the_top <= {"matplotlib.font_manager"}, anywhere - at_the_top
+    assert at_the_top <= {"__future__", "contextlib", "dataclasses", "functools", "importlib.resources", "polib",
+                          "os", "re", "unicodedata", "warnings"}, at_the_top
+    assert anywhere - at_the_top <= {"matplotlib.font_manager", "pandas"}, anywhere - at_the_top
 
 
 # --- reading the catalog ------------------------------------------------------------------------

@@ -314,7 +314,8 @@ def test_extraction_reads_tr_in_the_english_notebooks_code(tmp_path):
     cells = [nbformat.v4.new_markdown_cell('tr("in markdown, not code")'),
              nbformat.v4.new_code_cell('%matplotlib inline\n!ls\nlabel = "x"\nprint(tr("{n} steps").format(n=3))\n'
                                        'print(f"{tr(\'accuracy\')}: 1")\ntr(label)  # not a literal: not taken'),
-             nbformat.v4.new_code_cell('print(tr("{n} steps").format(n=4))')]
+             nbformat.v4.new_code_cell('print(tr("{n} steps").format(n=4))\n'
+                                       'tr_table(t.round(2), "layer", name, "gap")  # the literal labels only')]
     for folder in ("notebooks", "notebooks/zh"):                   # the Chinese edition is not read
         (tmp_path / folder).mkdir()
         nb = nbformat.v4.new_notebook()
@@ -322,10 +323,12 @@ def test_extraction_reads_tr_in_the_english_notebooks_code(tmp_path):
         nbformat.write(nb, str(tmp_path / folder / "01_x.ipynb"))
     assert i18n.notebook_messages(tmp_path / "notebooks") == [
         ("{n} steps", "notebooks/01_x.ipynb:1"), ("accuracy", "notebooks/01_x.ipynb:1"),
-        ("{n} steps", "notebooks/01_x.ipynb:2")]
+        ("{n} steps", "notebooks/01_x.ipynb:2"), ("layer", "notebooks/01_x.ipynb:2"),
+        ("gap", "notebooks/01_x.ipynb:2")]
     assert i18n.extract_messages(tmp_path / "bertcourse") == {
         "from the package": ["bertcourse/m.py:2"], "{n} steps": ["notebooks/01_x.ipynb:1", "notebooks/01_x.ipynb:2"],
-        "accuracy": ["notebooks/01_x.ipynb:1"]}
+        "accuracy": ["notebooks/01_x.ipynb:1"], "layer": ["notebooks/01_x.ipynb:2"],
+        "gap": ["notebooks/01_x.ipynb:2"]}
     nb = nbformat.read(str(tmp_path / "notebooks" / "01_x.ipynb"), as_version=4)
     nb.cells[2].source = 'print(tr("unclosed")'
     nbformat.write(nb, str(tmp_path / "notebooks" / "01_x.ipynb"))
@@ -706,3 +709,45 @@ def test_mentions_lists_the_files_that_still_name_a_chapter(tmp_path):
     (tmp_path / "d.ipynb").write_text("ch10 10_scaling_up\n")      # notebooks are renamed, not listed
     assert i18n.mentions("ch10", tmp_path) == ["a.py"]
     assert i18n.mentions("10_scaling_up", tmp_path) == ["b.md"]
+
+
+# --- the chapters' static previews -------------------------------------------------------------
+
+def _preview_notebook(figure: str | None):
+    """A notebook whose first cell previews the figure its second cell draws (``figure``: the
+    drawn PNG's data; None: not executed yet)."""
+    nb = nbformat.v4.new_notebook()
+    preview = nbformat.v4.new_markdown_cell("![the figure](attachment:preview.png)", id="m1")
+    preview.attachments = {"preview.png": {"image/png": "OLD"}}
+    preview.metadata[i18n.PREVIEWS] = {"preview.png": "c1"}
+    code = nbformat.v4.new_code_cell("fig", id="c1")
+    if figure is not None:
+        code.outputs = [nbformat.v4.new_output("stream", text="a line first\n"),
+                        nbformat.v4.new_output("display_data", data={"image/png": figure, "text/plain": "<Figure>"})]
+    nb.cells = [preview, code]
+    return nb
+
+
+def test_a_preview_becomes_the_figure_of_this_run():
+    """A chapter's preview is the figure its own code draws later: after a run (English or
+    Chinese, tools/run_notebooks.py; build for the Chinese one) it is that run's figure."""
+    nb = _preview_notebook("NEW")
+    assert i18n.refresh_previews(nb) == ["preview.png"]
+    assert nb.cells[0].attachments["preview.png"] == {"image/png": "NEW"}
+    assert i18n.refresh_previews(nb) == []                         # nothing left to change
+    unexecuted = _preview_notebook(None)
+    assert i18n.refresh_previews(unexecuted) == [] and unexecuted.cells[0].attachments["preview.png"]["image/png"] == "OLD"
+    wrong = _preview_notebook("NEW")
+    wrong.cells[0].metadata[i18n.PREVIEWS] = {"other.png": "c1"}
+    with pytest.raises(ValueError, match=r"cell m1: metadata 'previews' names 'other.png', which is not one of its"):
+        i18n.refresh_previews(wrong)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+                         + sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb")),
+                         ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
+def test_every_preview_is_its_notebooks_own_figure(path):
+    """The committed previews are the committed run's figures: the Chinese edition's carry its
+    Chinese labels (issue 44), and none is left from an older run."""
+    nb = nbformat.read(str(path), as_version=4)
+    assert i18n.refresh_previews(nb) == [], f"{path.name}: run tools/run_notebooks.py (or i18n.py build for zh)"

@@ -228,7 +228,7 @@ def test_unmet_lists_every_range_and_gap_that_applies_and_fails():
                for f in failures) and len(failures) == 2
     # a gap counts only when both of its names are there
     assert unmet({"probe, 100 labels": 0.5, "a. bag of words": 0.8}) == [
-        "probe, 100 labels - a. bag of words = -0.3000, less than +0.0033"]
+        "probe, 100 labels - a. bag of words = -0.3000, less than -0.0200"]
     with pytest.raises(ValueError, match="at least one measured range or both sides of a gap"):
         unmet({"probe, 100 labels": 0.5})
 

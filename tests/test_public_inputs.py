@@ -578,6 +578,10 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "i18n.register_chinese_font": NO_ARGS,
     "i18n.gettext": Fuzz(given={"msgid": lambda e: "x"}),
     "i18n.tr": Fuzz(given={"msgid": lambda e: "x"}),
+    "i18n.tr_table": Fuzz(given={"table": lambda e: __import__("pandas").DataFrame({"a": [1]})},
+                          positional=lambda e: ("a",)),
+    "i18n.display_width": Fuzz(),
+    "i18n.Text": Exempt("a str that pads by display width: its constructor is str's, which takes any object"),
     "i18n.gettext_noop": Exempt("marks a message for extraction; returns its argument unchanged"),
     "i18n.set_language": Exempt("switches the language of every message (global state): tested in its own tests"),
     # learner_progress: where the learner stands (its files: tests/test_learner_progress.py)

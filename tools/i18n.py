@@ -57,7 +57,8 @@ hints, solutions' comments, widget labels. `extract_messages` finds them with `a
 importing the package: the literal first argument of every `_(...)` / `N_(...)` call and the
 docstrings of the functions listed in a module-level `*_DIAGNOSES` list (exercises/core.py).
 The same catalog holds the words the notebooks' own code prints or draws: the literal argument
-of every `tr(...)` call (`bertcourse.i18n.tr`) in the English notebooks' code cells, so the code
+of every `tr(...)` call (`bertcourse.i18n.tr`) and the literal labels of every `tr_table(table, ...)`
+in the English notebooks' code cells, so the code
 is the same in both editions and the Chinese one prints Chinese (`#: notebooks/NN_x.ipynb:CELL`).
 One entry per string (no msgctxt); `update package` adds new strings untranslated, records
 where each is used and marks the entries no code uses any more obsolete (kept at the end, so an
@@ -375,6 +376,35 @@ def translate_source(cell, po: polib.POFile) -> str:
     return "".join(out)
 
 
+PREVIEWS = "previews"
+"""A markdown cell's metadata key: ``{attachment name: id of the code cell whose figure it shows}``."""
+
+
+def refresh_previews(nb) -> list[str]:
+    """A chapter's static previews (pictures attached to a markdown cell near its start, "where
+    this chapter is going") are copies of figures its own code draws later. Each attachment named
+    in a markdown cell's metadata ``previews`` (``{name: code cell id}``) becomes the first figure
+    (``image/png``) of that code cell's outputs in ``nb``: the preview is always this run's, and in
+    the Chinese edition it has the Chinese run's labels. A code cell without a figure (not executed
+    yet) leaves the attachment as it is. Changes ``nb`` in place; returns the names it changed."""
+    figures = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            pngs = [o["data"]["image/png"] for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+            if pngs:
+                figures[cell.id] = pngs[0]
+    changed = []
+    for cell in nb.cells:
+        for name, source in cell.get("metadata", {}).get(PREVIEWS, {}).items():
+            if cell.cell_type != "markdown" or name not in cell.get("attachments", {}):
+                raise ValueError(f"cell {cell.id}: metadata {PREVIEWS!r} names {name!r}, which is not one of its "
+                                 f"attachments")
+            if source in figures and cell.attachments[name].get("image/png") != figures[source]:
+                cell.attachments[name] = {"image/png": figures[source]}
+                changed.append(name)
+    return changed
+
+
 def build_notebook(notebook: pathlib.Path, po_path: pathlib.Path, out: pathlib.Path, write: bool = True):
     """The Chinese notebook for `notebook` (written to `out` unless `write` is False)."""
     english = nbformat.read(str(notebook), as_version=4)
@@ -404,14 +434,15 @@ def build_notebook(notebook: pathlib.Path, po_path: pathlib.Path, out: pathlib.P
             cell.outputs, cell.execution_count = old.outputs, old.execution_count
         else:
             cell.outputs, cell.execution_count = [], None
+    refresh_previews(zh)                  # the Chinese run's figures, where it has them
     if write:
         out.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(zh, str(out))
     return zh
 
 
-def cell_sources(nb) -> list[tuple[str, str, str]]:
-    return [(c.cell_type, c.get("id", ""), c.source) for c in nb.cells]
+def cell_sources(nb) -> list[tuple[str, str, str, dict]]:
+    return [(c.cell_type, c.get("id", ""), c.source, c.get("attachments", {})) for c in nb.cells]
 
 
 # --- checking ------------------------------------------------------------------------------
@@ -500,6 +531,7 @@ PACKAGE_DOMAIN = "bertcourse"
 # the call names whose first argument is a message (the names modules import the functions as)
 MARKERS = ("_", "N_")
 NOTEBOOK_MARKER = "tr"      # bertcourse.i18n.tr: the notebooks' gettext (in a notebook, _ is IPython's last result)
+TABLE_MARKER = "tr_table"   # bertcourse.i18n.tr_table(table, "label", ...): every literal after the table
 # module-level lists whose functions' docstrings are diagnosis messages (see exercises/core.py)
 DIAGNOSES_SUFFIX = "_DIAGNOSES"
 
@@ -530,6 +562,15 @@ def _marked_calls(tree: ast.AST, markers: tuple[str, ...]) -> list[tuple[str, in
     return [(node.args[0].value, node.lineno) for node in calls]
 
 
+def _table_labels(tree: ast.AST) -> list[tuple[str, int]]:
+    """`(literal, line)` of every literal label of a `tr_table(table, "label", ...)` call in `tree`."""
+    calls = sorted((node for node in ast.walk(tree)
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == TABLE_MARKER),
+                   key=lambda node: (node.lineno, node.col_offset))
+    return [(arg.value, node.lineno) for node in calls for arg in node.args[1:]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+
+
 def _messages_in(tree: ast.Module) -> list[tuple[str, int]]:
     found = _marked_calls(tree, MARKERS)
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -552,8 +593,9 @@ def python_of_cell(source: str) -> str:
 
 
 def notebook_messages(notebooks: pathlib.Path) -> list[tuple[str, str]]:
-    """`(msgid, "notebooks/NN_x.ipynb:CELL")` for every `tr("...")` in the code cells of the
-    English notebooks in the folder `notebooks` (CELL: the cell's index), in reading order."""
+    """`(msgid, "notebooks/NN_x.ipynb:CELL")` for every `tr("...")`, and every literal label of a
+    `tr_table(table, "...", ...)`, in the code cells of the English notebooks in the folder
+    `notebooks` (CELL: the cell's index), in reading order."""
     found = []
     for path in english_notebooks(notebooks.parent):
         nb = nbformat.read(str(path), as_version=4)
@@ -565,7 +607,8 @@ def notebook_messages(notebooks: pathlib.Path) -> list[tuple[str, str]]:
                 tree = ast.parse(python_of_cell(cell.source))
             except SyntaxError as error:
                 raise SyntaxError(f"{where}, cell {index}: {error.msg} (line {error.lineno})") from None
-            found += [(msgid, f"{where}:{index}") for msgid, _line in _marked_calls(tree, (NOTEBOOK_MARKER,))]
+            marked = sorted(_marked_calls(tree, (NOTEBOOK_MARKER,)) + _table_labels(tree), key=lambda m: m[1])
+            found += [(msgid, f"{where}:{index}") for msgid, _line in marked]
     return found
 
 

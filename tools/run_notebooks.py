@@ -38,6 +38,8 @@ import tomllib
 import nbformat
 from nbclient import NotebookClient
 
+from i18n import refresh_previews      # tools/i18n.py: the chapters' static previews
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -297,6 +299,7 @@ def run(path: pathlib.Path, english: bool = True) -> tuple[float, float]:
     seconds = time.perf_counter() - start
     for cell in nb.cells:                 # keep diffs small and stable
         cell.metadata.pop("execution", None)
+    refresh_previews(nb)                  # the chapter's static previews: this run's figures
     nbformat.write(nb, path)
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return seconds, peak_mb

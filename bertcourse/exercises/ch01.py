@@ -145,9 +145,8 @@ def _ms_wrong_axis(scores, valid_lens):
 
 
 def _ms_after_softmax(scores, valid_lens):
-    """you masked after the softmax: zeroing the padded weights afterwards leaves rows that
-    no longer sum to 1. Fill the masked scores with a very negative number before the
-    softmax."""
+    """you masked after the softmax: zeroing the padded weights afterwards leaves rows that no longer sum to 1. Fill the
+    masked scores with a very negative number before the softmax."""
     return torch.softmax(scores, dim=-1) * _visible(scores, valid_lens)
 
 
@@ -166,25 +165,25 @@ def _ms_minus_inf(scores, valid_lens):
 
 
 def _ms_off_by_one(scores, valid_lens):
-    """off by one: key j is visible when j < valid_len (positions start at 0), not j <=
-    valid_len."""
+    """off by one: key j is visible when j < valid_len (positions start at 0), not j <= valid_len."""
     visible = torch.arange(scores.shape[-1]) <= valid_lens.reshape(-1, 1, 1)
     return masked_softmax(scores, visible.expand_as(scores))
 
 
 def _ms_lens_column(scores, valid_lens):
-    # valid_lens[:, None]: a (batch, keys) mask, which broadcasting lines up as (queries, keys)
+    # valid_lens[:, None]: a (batch, keys) mask lined up as (queries, keys); [None, :, None] raises alike (named too)
     visible = torch.arange(scores.shape[-1]) < valid_lens[:, None]
     return torch.softmax(scores.masked_fill(~visible, -1e6), dim=-1).masked_fill(~visible, 0.0)
 
 
 def _ms_lens_column_message(scores, valid_lens) -> str:
     batch, queries, keys = scores.shape
-    return _("valid_lens[:, None] makes a mask of shape ({batch}, {keys}); against the scores ({batch}, {queries}, "
-             "{keys}) broadcasting lines its batch axis up with the queries axis. valid_lens here has shape "
-             "({batch},), one length per sequence, so the mask must be ({batch}, 1, {keys}): valid_lens[:, None, "
-             "None]. (valid_lens[:, :, None] is for 2-D valid_lens, one length per query, of shape (batch, "
-             "queries).)").format(batch=batch, queries=queries, keys=keys)
+    return _("valid_lens[:, None] makes a mask of shape ({batch}, {keys}) (so does valid_lens.reshape(-1, 1)), and "
+             "valid_lens[None, :, None] one of shape (1, {batch}, {keys}): either way, against the scores ({batch}, "
+             "{queries}, {keys}) broadcasting lines the mask's batch axis up with the queries axis. valid_lens here "
+             "is ({batch},), one length per sequence, so the mask must be ({batch}, 1, {keys}): valid_lens[:, None, "
+             "None] ([:, :, None] is for 2-D valid_lens, one length per query).").format(
+        batch=batch, queries=queries, keys=keys)
 
 
 # Mistakes that make the code raise: each wrong function raises what the learner's code raises
@@ -362,8 +361,7 @@ def _out_uniform_empty_rows(Q, K, V, valid_lens):
 
 
 def _out_k_times_v(Q, K, V, valid_lens):
-    """there is no softmax in your computation: the weights are softmax(Q K^T / sqrt(d)),
-    then multiply by V."""
+    """there is no softmax in your computation: the weights are softmax(Q K^T / sqrt(d)), then multiply by V."""
     # "attention = Q times (K^T V)": skips the softmax entirely
     return Q @ (K.transpose(-2, -1) @ V) / math.sqrt(Q.shape[-1])
 
@@ -431,7 +429,7 @@ Q3_DIAGNOSES = [_out_no_scale, _out_no_mask, _out_uniform_empty_rows, _out_weigh
                 # raised: valid_lens indexed or broadcast wrongly, float16 mixed with float32
                 *[(_on_scores(mistake), _q3_message(message)) for mistake, message in (
                     (_mask_three_axes, _three_axes_message), *[(mask, _no_new_axes_message) for mask in _NO_NEW_AXES],
-                    (_ms_half_fill, _half_fill_message))],
+                    (_ms_lens_column, _ms_lens_column_message), (_ms_half_fill, _half_fill_message))],
                 (_out_lens_unsqueezed, _lens_unsqueezed_message),
                 (_out_half_weights, _half_matmul_message), (_out_half_values, _half_matmul_message),
                 # Q1's slips inside Q3: K.T on 3-D tensors, and the square root of the wrong size
@@ -481,14 +479,17 @@ Q4_DIAGNOSES = [
                                      "the h heads has d/h columns of W_q, W_k, W_v, so together they "
                                      "are three d×d matrices whatever h is; add W_o.")),
     (lambda d, h, b: h * (3 * d * d + (3 * d if b else 0)),
-     N_("you used the heads × 3 × d² myth with biases, (d² · 3 + d · 3) × heads, as pitfall 1 quotes it. The "
-        "heads *split* d: together their W_q, W_k, W_v are three d×d matrices (3d biases) whatever h is; "
-        "add W_o and its d biases.")),
+     N_("you used the heads × 3 × d² myth with biases, (d² · 3 + d · 3) × heads, as the pitfall \"multi-head "
+        "attention costs heads × 3 × d² parameters\" quotes it. The heads *split* d: together their W_q, W_k, W_v "
+        "are three d×d matrices (3d biases) whatever h is; add W_o and its d biases.")),
     (lambda d, h, b: h * 4 * d * d + (4 * d * h if b else 0),
      N_("you multiplied by the number of heads. The heads share one d×d matrix per projection "
         "(each head gets d/h of its columns), so the count does not depend on h.")),
     (lambda d, h, b: 3 * d * d + (3 * d if b else 0),
      N_("you forgot the output projection W_o (a fourth d×d matrix, plus its bias).")),
+    (lambda d, h, b: 4 * d * d + (4 * d * h if b else 0),
+     N_("you counted the biases once per head: the heads split each projection's biases too, 4d in all for any h.")),
+    (lambda d, h, b: 4 * d * d + (3 * d if b else 0), N_("you forgot W_o's d biases (with bias=True, 4d in all).")),
     (lambda d, h, b: 4 * d * d, N_("you forgot the biases: with bias=True each of the 4 projections "
                                    "also has d biases.")),
     (lambda d, h, b: 4 * d * d + 4 * d, N_("you counted biases when bias=False.")),
@@ -653,8 +654,9 @@ quiz = Quiz(N_("Quiz (chapter 1)"), [
            "What did the count do?"),
         options=(
             Option(N_("It grew in proportion to the number of heads."),
-                   why=N_("That is the myth of pitfall 1, heads × 3 × d²: for BERT-base it gives 21,233,664, about "
-                          "9 times the 2,362,368 of every model summary. Each head works in d/h dimensions, not d.")),
+                   why=N_("That is the myth of the pitfall \"multi-head attention costs heads × 3 × d² "
+                          "parameters\": for BERT-base it gives 21,233,664, about 9 times the 2,362,368 of every model "
+                          "summary. Each head works in d/h dimensions, not d.")),
             Option(N_("It fell as the heads got narrower."),
                    why=N_("The heads get narrower but more numerous: h matrices of d × d/h make d² weights per "
                           "projection whatever h is.")),
@@ -663,12 +665,11 @@ quiz = Quiz(N_("Quiz (chapter 1)"), [
                           "matrix. Four projections (W_q, W_k, W_v, W_o) of d² weights and d biases each, whatever "
                           "h is."), correct=True),
             Option(N_("It stayed at 3d² + 3d, for the queries, keys and values."),
-                   why=N_("That forgets the output projection W_o, a fourth d × d matrix: 4 · 64² + 4 · 64 = "
-                          "16,640.")),
+                   why=N_("That forgets the output projection W_o, a fourth d × d matrix: 4 · 64² + 4 · 64 = 16,640.")),
         )),
     Question(
-        N_("Pitfall 2 passed bertcourse's mask (True = attend) to nn.MultiheadAttention as key_padding_mask. What "
-           "happened?"),
+        N_("In the pitfall \"a padding mask with the wrong meaning in nn.MultiheadAttention\", bertcourse's mask "
+           "(True = attend) went to nn.MultiheadAttention as key_padding_mask. What happened?"),
         options=(
             Option(N_("An error about the mask's meaning."),
                    why=N_("Both masks are boolean (batch, keys) tensors: PyTorch cannot know which meaning was meant, "

@@ -379,8 +379,8 @@ Q4_DIAGNOSES = [
         "P[:E.shape[1]]."))),
     (lambda E, P: E * math.sqrt(E.shape[-1]) + P[:, : E.shape[1]], lambda E, P: _slice_message(E, P, N_(
         "P[:, :seq] slices the columns of P, its width d. P here is 2-D, (max_len, d) = ({rows}, {d}), so its "
-        "positions are its rows: P[:seq]. (A table of shape (1, max_len, d), as in pitfall 2, is the one sliced "
-        "P[:, :seq].)"))),
+        "positions are its rows: P[:seq]. (A table of shape (1, max_len, d), as in the pitfall \"running past "
+        "max_len without noticing\", is the one sliced P[:, :seq].)"))),
     # a check that refuses what fits the table
     (Symptom(lambda error, E, P: E.shape[1] <= P.shape[0] and isinstance(error, (ValueError, AssertionError)),
              raised=True),
@@ -576,8 +576,9 @@ quiz = Quiz(N_("Quiz (chapter 2)"), [
                           "not luck.")),
         )),
     Question(
-        N_("Pitfall 1 (d = 64, token table with standard deviation 1/√d) scaled the sum, (E + P)·√d, instead of "
-           "the tokens, E·√d + P. What mean cosine similarity did two different tokens at position 3 get then?"),
+        N_("In the pitfall \"scaling the wrong tensor\" (d = 64, token table with standard deviation 1/√d), the sum "
+           "was scaled, (E + P)·√d, instead of the tokens, E·√d + P. What mean cosine similarity did two different "
+           "tokens at position 3 get then?"),
         options=(
             Option(N_("About 0.33, the same as scaling the tokens: the order of the operations does not matter."),
                    why=N_("0.33 is the right order, E·√d + P. Scaling the sum multiplies the positions too, so P "
@@ -591,8 +592,8 @@ quiz = Quiz(N_("Quiz (chapter 2)"), [
                           "unless the tokens alone are scaled up: 0.97.")),
         )),
     Question(
-        N_("Pitfall 2: a table with rows for positions 0..7 is sliced at decoding step t = 8, x_t + table[:, t:t+1]. "
-           "What happened?"),
+        N_("The pitfall \"running past max_len without noticing\": a table with rows for positions 0..7 is sliced "
+           "at decoding step t = 8, x_t + table[:, t:t+1]. What happened?"),
         options=(
             Option(N_("An IndexError."),
                    why=N_("Python slicing never fails: past the end it returns an empty slice. Indexing "
@@ -609,8 +610,8 @@ quiz = Quiz(N_("Quiz (chapter 2)"), [
                           "not the last row.")),
         )),
     Question(
-        N_("Pitfall 3: d2l-zh's BERTEncoder adds self.pos_embedding.data[...] to its input. What gradient did the "
-           "position table get?"),
+        N_("The pitfall \".data on a learned table\": d2l-zh's BERTEncoder adds self.pos_embedding.data[...] to its "
+           "input. What gradient did the position table get?"),
         options=(
             Option(N_("None: .data detaches the table, so the 'learned' positions stay at their random start."),
                    why=N_("The forward pass computes the right numbers and the loss falls, since the rest of the "

@@ -448,8 +448,9 @@ quiz = Quiz(N_("Quiz (chapter 3)"), [
                           "20 warm-up steps did it learn.")),
         )),
     Question(
-        N_("Pitfall 1 trained the date model without the causal mask: its teacher-forced validation loss was about as "
-           "low as the real model's. Why did it get almost no date right when generating?"),
+        N_("In the pitfall \"forgetting the causal mask\", the date model was trained without the causal mask: its "
+           "teacher-forced validation loss was about as low as the real model's. Why did it get almost no date "
+           "right when generating?"),
         options=(
             Option(N_("It learned the training dates by heart."),
                    why=N_("Its loss was low on unseen validation dates too (about 0.06 with teacher forcing): it learned a "

@@ -176,8 +176,7 @@ def _q2_cases() -> list:
 
 Q2_DIAGNOSES = [
     (lambda a, b: [0] * (a + 1) + [1] * (b + 2),
-     N_("off by one at the [SEP] boundary: the first [SEP] (position len_a + 1) belongs to A, "
-        "segment 0.")),
+     N_("off by one at the [SEP] boundary: the first [SEP] (position len_a + 1) belongs to A, segment 0.")),
     (lambda a, b: [0] * (a + 3) + [1] * b, N_("the last [SEP] belongs to B: it gets segment 1.")),
     (lambda a, b: [0] * (a + 2) + [1] * b, N_("you forgot the last [SEP]: a pair has len_a + len_b + 3 tokens.")),
     (lambda a, b: [0] * (a + 1) + [1] * (b + 1), N_("you left out one [SEP]: [CLS] A [SEP] B [SEP] "
@@ -407,8 +406,7 @@ Q4_DIAGNOSES = [
      N_("you forgot the position table: BERT's positions are learned, max_len × num_hiddens "
         "parameters (the sinusoids of chapter 2 have none).")),
     (lambda c: (c.vocab_size + 2) * c.num_hiddens,
-     N_("you counted only the token table (and the layer norm): the segment and position tables "
-        "are parameters too.")),
+     N_("you counted only the token table (and the layer norm): the segment and position tables are parameters too.")),
     (lambda c: c.vocab_size * c.num_hiddens,
      N_("you counted only the token table: add the segment and position tables and the layer norm.")),
 ]
@@ -638,7 +636,8 @@ quiz = Quiz(N_("Quiz (chapter 4)"), [
                           "same; only the other words differ.")),
         )),
     Question(
-        N_("Pitfall 2 gives the first [SEP] of a pair segment 1 instead of 0. What changes?"),
+        N_("The pitfall \"segment ids off by one at the [SEP] boundary\" gives the first [SEP] of a pair segment 1 "
+           "instead of 0. What changes?"),
         options=(
             Option(N_("The encoder raises an error about the segment ids."),
                    why=N_("Segment 1 is a valid id at any position; the wrong version runs without an error, "
@@ -654,7 +653,8 @@ quiz = Quiz(N_("Quiz (chapter 4)"), [
                           "[SEP] changes.")),
         )),
     Question(
-        N_("Pitfall 1 adds the position table as pos_embedding.weight.data. What did the chapter measure?"),
+        N_("The pitfall \"pos_embedding.data — a position table that never learns\" adds the position table as "
+           "pos_embedding.weight.data. What did the chapter measure?"),
         options=(
             Option(N_("The forward pass gives other numbers than BERTEncoder.embed."),
                    why=N_("The two outputs are exactly equal; .data changes nothing in the forward pass, which "

@@ -38,7 +38,7 @@ from ..pretrain import mlm_loss
 from ..i18n import gettext as _, gettext_noop as N_
 from ..utils import cached
 from .core import (CheckFailed, Exercise, Symptom, as_number, check_finite_number, check_positive_int,
-                   equal_values, predicted_number, randn, run_cases, seeded)
+                   equal_values, message_of, predicted_number, randn, run_cases, seeded)
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "both_neighbours_visible", "Q5_MASK_PROB", "Q5_TOLERANCE"]
@@ -113,9 +113,8 @@ def _ref_apply(labels, u, random_ids, mask_id):
 
 
 def _apply_pitfall(labels, u, random_ids, mask_id):
-    """no token ever becomes a random one: once u < 0.8 is false, u is at least 0.8, so a
-    test like u < 0.1 is never true. The bands are [0, 0.8) [MASK], [0.8, 0.9) random,
-    [0.9, 1) kept."""
+    """no token ever becomes a random one: once u < 0.8 is false, u is at least 0.8, so a test like u < 0.1 is never
+    true. The bands are [0, 0.8) [MASK], [0.8, 0.9) random, [0.9, 1) kept."""
     # "random with probability 0.1" tested on the same u: never true once u >= 0.8
     return torch.where(u < 0.8, torch.full_like(labels, mask_id), torch.where(u < 0.1, random_ids, labels))
 
@@ -168,6 +167,35 @@ def _first_slip(got, labels, u, random_ids, mask_id):
 _near_miss = Symptom(lambda got, *args: _first_slip(got, *args) is not None)
 
 
+def _off_the_mistake(got, mistake, labels, u, random_ids, mask_id):
+    """Where the learner's result differs from the named ``mistake``'s (a boolean per chosen token),
+    or None when it is no result of the right shape."""
+    if not isinstance(got, torch.Tensor) or got.shape != labels.shape:
+        return None
+    return got != mistake(labels, u, random_ids, mask_id)
+
+
+def _beside(mistake) -> Symptom:
+    # a near miss of a named band mistake: the learner's result is `mistake`'s except where u lies exactly on a
+    # threshold, 0.8 or 0.9 (e.g. u > 0.9 where the swapped bands have u >= 0.9). (A comment, not a docstring:
+    # the docstrings of the functions named in *_DIAGNOSES are messages for the learner.)
+    def predicate(got, labels, u, random_ids, mask_id) -> bool:
+        off = _off_the_mistake(got, mistake, labels, u, random_ids, mask_id)
+        return off is not None and bool(off.any()) and bool(((u == 0.8) | (u == 0.9))[off].all())
+    return Symptom(predicate)
+
+
+def _beside_message(mistake):
+    # the mistake's message, and the first threshold where the learner's result is not the mistake's
+    def message(got, labels, u, random_ids, mask_id) -> str:
+        first = int(torch.nonzero(_off_the_mistake(got, mistake, labels, u, random_ids, mask_id))[0])
+        band = int(_ref_apply(torch.full_like(labels, 2), u, torch.full_like(labels, 1), 0)[first])
+        return _("{mistake} Mind the boundary as well: each band includes its lower end, so u = {u:.4g} exactly "
+                 "belongs to the {band} band.").format(mistake=message_of(mistake), u=u[first].item(),
+                                                        band=_(_BANDS[band]))
+    return message
+
+
 def _band_message(got, labels, u, random_ids, mask_id) -> str:
     value, band, expected = _first_slip(got, labels, u, random_ids, mask_id)
     if band < expected:
@@ -198,6 +226,9 @@ Q2_CASES = [
 
 Q2_DIAGNOSES = [_apply_pitfall, _apply_swapped, _apply_inclusive, _apply_always_mask,
                 _apply_10_80_10,
+                # a named mistake but for u exactly on a threshold: its name, and a nudge about the boundary
+                *[(_beside(mistake), _beside_message(mistake)) for mistake in (_apply_swapped, _apply_10_80_10,
+                                                                               _apply_pitfall)],
                 # last: a near miss of the bands' thresholds, told which band is off and which way
                 (_near_miss, _band_message)]
 
@@ -242,10 +273,9 @@ def _per_slot(logits, labels):
 
 
 def _loss_pitfall(logits, labels, weights):
-    """your loss is the plain mean over every slot, padding included. Multiplying a
-    reduction='mean' loss by the weights does not help: the mean already contains the
-    padded slots, and (mean · w).sum() / w.sum() is that same mean. Use reduction='none'
-    (one loss per slot), then weight, sum and divide."""
+    """your loss is the plain mean over every slot, padding included. Multiplying a reduction='mean' loss by the weights
+    does not help: the mean already contains the padded slots, and (mean · w).sum() / w.sum() is that same mean. Use
+    reduction='none' (one loss per slot), then weight, sum and divide."""
     mean = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
     return (mean * weights).sum() / weights.sum().clamp(min=1e-8)
 
@@ -256,8 +286,7 @@ def _loss_sum(logits, labels, weights):
 
 
 def _loss_per_slot_count(logits, labels, weights):
-    """divide by the sum of the weights (the number of real predictions), not by the number
-    of slots."""
+    """divide by the sum of the weights (the number of real predictions), not by the number of slots."""
     return (_per_slot(logits, labels) * weights).sum() / weights.numel()
 
 
@@ -275,25 +304,22 @@ def _loss_nan_when_empty(logits, labels, weights):
 
 
 def _loss_not_flattened(logits, labels, weights):
-    """F.cross_entropy reads the classes from axis 1: given logits of shape (batch, max_preds,
-    vocab), it takes max_preds for the vocabulary. Flatten first: logits.reshape(-1, vocab)
-    and labels.reshape(-1), one row per slot."""
+    """F.cross_entropy reads the classes from axis 1: given logits of shape (batch, max_preds, vocab), it takes
+    max_preds for the vocabulary. Flatten first: logits.reshape(-1, vocab) and labels.reshape(-1), one row per slot."""
     per_slot = F.cross_entropy(logits, labels, reduction="none")
     return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
 
 
 def _loss_labels_not_flat(logits, labels, weights):
-    """you flattened the logits to (batch · max_preds, vocab) rows but not the labels (or the
-    labels but not the logits): flatten both alike, logits.reshape(-1, vocab) and
-    labels.reshape(-1), one label per row."""
+    """you flattened the logits to (batch · max_preds, vocab) rows but not the labels (or the labels but not the
+    logits): flatten both alike, logits.reshape(-1, vocab) and labels.reshape(-1), one label per row."""
     per_slot = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels, reduction="none")
     return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
 
 
 def _loss_weights_not_flat(logits, labels, weights):
-    """the per-slot losses come out flat, of shape (batch · max_preds,), but the weights are
-    (batch, max_preds): flatten the weights too, weights.reshape(-1) (or reshape the losses to
-    labels.shape)."""
+    """the per-slot losses come out flat, of shape (batch · max_preds,), but the weights are (batch, max_preds): flatten
+    the weights too, weights.reshape(-1) (or reshape the losses to labels.shape)."""
     per_slot = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="none")
     return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
 
@@ -363,36 +389,31 @@ def _ref_gather(X, pred_positions):
 
 
 def _gather_cross(X, pred_positions):
-    """X[:, pred_positions] gives every sequence the positions of every sequence (shape
-    (batch, batch, num_preds, hidden)). Sequence b must use its own row pred_positions[b]:
-    X[torch.arange(batch)[:, None], pred_positions]."""
+    """X[:, pred_positions] gives every sequence the positions of every sequence (shape (batch, batch, num_preds,
+    hidden)). Sequence b must use its own row pred_positions[b]: X[torch.arange(batch)[:, None], pred_positions]."""
     return X[:, pred_positions]
 
 
 def _gather_first_row(X, pred_positions):
-    """you used the first sequence's positions for the whole batch; sequence b has its own
-    row pred_positions[b]."""
+    """you used the first sequence's positions for the whole batch; sequence b has its own row pred_positions[b]."""
     return X[:, pred_positions[0]]
 
 
 def _gather_arange_row(X, pred_positions):
-    """torch.arange(batch) is a row of shape (batch,): against the (batch, num_preds) positions
-    broadcasting lines it up with the num_preds axis, not the batch axis. Make it a column of
-    shape (batch, 1): torch.arange(batch)[:, None]."""
+    """torch.arange(batch) is a row of shape (batch,): against the (batch, num_preds) positions broadcasting lines it up
+    with the num_preds axis, not the batch axis. Make it a column of shape (batch, 1): torch.arange(batch)[:, None]."""
     return X[torch.arange(X.shape[0]), pred_positions]
 
 
 def _gather_positions_only(X, pred_positions):
-    """X[pred_positions] indexes the first axis, the batch, with the positions. Index two
-    axes: the batch axis with a (batch, 1) column of batch indices, the sequence axis with
-    pred_positions."""
+    """X[pred_positions] indexes the first axis, the batch, with the positions. Index two axes: the batch axis with a
+    (batch, 1) column of batch indices, the sequence axis with pred_positions."""
     return X[pred_positions]
 
 
 def _gather_torch_gather(X, pred_positions):
-    """torch.gather(X, 1, index) needs an index with as many axes as X, (batch, num_preds,
-    hidden): repeat the positions along the hidden axis,
-    pred_positions[..., None].expand(-1, -1, X.shape[-1]) (or use advanced indexing)."""
+    """torch.gather(X, 1, index) needs an index with as many axes as X, (batch, num_preds, hidden): repeat the positions
+    along the hidden axis, pred_positions[..., None].expand(-1, -1, X.shape[-1]) (or use advanced indexing)."""
     return torch.gather(X, 1, pred_positions)
 
 
@@ -455,6 +476,10 @@ Q4_DIAGNOSES = [
         "X.index_select(1, index) takes one 1-D list of positions for the whole batch, but each sequence has its own "
         "row of pred_positions, (batch, num_preds) = ({batch}, {preds}): index the batch and the seq axes together, "
         "X[torch.arange(batch)[:, None], pred_positions]."))),
+    (lambda X, P: X[torch.arange(X.shape[0])[None, :], P], _sized(N_(
+        "torch.arange(batch)[None, :] (or .unsqueeze(0)) is a row, (1, batch) = (1, {batch}): against the (batch, "
+        "num_preds) = ({batch}, {preds}) positions broadcasting lines it up with the num_preds axis, not the batch "
+        "axis. Make it a column, (batch, 1) = ({batch}, 1): torch.arange(batch)[:, None]."))),
     (lambda X, P: X[torch.arange(X.shape[0])[:, None], P.T], _sized(N_(
         "pred_positions is already (batch, num_preds) = ({batch}, {preds}), one row per sequence, like the (batch, 1) "
         "column of batch indices: no transpose."))),

@@ -580,7 +580,7 @@ quiz = Quiz(N_("Quiz (chapter 6)"), [
                     "to wrong and wrong to right, so the accuracy is exactly 1 − 0.703 = 0.297.")),
     Question(
         N_("d2l's NSP demo flattens the whole sequence, seq × hidden numbers, into the classifier. What did "
-           "pitfall 1 measure?"),
+           "the chapter measure in the pitfall \"flattening the whole sequence into the classifier\"?"),
         options=(
             Option(N_("It cannot train: no gradient reaches it."),
                    why=N_("It runs, and it even trains; its problems lie elsewhere.")),

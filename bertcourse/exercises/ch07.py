@@ -129,8 +129,8 @@ def _weighted(per_slot, weights):
     return (per_slot * weights).sum() / weights.sum().clamp(min=1e-8)
 
 
-# Mistakes that raise: named when the learner's code raises what they raise (the same error, up to
-# the order of its numbers), with the sizes of the case in the exercise's terms.
+# Mistakes that raise: named when the learner's code raises what they raise (the same error:
+# learner_code.raised_alike), with the sizes of the case in the exercise's terms.
 
 def _loss_3d_logits(logits, labels, weights):
     # forgetting to flatten (or to move the vocabulary to axis 1): cross_entropy takes num_preds for
@@ -574,9 +574,9 @@ prediction = "same"
 
 quiz = Quiz(N_("Quiz (chapter 7)"), [
     Question(
-        N_("Pitfall 1: the trained model scored higher on training pairs with their training masks than on "
-           "held-out pairs, but with fresh masks the same training pairs scored no better than held-out pairs. "
-           "What does the gap measure?"),
+        N_("The pitfall \"evaluating MLM on the training sentences\": the trained model scored higher on training "
+           "pairs with their training masks than on held-out pairs, but with fresh masks the same training pairs "
+           "scored no better than held-out pairs. What does the gap measure?"),
         options=(
             Option(N_("The training sentences are easier than the held-out ones."),
                    why=N_("The same training sentences with fresh masks scored no better than held-out text; only "

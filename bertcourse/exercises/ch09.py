@@ -373,7 +373,7 @@ def _q4_prepare(got, where, model, loader):
         raise CheckFailed(_("on {where}: your function never called the model").format(where=where))
     if any(training for training, _grad in calls):
         raise CheckFailed(_("on {where}: the model ran in training mode, so dropout was on and the accuracy is "
-                            "random (pitfall: evaluating without model.eval()). Call model.eval() "
+                            "random (the pitfall \"evaluating with dropout on\"). Call model.eval() "
                             "first.").format(where=where))
     if any(grad for _training, grad in calls):
         raise CheckFailed(_("on {where}: gradients were on during evaluation; run the loop inside "

@@ -52,8 +52,9 @@ Every call of the learner's function (through :func:`run_cases`, :func:`call_ans
   "expected scalar type" ...) is told in the exercise's terms (:mod:`.learner_code`): the
   arguments' shapes and dtypes, named as in the reference's signature, the shape the
   result must have (in :func:`run_cases`), then the error. In :func:`run_cases` a diagnosis
-  whose ``wrong(*args)`` raises the same kind of exception, with the same message up to the
-  order of its numbers (torch swaps the operands' sizes), names the mistake, and so does a
+  whose ``wrong(*args)`` raises the same kind of exception, with the same message (its numbers
+  in order; two sizes in parentheses may be swapped when the same operation raised both, as
+  torch swaps the operands' sizes), names the mistake, and so does a
   ``raised`` :class:`Symptom` that recognises the exception;
 * only the untouched starter stub is "not attempted": a function whose whole body is
   ``...``, ``pass``, ``return None`` or ``raise NotImplementedError(...)``, when it returns
@@ -512,7 +513,7 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
     and indents become single spaces). When the learner's result matches one, the failure
     names the mistake (with ``all_diagnoses``, every matching one, joined by " Or: "). When
     the learner's code raises, a mistake ``wrong`` that raises alike (the same kind, the same
-    message up to the order of its numbers) is named; a shape or dtype error is reported
+    message: :func:`.learner_code.raised_alike`) is named; a shape or dtype error is reported
     with the arguments' shapes and the shape of the reference's result.
 
     A correct result from an answer that changed an argument in place fails too: with

@@ -165,10 +165,32 @@ def shape_message(where: str, e: BaseException, names: list, args: tuple, expect
         error=describe_error(e))
 
 
+# a size or a shape in parentheses, as torch names an operand's in a broadcast: "(2)", "(2, 3, 4)"
+_SIZES = re.compile(r"\((\d+(?:, \d+)*)\)")
+
+
+def _failing_operation(e: BaseException) -> str | None:
+    """The name of the bytecode instruction that raised ``e`` in its innermost Python frame
+    (``COMPARE_OP`` for ``<``, ``BINARY_OP`` for ``@`` or ``*``, ``BINARY_SUBSCR`` for an index,
+    ``CALL`` for a call such as ``masked_fill``), or None when it cannot be found."""
+    tb = e.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return next((ins.opname for ins in dis.get_instructions(tb.tb_frame.f_code) if ins.offset == tb.tb_lasti), None)
+
+
 def raised_alike(a: BaseException, b: BaseException) -> bool:
-    """The same kind of exception with the same message, up to the order of its numbers
-    (torch names the operands' sizes in the order the code passed them)."""
-    def numbers_in(e):
-        return sorted(re.findall(r"\d+", str(e)))
-    return (type(a) is type(b) and re.sub(r"\d+", "#", str(a)) == re.sub(r"\d+", "#", str(b))
-            and numbers_in(a) == numbers_in(b))
+    """The same kind of exception with the same message. The sizes torch names in parentheses
+    may come in another order when the same operation raised both (``x < y`` and ``y > x``:
+    torch names the operands' sizes in the order the code passed them); everything else keeps
+    its order, a shape in brackets included (``[1, 2], [2, 3]`` is not ``[2, 1], [3, 2]``), and
+    the same sizes raised by another operation (a comparison, ``masked_fill``) are another mistake."""
+    if type(a) is not type(b):
+        return False
+    if str(a) == str(b):
+        return True
+    return (_SIZES.sub("()", str(a)) == _SIZES.sub("()", str(b))
+            and sorted(_SIZES.findall(str(a))) == sorted(_SIZES.findall(str(b)))
+            and _failing_operation(a) is not None and _failing_operation(a) == _failing_operation(b))

@@ -27,6 +27,7 @@ from ..answer_spans import WindowDataset, load_questions, squad_scores
 from ..checkpoints import write_json
 from ..cli import (Parser, UsageError, add_device_option, check_writable, nonnegative_float, nonnegative_int,
                    positive_float, positive_int, run_cli)
+from ..i18n import gettext as _, gettext_noop as N_
 from ..inspection import POOLINGS
 from ..hf_export import save_hf_question_answering, save_hf_token_classifier
 from ..precision import cpu_has_fast_bf16
@@ -93,7 +94,7 @@ def _qa_training_data(train, validation, tokenizer):
 def _test_classifier(model, tokenizer, test, args, amp):
     loader = (pair_loader if args.task == "nli" else review_loader)(test, tokenizer, args.batch_size, by_length=True)
     acc = evaluate_classifier(model, loader, amp=amp)["acc"]
-    return {"test_acc": acc}, [f"test accuracy: {acc:.3f}"]
+    return {"test_acc": acc}, [_("test accuracy: {acc:.3f}").format(acc=acc)]
 
 
 def _test_tagger(model, tokenizer, test, args, amp):
@@ -102,14 +103,16 @@ def _test_tagger(model, tokenizer, test, args, amp):
     scores, acc = entity_scores(gold, predicted), token_accuracy(gold, predicted)
     return ({"test_entity_f1": scores["f1"], "test_entity_precision": scores["precision"],
              "test_entity_recall": scores["recall"], "test_token_acc": acc},
-            [f"test token accuracy {acc:.3f}, entity precision {scores['precision']:.3f}, "
-             f"recall {scores['recall']:.3f}", f"test entity F1: {scores['f1']:.3f}"])
+            [_("test token accuracy {acc:.3f}, entity precision {precision:.3f}, recall {recall:.3f}").format(
+                acc=acc, precision=scores["precision"], recall=scores["recall"]),
+             _("test entity F1: {f1:.3f}").format(f1=scores["f1"])])
 
 
 def _test_spans(model, tokenizer, test, args, amp):
     scores = squad_scores(predict_answers(model, _windows(test, tokenizer, False), batch_size=16), test)
     return ({"test_exact_match": scores["exact_match"], "test_f1": scores["f1"]},
-            [f"test exact match {scores['exact_match']:.1f}", f"test F1: {scores['f1']:.1f}"])
+            [_("test exact match {em:.1f}").format(em=scores["exact_match"]),
+             _("test F1: {f1:.1f}").format(f1=scores["f1"])])
 
 
 def _save_classifier(out, model, tokenizer, trainer, extra, labels):
@@ -292,7 +295,7 @@ def run(args) -> int:
                          f"{args.task}), got {args.train_size}")
     if args.train_size is not None:
         train = task.subset(train, args.train_size, args.seed)
-    print(f"loading {args.model} ...", flush=True)
+    print(_("loading {model} ...").format(model=args.model), flush=True)
     model, tokenizer = task.build(args)
     options = dict(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, warmup_ratio=args.warmup_ratio,
                    weight_decay=args.weight_decay, seed=args.seed, amp=amp, checkpointing=args.checkpointing,
@@ -301,14 +304,18 @@ def run(args) -> int:
     probe = None
     if args.head == "probe":
         probe, wd, accs = fit_probe(model, tokenizer, train, validation, amp=amp)
-        print(f"head started from a linear probe on the frozen features (weight decay {wd:g}, validation "
-              f"accuracy {accs[wd]:.3f})", flush=True)
+        print(_("head started from a linear probe on the frozen features (weight decay {wd:g}, validation "
+                "accuracy {acc:.3f})").format(wd=wd, acc=accs[wd]), flush=True)
     n_params = sum(p.numel() for p in model.parameters())
-    pooling = f", {args.pooling} pooling" if args.pooling else ""
-    print(f"fine-tuning {'pretrained all-MiniLM-L6-v2' if args.model == 'minilm' else 'a randomly initialised MiniLM'}"
-          f" ({n_params:,} parameters{pooling}) for {args.task} (chapter {task.chapter}) on {len(train):,} "
-          f"{task.examples} for {args.epochs} epoch(s): lr {args.lr:g}, batch {args.batch_size}, word embeddings "
-          f"{'frozen' if args.freeze_word_embeddings else 'trained'}, bf16 autocast: {amp}", flush=True)
+    pooling = _(", {pooling} pooling").format(pooling=args.pooling) if args.pooling else ""
+    print(_("fine-tuning {model} ({parameters:,} parameters{pooling}) for {task} (chapter {chapter}) on "
+            "{examples} for {epochs} epoch(s): lr {lr:g}, batch {batch}, {embeddings}, bf16 autocast: {amp}").format(
+        model=_("pretrained all-MiniLM-L6-v2") if args.model == "minilm" else _("a randomly initialised MiniLM"),
+        parameters=n_params, pooling=pooling, task=args.task, chapter=task.chapter,
+        examples=_(_COUNTED[task.examples]).format(n=len(train)), epochs=args.epochs, lr=args.lr,
+        batch=args.batch_size, amp=amp,
+        embeddings=_("word embeddings frozen") if args.freeze_word_embeddings else _("word embeddings trained")),
+          flush=True)
     fit_on, watch = task.training_data(train, validation, tokenizer)
     if probe is not None:
         trainer = probe_then_finetune(model, tokenizer, fit_on, watch, probe=probe, **options)
@@ -317,7 +324,8 @@ def run(args) -> int:
     history = trainer.history
     per_epoch = max(1, math.ceil(len(fit_on) / args.batch_size))
     for ev in history.evals:
-        print(f"epoch {ev['step'] / per_epoch:.2f} (step {ev['step']}): validation {_validation(ev)}", flush=True)
+        print(_("epoch {epoch:.2f} (step {step}): validation {scores}").format(
+            epoch=ev["step"] / per_epoch, step=ev["step"], scores=_validation(ev)), flush=True)
     scores, lines = task.test(model, tokenizer, test, args, amp)
     extra = {"task": args.task, "model": args.model, "head": args.head, "pooling": args.pooling,
              "epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size, "train_size": len(train),
@@ -325,19 +333,22 @@ def run(args) -> int:
              "validation": {k: v for k, v in history.evals[-1].items() if k != "step"} if history.evals else None,
              "train_seconds": trainer.elapsed, "stopped_by": history.stopped_by}
     written = task.save(args.out, model, tokenizer, trainer, extra, task.labels)
-    state = "interrupted" if history.interrupted else "done"
-    print(f"{state}: {trainer.step} steps in {trainer.elapsed:.1f} s; saved to {args.out}: {written}", flush=True)
+    ended = (_("interrupted: {steps} steps in {seconds:.1f} s; saved to {out}: {files}") if history.interrupted
+             else _("done: {steps} steps in {seconds:.1f} s; saved to {out}: {files}"))
+    print(ended.format(steps=trainer.step, seconds=trainer.elapsed, out=args.out, files=written), flush=True)
     for line in lines:
         print(line, flush=True)
     return 130 if history.interrupted else 0
 
 
-_VALIDATION_NAMES = {"acc": "accuracy", "start_acc": "start accuracy", "end_acc": "end accuracy"}
+_COUNTED = {"sentences": N_("{n:,} sentences"), "sentence pairs": N_("{n:,} sentence pairs"),
+            "questions": N_("{n:,} questions")}       # a task's examples, counted (Task.examples)
+_VALIDATION_NAMES = {"acc": N_("accuracy"), "start_acc": N_("start accuracy"), "end_acc": N_("end accuracy")}
 
 
 def _validation(ev: dict) -> str:
     """A validation's scores as read aloud: ``accuracy 0.812`` or ``start accuracy 0.41, end accuracy 0.45``."""
-    return ", ".join(f"{name} {ev[key]:.3f}" for key, name in _VALIDATION_NAMES.items() if key in ev)
+    return ", ".join(f"{_(name)} {ev[key]:.3f}" for key, name in _VALIDATION_NAMES.items() if key in ev)
 
 
 def main(argv=None) -> int:

@@ -24,6 +24,7 @@ from ..cli import (Parser, UsageError, add_device_option, check_writable, nonneg
                    positive_float, positive_int, run_cli, say)
 from ..data import load_pretrain_data
 from ..distributed import init_distributed, resolve_device, shutdown_distributed
+from ..i18n import gettext as _
 from ..training import TrainConfig
 from ..utils import set_seed
 from . import init_bert_weights, pretrain
@@ -124,7 +125,7 @@ def run_process(args, device, rank: int, world_size: int) -> int:
     set_seed(args.seed)
     if args.threads:
         torch.set_num_threads(args.threads)
-    say(f"loading the corpus and the tokenizer (seed {args.seed}) ...")
+    say(_("loading the corpus and the tokenizer (seed {seed}) ...").format(seed=args.seed))
     train_loader, tokenizer = load_pretrain_data(args.batch_size, args.max_len, "train", seed=args.seed,
                                                  num_paragraphs=args.num_paragraphs)
     # every process draws the same epoch order (same seed) and takes its own share of the batches
@@ -137,9 +138,10 @@ def run_process(args, device, rank: int, world_size: int) -> int:
                       device=str(device))
     state = None
     if args.resume:
-        model, _, state = load_checkpoint(args.out)
+        model, _config, state = load_checkpoint(args.out)
         info = state["info"]
-        say(f"resuming from step {info['step']} ({float(info['elapsed']):.1f} s trained)")
+        say(_("resuming from step {step} ({seconds:.1f} s trained)").format(step=info["step"],
+                                                                             seconds=float(info["elapsed"])))
     else:
         torch.manual_seed(args.seed)
         model = init_bert_weights(BERTModel(get_config(args.config, vocab_size=len(tokenizer.vocab),
@@ -149,28 +151,35 @@ def run_process(args, device, rank: int, world_size: int) -> int:
     # (compiling its bytecode). Imported here, so that "training ..." below is said when the first
     # step is about to run, and a Ctrl-C after it interrupts the training, not this import.
     importlib.import_module("torch._dynamo")
-    name = "the saved" if args.resume else f"a {args.config}"
-    say(f"training {name} BERT ({n_params:,} parameters) on {len(train_loader.dataset):,} pairs; "
-        f"budget: {args.steps or '-'} steps / {args.seconds or '-'} s; device: {device}; "
-        f"bf16 autocast: {cfg.use_amp(device)}")
+    model_name = _("the saved BERT") if args.resume else _("a {config} BERT").format(config=args.config)
+    say(_("training {model} ({parameters:,} parameters) on {pairs:,} pairs; budget: {steps} steps / {seconds} s; "
+          "device: {device}; bf16 autocast: {amp}").format(
+        model=model_name, parameters=n_params, pairs=len(train_loader.dataset), steps=args.steps or "-",
+        seconds=args.seconds or "-", device=device, amp=cfg.use_amp(device)))
     if world_size > 1:
         backend = torch.distributed.get_backend()
-        say(f"data-parallel: {world_size} processes ({backend}), each {args.batch_size} pairs per step from its "
-            f"own shard ({len(train_loader)} batches per epoch): a global batch of {world_size * args.batch_size} "
-            f"pairs per optimizer step; --lr {args.lr:g} applies to the global batch as given")
+        say(_("data-parallel: {n} processes ({backend}), each {batch} pairs per step from its own shard "
+              "({batches} batches per epoch): a global batch of {global_batch} pairs per optimizer step; "
+              "--lr {lr:g} applies to the global batch as given").format(
+            n=world_size, backend=backend, batch=args.batch_size, batches=len(train_loader),
+            global_batch=world_size * args.batch_size, lr=args.lr))
     extra = {"config_name": args.config, "seed": args.seed, "max_len": args.max_len,
              "world_size": world_size, "batch_size": args.batch_size}
     history = pretrain(model, train_loader, eval_loader, cfg, progress=not args.quiet, plot=True,
                        state=state, save_to=args.out, tokenizer=tokenizer, extra=extra)
     ev = history.final_eval
-    summary = f" held-out MLM accuracy {ev['mlm_acc']:.3f}, NSP accuracy {ev['nsp_acc']:.3f};" if ev else ""
+    summary = _(" held-out MLM accuracy {mlm:.3f}, NSP accuracy {nsp:.3f};").format(
+        mlm=ev["mlm_acc"], nsp=ev["nsp_acc"]) if ev else ""
     steps, seconds = (history.step[-1], history.time[-1]) if history.step else (0, 0.0)
     if history.interrupted:
-        say(f"interrupted at step {steps};{summary} checkpoint saved to {args.out} (continue with --resume)")
+        say(_("interrupted at step {steps};{summary} checkpoint saved to {out} (continue with --resume)").format(
+            steps=steps, summary=summary, out=args.out))
         return 130
     rate = steps * world_size * args.batch_size / max(seconds, 1e-9)
-    say(f"done: {steps} steps in {seconds:.1f} s (about {rate:,.0f} pairs/s over {world_size} "
-        f"process{'es' if world_size > 1 else ''}, evaluations included);{summary} checkpoint saved to {args.out}")
+    over = (_("over {n} processes") if world_size > 1 else _("over {n} process")).format(n=world_size)
+    say(_("done: {steps} steps in {seconds:.1f} s (about {rate:,.0f} pairs/s {over}, evaluations included);"
+          "{summary} checkpoint saved to {out}").format(steps=steps, seconds=seconds, rate=rate, over=over,
+                                                        summary=summary, out=args.out))
     return 0
 
 

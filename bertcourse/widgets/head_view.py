@@ -182,7 +182,7 @@ class HeadView(FigureWidget):
         self.head = W.IntSlider(value=head, min=1, max=c.num_heads, description=_("head"), style=style)
         self.token = W.Dropdown(options=[], description=_("token"), style=style)
         self.pair = W.ToggleButtons(options=[(_pair_name(f), f) for f in PAIR_FILTERS], value=pair,
-                                    description=_("pairs"), style=style)
+                                    description=_("token pairs"), style=style)
         self.info = W.HTML()
         self._encode()
         self._refresh_tokens(token)
