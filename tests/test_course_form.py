@@ -108,3 +108,13 @@ def test_every_chapter_shows_its_widget_or_a_picture_of_it_in_its_first_two_sect
     # issue 43, "play early": the picture a chapter's widget draws comes before its third section
     cells_ = json.loads(path.read_text(encoding="utf-8"))["cells"]
     assert any(shows_a_picture(c) for c in cells_[:section_three(cells_)]), path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_text_refers_to_pitfalls_by_name(path):
+    """Issue 43, item 7: "(Pitfall 2)" makes the reader look the number up, and numbers move when a
+    pitfall is added; the text says "the pitfall *name*" (the headings keep their numbers)."""
+    markdown = "\n".join(s for t, s in cells(path) if t == "markdown")
+    by_number = [line for line in markdown.splitlines()
+                 if re.search(r"(?i)\bpitfalls? \d", line) and not re.match(r"#+ Pitfall \d+: ", line)]
+    assert not by_number, by_number

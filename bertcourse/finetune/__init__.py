@@ -64,7 +64,7 @@ __all__ = [
     # training and evaluation
     "RECIPE", "classification_loss", "classification_step", "evaluate_classifier", "finetune", "release_memory",
     "init_head_from_probe", "fit_probe", "probe_then_finetune",
-    # how far training moved the encoder (Pitfall 3)
+    # how far training moved the encoder (the pitfall "fine-tuning at a pretraining-sized learning rate")
     "weights_moved",
     # predictions
     "predict_proba", "token_contributions", "misclassified",
@@ -590,7 +590,7 @@ def probe_then_finetune(model: BERTClassifier, tokenizer, train, validation, *, 
     return finetune(model, tokenizer, train, validation, amp=amp, **options)
 
 
-# How far training moved the encoder (Pitfall 3: a pretraining-sized learning rate)
+# How far training moved the encoder (the pitfall "fine-tuning at a pretraining-sized learning rate")
 
 def weights_moved(model: nn.Module, reference: nn.Module) -> float:
     """How far training moved ``model`` from ``reference`` (the same architecture, as it was
