@@ -51,8 +51,8 @@ import warnings
 
 import polib
 
-__all__ = ["FONT_FAMILY", "LANGUAGES", "LANGUAGE_VARIABLE", "Text", "display_width", "get_language", "gettext", "gettext_noop",
-           "register_chinese_font", "set_language", "tr", "tr_table"]
+__all__ = ["FONT_FAMILY", "LANGUAGES", "LANGUAGE_VARIABLE", "Text", "display_width", "get_language", "gettext",
+           "gettext_noop", "register_chinese_font", "set_language", "tr", "tr_table"]
 
 LANGUAGES = ("en", "zh")
 """The languages :func:`set_language` accepts: the source language first."""
@@ -210,9 +210,9 @@ def tr_table(table, *labels: str):
     import pandas as pd         # lazy: this module imports nothing heavy (a caller with a table has it)
     if not isinstance(table, (pd.DataFrame, pd.Series)):
         raise TypeError(f"tr_table: table must be a pandas DataFrame or Series, got {type(table).__name__}")
-    held = {n for n in table.index.names if n is not None} | {v for level in _levels(table.index) for v in level}
-    if isinstance(table, pd.DataFrame):
-        held |= {n for n in table.columns.names if n is not None} | {v for level in _levels(table.columns) for v in level}
+    axes = [table.index, table.columns] if isinstance(table, pd.DataFrame) else [table.index]
+    held = {name for axis in axes for name in axis.names if name is not None}
+    held |= {value for axis in axes for level in _levels(axis) for value in level}
     for label in labels:
         if not isinstance(label, str):
             raise TypeError(f"tr_table: each label must be a str, got {type(label).__name__} {label!r:.40}")
