@@ -528,10 +528,12 @@ def notebook_problems(notebook: pathlib.Path, po_path: pathlib.Path, out: pathli
 
 PACKAGE = ROOT / "bertcourse"
 PACKAGE_DOMAIN = "bertcourse"
-# the call names whose first argument is a message (the names modules import the functions as)
-MARKERS = ("_", "N_")
-NOTEBOOK_MARKER = "tr"      # bertcourse.i18n.tr: the notebooks' gettext (in a notebook, _ is IPython's last result)
-TABLE_MARKER = "tr_table"   # bertcourse.i18n.tr_table(table, "label", ...): every literal after the table
+# the call names whose arguments are messages (the names modules import the functions as), and which arguments
+FIRST, AFTER_FIRST = slice(0, 1), slice(1, None)
+MARKERS = {"_": FIRST, "N_": FIRST}
+# the notebooks' own: bertcourse.i18n.tr (their gettext: in a notebook, _ is IPython's last result), and
+# tr_table(table, "label", ...), whose labels are every literal after the table
+NOTEBOOK_MARKERS = {"tr": FIRST, "tr_table": AFTER_FIRST}
 # module-level lists whose functions' docstrings are diagnosis messages (see exercises/core.py)
 DIAGNOSES_SUFFIX = "_DIAGNOSES"
 
@@ -553,21 +555,13 @@ def _docstring_message(function: ast.AST) -> str | None:
     return " ".join(doc.split()) if doc else None     # as exercises.core.message_of reads it
 
 
-def _marked_calls(tree: ast.AST, markers: tuple[str, ...]) -> list[tuple[str, int]]:
-    """`(literal, line)` of every `marker("literal", ...)` call in `tree`, in reading order."""
+def _marked_calls(tree: ast.AST, markers: dict[str, slice]) -> list[tuple[str, int]]:
+    """`(literal, line)` of every string literal in the marked arguments of every marker call in
+    `tree` (`markers`: call name -> which positional arguments are messages), in reading order."""
     calls = sorted((node for node in ast.walk(tree)
-                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in markers
-                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)),
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in markers),
                    key=lambda node: (node.lineno, node.col_offset))
-    return [(node.args[0].value, node.lineno) for node in calls]
-
-
-def _table_labels(tree: ast.AST) -> list[tuple[str, int]]:
-    """`(literal, line)` of every literal label of a `tr_table(table, "label", ...)` call in `tree`."""
-    calls = sorted((node for node in ast.walk(tree)
-                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == TABLE_MARKER),
-                   key=lambda node: (node.lineno, node.col_offset))
-    return [(arg.value, node.lineno) for node in calls for arg in node.args[1:]
+    return [(arg.value, node.lineno) for node in calls for arg in node.args[markers[node.func.id]]
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
 
 
@@ -607,8 +601,7 @@ def notebook_messages(notebooks: pathlib.Path) -> list[tuple[str, str]]:
                 tree = ast.parse(python_of_cell(cell.source))
             except SyntaxError as error:
                 raise SyntaxError(f"{where}, cell {index}: {error.msg} (line {error.lineno})") from None
-            marked = sorted(_marked_calls(tree, (NOTEBOOK_MARKER,)) + _table_labels(tree), key=lambda m: m[1])
-            found += [(msgid, f"{where}:{index}") for msgid, _line in marked]
+            found += [(msgid, f"{where}:{index}") for msgid, _line in _marked_calls(tree, NOTEBOOK_MARKERS)]
     return found
 
 
