@@ -12,9 +12,10 @@ Each (chapter, configuration, seed) runs in a subprocess of its own, because the
 choose PyTorch's CPU kernels are read when torch is imported; the configurations are chapter 9's
 (``benchmarks/spread.py``):
 
-* ``native``: this CPU's best kernels, with the course's automatic precision; chapters 3, 7 and
-  10 train in float32 whatever the CPU (``amp=False`` / ``--amp off`` in their cells), so here
-  the kernels alone differ;
+* ``native``: this CPU's best kernels, with the course's automatic precision; chapters 3, 7, 10,
+  11, 12 and 14 train in float32 whatever the CPU (``amp=False`` / ``--amp off`` in their cells;
+  10-12 since 2026-11-30, when a CPU with fast bf16 took them past 900 MB), so here the kernels
+  alone differ;
 * ``fp32-avx2``: ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2``.
 * ``native-2-threads``, ``fp32-avx2-2-threads``: the same on two threads (chapters 3 and 7 use
   every core, ``bertcourse.utils.set_threads``; chapter 14 trains in one-thread processes and is
@@ -386,7 +387,7 @@ def chapter14(seed: int) -> None:
 # ----------------------------------------------------------------------------------------
 
 CH10_SPLITS = dict(train_size=3000, test_size=1000, seed=0)     # the notebook's data, whatever the seed
-CH10_RECIPE = dict(lr=1e-4, train_word_embeddings=False)       # the notebook's finetune() arguments
+CH10_RECIPE = dict(lr=1e-4, train_word_embeddings=False, amp=False)       # the notebook's finetune() arguments
 
 
 def chapter10(seed: int) -> None:
@@ -399,7 +400,6 @@ def chapter10(seed: int) -> None:
     from bertcourse.finetune import build_classifier, evaluate_classifier, finetune, predict_proba
     from bertcourse.finetuning_baselines import one_side_baselines
     from bertcourse.sentence_pairs import PairDataset, load_snli, pair_loader
-    from bertcourse.training import cpu_has_fast_bf16
 
     splits = load_snli(**CH10_SPLITS)
     bow = one_side_baselines(splits)         # no seed: the kernels alone change its last digits
@@ -420,7 +420,7 @@ def chapter10(seed: int) -> None:
     zero_segments = evaluate_classifier(clf, [{**b, "segments": torch.zeros_like(b["segments"])}
                                               for b in pair_loader(splits.test, tok, 64, by_length=True)])["acc"]
     emit("pair", {"test_acc": test, "validation_acc": trainer.history.evals[-1]["acc"], "seconds": seconds,
-                  "amp": cpu_has_fast_bf16(), "predicted_acc": float((as_typed == labels).float().mean()),
+                  "amp": CH10_RECIPE["amp"], "predicted_acc": float((as_typed == labels).float().mean()),
                   "swapped_acc": float((swapped == labels).float().mean()),
                   "changed_on_swap": {str(y): float((as_typed != swapped)[labels == y].float().mean()) for y in range(3)},
                   "confusion": confusion_matrix(labels, as_typed, 3).tolist(),
@@ -440,7 +440,7 @@ def chapter10(seed: int) -> None:
         emit(name, {"test_acc": acc, "seconds": seconds})
 
 
-CH11_RECIPE = dict(lr=4e-4, train_word_embeddings=False)       # the notebook's finetune() arguments
+CH11_RECIPE = dict(lr=4e-4, train_word_embeddings=False, amp=False)       # the notebook's finetune() arguments
 
 
 def chapter11(seed: int) -> None:
@@ -486,7 +486,7 @@ def chapter11(seed: int) -> None:
         emit("all_pieces", run(True))
 
 
-CH12_RECIPE = dict(lr=2e-4, batch_size=4, train_word_embeddings=False)       # the notebook's finetune() arguments
+CH12_RECIPE = dict(lr=2e-4, batch_size=4, train_word_embeddings=False, amp=False)  # the notebook's finetune() arguments
 CH12_SPLITS = dict(train_size=1000, test_size=300, seed=0)                     # its load_questions() arguments
 CH12_WINDOWS = dict(max_len=96, stride=32)
 

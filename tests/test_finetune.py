@@ -602,6 +602,7 @@ def test_cli_task_defaults_are_the_chapters_recipes():
         assert args.freeze_word_embeddings == (not recipe["train_word_embeddings"]), task
         assert args.train_size == sizes.get("train_size"), task
         assert args.epochs == 1 and args.seed == 0 and args.head == "random", task
+        assert args.amp == {False: "off", True: "on"}.get(recipe.get("amp"), "auto"), task
     assert finetune_command.WINDOWS == study.CH12_WINDOWS
     nli = finetune_command.TASKS["nli"].data()
     from bertcourse.sentence_pairs import load_snli

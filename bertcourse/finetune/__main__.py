@@ -157,19 +157,21 @@ class Task:
     training_data: Callable = lambda train, validation, tokenizer: (train, validation)
     score: str = "test accuracy: 0.xxx"
     labels: tuple | None = None     # the names of the classes or tags, saved with the model
+    amp: str = "auto"               # the chapter's precision: "off" where it trains in float32 on every CPU
 
 
 TASKS = {
     "sentiment": Task(9, "sentences", RECIPE["lr"], RECIPE["batch_size"], False, None, _sentiment_data,
                       _classifier(2), stratified_subset, _test_classifier, _save_classifier),
     "nli": Task(10, "sentence pairs", 1e-4, RECIPE["batch_size"], True, 3000, _nli_data, _classifier(3),
-                stratified_pairs, _test_classifier, _save_classifier, labels=LABELS),
+                stratified_pairs, _test_classifier, _save_classifier, labels=LABELS, amp="off"),
     "ner": Task(11, "sentences", 4e-4, RECIPE["batch_size"], True, None, _ner_data, _tagger,
                 lambda train, n, seed: hash_sample(train, n, seed, lambda s: s.sent_id),
-                _test_tagger, _save_tagger, score="test entity F1: 0.xxx", labels=TAGS),
+                _test_tagger, _save_tagger, score="test entity F1: 0.xxx", labels=TAGS, amp="off"),
     "qa": Task(12, "questions", 2e-4, 4, True, 1000, _qa_data, _span_predictor,
                lambda train, n, seed: hash_sample(train, n, seed, lambda q: q.id),
-               _test_spans, _save_span_predictor, training_data=_qa_training_data, score="test F1: xx.x"),
+               _test_spans, _save_span_predictor, training_data=_qa_training_data, score="test F1: xx.x",
+               amp="off"),
 }
 """The command's tasks, by the value of ``--task``; each one's defaults are its chapter's recipe."""
 
@@ -228,8 +230,10 @@ def parser() -> Parser:
     p.add_argument("--seed", type=nonnegative_int("--seed"), default=0,
                    help="seed of the new weights, dropout, batch order and --train-size's choice (the "
                         "validation and test splits are fixed; default: 0)")
-    p.add_argument("--amp", default="auto",
-                   help="bf16 autocast: auto (when the CPU has fast bf16), on or off (default: auto)")
+    p.add_argument("--amp", default=None,
+                   help="bf16 autocast: auto (when the CPU has fast bf16), on or off (default: the chapter's: "
+                        "auto for sentiment; off for nli, ner and qa, whose chapters train in float32 on every "
+                        "CPU)")
     p.add_argument("--threads", type=positive_int("--threads"), default=None,
                    help="torch threads (default: torch's choice)")
     p.add_argument("--checkpointing", action="store_true",
@@ -250,6 +254,8 @@ def parse_args(argv) -> argparse.Namespace:
         raise UsageError(f"--task must be one of {', '.join(TASKS)}, got {args.task!r}")
     task = TASKS[args.task]
     classifies = args.task in ("sentiment", "nli")
+    if args.amp is None:
+        args.amp = task.amp
     for option, value, choices in (("--model", args.model, ("minilm", "scratch")),
                                    ("--pooling", args.pooling or "mean", POOLINGS),
                                    ("--amp", args.amp, ("auto", "on", "off")),
