@@ -196,6 +196,27 @@ def test_chapter_10s_quoted_claims_hold_in_every_run():
     assert len(scratch) >= 3 and max(scratch) < min(v["one_side_bow"]["hypothesis"] for v in runs)
 
 
+
+def test_chapter_10_quotes_the_course_encoder_study():
+    """Section 5's comparison of chapter 7's encoder with the same network from random weights
+    (benchmarks/course_encoder.py, its committed run): five seeds of each, the accuracy ranges the text
+    quotes (rounded to two decimals), and the average gap after three epochs it calls "0.02 better,
+    about one run's standard error"."""
+    import statistics
+    spec = importlib.util.spec_from_file_location("course_encoder", ROOT / "benchmarks" / "course_encoder.py")
+    encoder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(encoder)
+    rows = encoder.summary(json.loads((ROOT / "benchmarks" / "course_encoder.json").read_text()))
+    markdown = " ".join("".join(c["source"]) for c in notebook("10")["cells"] if c["cell_type"] == "markdown")
+    text = " ".join(markdown.split())           # a range may be cut by a line break
+    for (start, epochs), row in rows.items():
+        accs = row["test"].values()
+        assert len(row["test"]) == 5, (start, epochs)
+        assert f"{min(accs):.2f} to {max(accs):.2f}" in text, (start, epochs, min(accs), max(accs))
+    gaps = [rows["course", 3]["test"][s] - rows["random", 3]["test"][s] for s in range(5)]
+    mean = statistics.mean(rows["course", 3]["test"].values())
+    assert round(statistics.mean(gaps), 2) == 0.02 and abs(statistics.mean(gaps) - study._se(mean)) < 0.01
+
 def test_seed_0_prints_what_chapter_11_printed():
     """The committed notebook prints one of seed 0's runs: the thread count changes chapter 11's
     digits (0.692 on one thread, 0.693 on two), so the lines must all come from one run, any of them."""
