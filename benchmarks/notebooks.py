@@ -99,7 +99,9 @@ print(json.dumps({"seconds": seconds, "cells": cells, "kernel_mb": kernel, "tree
 def measure(path: pathlib.Path, per_cell: bool = False) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, str(path), "cells" if per_cell else "whole",
                           str(ROOT / "benchmarks")],
-                         capture_output=True, text=True, check=True)
+                         capture_output=True, text=True)
+    if out.returncode != 0:      # say which cell failed and why (nbclient's error is on stderr)
+        raise RuntimeError(f"{path.name} did not run to the end:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
