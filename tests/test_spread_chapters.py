@@ -196,7 +196,6 @@ def test_chapter_10s_quoted_claims_hold_in_every_run():
     assert len(scratch) >= 3 and max(scratch) < min(v["one_side_bow"]["hypothesis"] for v in runs)
 
 
-
 def test_chapter_10_quotes_the_course_encoder_study():
     """Section 5's comparison of chapter 7's encoder with the same network from random weights
     (benchmarks/course_encoder.py, its committed run): five seeds of each, the accuracy ranges the text
@@ -216,6 +215,7 @@ def test_chapter_10_quotes_the_course_encoder_study():
     gaps = [rows["course", 3]["test"][s] - rows["random", 3]["test"][s] for s in range(5)]
     mean = statistics.mean(rows["course", 3]["test"].values())
     assert round(statistics.mean(gaps), 2) == 0.02 and abs(statistics.mean(gaps) - study._se(mean)) < 0.01
+
 
 def test_seed_0_prints_what_chapter_11_printed():
     """The committed notebook prints one of seed 0's runs: the thread count changes chapter 11's
