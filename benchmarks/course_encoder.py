@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import pathlib
 import statistics
 import sys
@@ -136,6 +135,8 @@ def summary(results: list[dict]) -> dict:
 
 def table(results: list[dict]) -> str:
     """:func:`summary` as the README's table, then the two starts' gap seed by seed, and the pretraining runs."""
+    from bertcourse.measured_bounds import standard_error
+
     lines = ["| start | epochs | lr (best on validation) | validation | test: mean (range) over seeds | seeds |",
              "|---|---|---|---|---|---|"]
     rows = summary(results)
@@ -143,7 +144,7 @@ def table(results: list[dict]) -> str:
         test = list(row["test"].values())
         m = statistics.mean(test)
         lines.append(f"| {start} | {epochs} | {row['lr']:g} | {row['validation']:.3f} | {m:.3f} ({min(test):.3f}-"
-                     f"{max(test):.3f}; one run ± {math.sqrt(m * (1 - m) / 1000):.3f}) | {len(test)} |")
+                     f"{max(test):.3f}; one run ± {standard_error(m, 1000):.3f}) | {len(test)} |")
     lines.append("")
     for epochs in EPOCHS:      # the same seed's two starts, each at its chosen learning rate
         course = rows.get(("course", epochs), {}).get("test", {})

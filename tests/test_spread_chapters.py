@@ -202,6 +202,8 @@ def test_chapter_10_quotes_the_course_encoder_study():
     quotes (rounded to two decimals), and the average gap after three epochs it calls "0.02 better,
     about one run's standard error"."""
     import statistics
+
+    from bertcourse.measured_bounds import standard_error
     spec = importlib.util.spec_from_file_location("course_encoder", ROOT / "benchmarks" / "course_encoder.py")
     encoder = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(encoder)
@@ -214,7 +216,7 @@ def test_chapter_10_quotes_the_course_encoder_study():
         assert f"{min(accs):.2f} to {max(accs):.2f}" in text, (start, epochs, min(accs), max(accs))
     gaps = [rows["course", 3]["test"][s] - rows["random", 3]["test"][s] for s in range(5)]
     mean = statistics.mean(rows["course", 3]["test"].values())
-    assert round(statistics.mean(gaps), 2) == 0.02 and abs(statistics.mean(gaps) - study._se(mean)) < 0.01
+    assert round(statistics.mean(gaps), 2) == 0.02 and abs(statistics.mean(gaps) - standard_error(mean, 1000)) < 0.01
 
 
 def test_seed_0_prints_what_chapter_11_printed():
