@@ -16,7 +16,12 @@ The steps (each the course's own code, as the chapter or command line runs it):
   ``pretrain`` (the one ``Trainer``);
 * ``ch9``: chapter 9's fine-tuning of MiniLM (6 blocks, hidden 384, FFN 1,536): batches of 16
   review sentences padded to the longest, activation checkpointing, frozen word embeddings,
-  bf16 autocast where the CPU has fast bf16 (as the notebook), through ``finetune``.
+  bf16 autocast where the CPU has fast bf16 (as the notebook), through ``finetune``;
+* ``ch10``, ``ch11``, ``ch12``: chapters 10-12's fine-tuning of MiniLM as their notebooks call
+  ``finetune``, float32 on every CPU (``amp=False``), frozen word embeddings: sentence pairs (a
+  3-class head on the mean of the pieces, batches of 16, checkpointing), tagged sentences (a
+  tag per piece, batches of 16, checkpointing), question windows of at most 96 pieces that hold
+  their answer (a start and an end score per piece, batches of 4, no checkpointing).
 
 **FLOPs** (:func:`step_flops`) are written out from the shapes: every matrix product of the
 forward pass (2 FLOPs per multiply-add) and twice that for the backward (the gradients of both
@@ -47,7 +52,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-STEPS = ("d2l-small", "ch7", "ch9")
+STEPS = ("d2l-small", "ch7", "ch9", "ch10", "ch11", "ch12")
 
 
 # ----------------------------------------------------------------------------------------
@@ -92,6 +97,16 @@ def classification_flops(batch: int, seq: int, d: int, ffn: int, blocks: int, cl
     forward runs again in the backward pass (executed, not model, FLOPs)."""
     encoder = blocks * block_forward_flops(batch, seq, d, ffn)
     fwd = encoder + (2 * batch * d * d if pooler else 0) + 2 * batch * d * classes
+    return {"model": 3 * fwd, "executed": 3 * fwd + (encoder if checkpointing else 0)}
+
+
+def position_head_flops(batch: int, seq: int, d: int, ffn: int, blocks: int, outputs: int,
+                        checkpointing: bool = False) -> dict:
+    """``{"model", "executed"}`` FLOPs of one fine-tuning step of a linear head on every position
+    of a ``(batch, seq)`` padded batch: the tagger (``outputs`` = the number of tags) or the span
+    predictor (2: start and end). ``checkpointing`` as in :func:`classification_flops`."""
+    encoder = blocks * block_forward_flops(batch, seq, d, ffn)
+    fwd = encoder + 2 * batch * seq * d * outputs
     return {"model": 3 * fwd, "executed": 3 * fwd + (encoder if checkpointing else 0)}
 
 
@@ -206,32 +221,92 @@ def measure_ch7(steps: int, profile: bool) -> Measured:
     return Measured("chapter 7 pretraining (tiny model)", "fp32", steps, seconds, model_f, exec_f)
 
 
+def measure_finetuning(label: str, model, tokenizer, train, warmup, loader, flops_of, profile: bool,
+                       batch_size: int = 16, **recipe) -> Measured:
+    """Time ``finetune(model, tokenizer, train, epochs=1, batch_size=..., **recipe)`` per step, after
+    a warm-up on ``warmup`` (other examples); FLOPs from the shapes of the batches that
+    ``loader(train, tokenizer, batch_size, shuffle=True, seed=0)`` makes, which are finetune's."""
+    from bertcourse.finetune import finetune
+
+    def run(examples):
+        finetune(model, tokenizer, examples, None, epochs=1, batch_size=batch_size, seed=0, progress=False,
+                 plot=False, **recipe)
+    run(warmup)
+    batches = list(loader(train, tokenizer, batch_size, shuffle=True, seed=0))
+    t = time.perf_counter()
+    run(train)
+    seconds = (time.perf_counter() - t) / len(batches)
+    model_f, exec_f = _loader_flops(batches, lambda b: flops_of(*b["tokens"].shape))
+    if profile:
+        print_profile(label, lambda: run(warmup), 1)
+    return Measured(label, "bf16" if recipe.get("amp") else "fp32", len(batches), seconds, model_f, exec_f)
+
+
+def _minilm_sizes(model) -> tuple:
+    c = model.encoder.config
+    return c.num_hiddens, c.ffn_num_hiddens, c.num_blks
+
+
 def measure_ch9(steps: int, profile: bool) -> Measured:
-    from bertcourse.finetune import build_classifier, finetune
+    from bertcourse.finetune import build_classifier
     from bertcourse.precision import cpu_has_fast_bf16
     from bertcourse.reviews import load_sentiment, review_loader
     from bertcourse.utils import set_seed
     set_seed(0)
     splits = load_sentiment(0)
     clf, tokenizer = build_classifier("minilm", pooling="mean", seed=0)
-    amp = cpu_has_fast_bf16()
-    train = splits.train[:16 * steps]
+    d, ffn, blocks = _minilm_sizes(clf)
+    return measure_finetuning(
+        "chapter 9 fine-tuning (MiniLM)", clf, tokenizer, splits.train[:16 * steps], splits.train[-48:],
+        review_loader, lambda b, n: classification_flops(b, n, d, ffn, blocks, checkpointing=True), profile,
+        lr=5e-5, amp=cpu_has_fast_bf16(), train_word_embeddings=False, checkpointing=True)
 
-    def run(reviews):
-        finetune(clf, tokenizer, reviews, None, epochs=1, lr=5e-5, batch_size=16, seed=0, amp=amp,
-                 train_word_embeddings=False, checkpointing=True, progress=False, plot=False)
-    run(splits.train[-48:])                                  # warm-up: 3 steps on other sentences
-    t = time.perf_counter()
-    run(train)
-    seconds = (time.perf_counter() - t) / steps
-    c = clf.config.bert
-    batches = list(review_loader(train, tokenizer, 16, shuffle=True, seed=0))
-    model_f, exec_f = _loader_flops(batches, lambda b: classification_flops(
-        b["tokens"].shape[0], b["tokens"].shape[1], c.num_hiddens, c.ffn_num_hiddens, c.num_blks,
-        checkpointing=True))
-    if profile:
-        print_profile("ch9", lambda: run(splits.train[:160]), 1)
-    return Measured("chapter 9 fine-tuning (MiniLM)", "bf16" if amp else "fp32", steps, seconds, model_f, exec_f)
+
+def measure_ch10(steps: int, profile: bool) -> Measured:
+    from bertcourse.finetune import build_classifier
+    from bertcourse.sentence_pairs import load_snli, pair_loader
+    from bertcourse.utils import set_seed
+    set_seed(0)
+    splits = load_snli(train_size=3000, test_size=1000, seed=0)
+    clf, tokenizer = build_classifier("minilm", num_classes=3, seed=0)
+    d, ffn, blocks = _minilm_sizes(clf)
+    return measure_finetuning(
+        "chapter 10 sentence pairs (MiniLM)", clf, tokenizer, splits.train[:16 * steps], splits.train[-48:],
+        pair_loader, lambda b, n: classification_flops(b, n, d, ffn, blocks, classes=3, checkpointing=True),
+        profile, lr=1e-4, amp=False, train_word_embeddings=False, checkpointing=True)
+
+
+def measure_ch11(steps: int, profile: bool) -> Measured:
+    from bertcourse.task_heads import build_tagger
+    from bertcourse.token_tags import TAGS, read_named_entities, split_by_document, tagged_loader
+    from bertcourse.utils import set_seed
+    set_seed(0)
+    train, _ = split_by_document(read_named_entities(), seed=0)
+    tagger, tokenizer = build_tagger("minilm", num_tags=len(TAGS), seed=0)
+    d, ffn, blocks = _minilm_sizes(tagger)
+    return measure_finetuning(
+        "chapter 11 named entities (MiniLM)", tagger, tokenizer, train[:16 * steps], train[-48:], tagged_loader,
+        lambda b, n: position_head_flops(b, n, d, ffn, blocks, len(TAGS), checkpointing=True), profile,
+        lr=4e-4, amp=False, train_word_embeddings=False, checkpointing=True)
+
+
+def measure_ch12(steps: int, profile: bool) -> Measured:
+    from bertcourse.answer_spans import WindowDataset, load_questions, window_loader
+    from bertcourse.task_heads import build_span_predictor
+    from bertcourse.utils import set_seed
+    set_seed(0)
+    questions = load_questions(train_size=1000, test_size=300, seed=0).train
+    model, tokenizer = build_span_predictor("minilm", seed=0)
+    d, ffn, blocks = _minilm_sizes(model)
+
+    def windows(qs):
+        return WindowDataset(qs, tokenizer, max_len=96, stride=32, only_with_answer=True)
+    # 1,000 questions give 1,292 such windows: 3 questions per 4 windows is about one step each
+    train = windows(questions[:3 * steps])
+    return measure_finetuning(
+        "chapter 12 answer spans (MiniLM)", model, tokenizer, train, windows(questions[-12:]), window_loader,
+        lambda b, n: position_head_flops(b, n, d, ffn, blocks, 2), profile, batch_size=4, lr=2e-4, amp=False,
+        train_word_embeddings=False)
 
 
 # ----------------------------------------------------------------------------------------
@@ -296,7 +371,7 @@ def main(argv=None) -> int:
                    help="torch threads (default: bertcourse.utils.set_threads(), every core, capped by "
                         "BERTCOURSE_THREADS)")
     p.add_argument("--rounds", type=int, default=5, help="timed d2l-small steps (default 5)")
-    p.add_argument("--train-steps", type=int, default=40, help="timed steps of ch7 and ch9 (default 40)")
+    p.add_argument("--train-steps", type=int, default=40, help="timed steps of ch7, ch9-ch12 (default 40)")
     p.add_argument("--profile", action="store_true", help="where each step's time goes")
     args = p.parse_args(argv)
     names = [s for s in args.steps.split(",") if s]
@@ -317,7 +392,10 @@ def main(argv=None) -> int:
         print(f"GEMM peak {dt}: torch.mm {pk['mm']:.0f} GFLOP/s, oneDNN {onednn} GFLOP/s", flush=True)
     measure = {"d2l-small": lambda: measure_d2l_small(args.rounds, args.profile),
                "ch7": lambda: measure_ch7(args.train_steps, args.profile),
-               "ch9": lambda: measure_ch9(args.train_steps, args.profile)}
+               "ch9": lambda: measure_ch9(args.train_steps, args.profile),
+               "ch10": lambda: measure_ch10(args.train_steps, args.profile),
+               "ch11": lambda: measure_ch11(args.train_steps, args.profile),
+               "ch12": lambda: measure_ch12(args.train_steps, args.profile)}
     rows = []
     for name in names:
         m = measure[name]()

@@ -1,7 +1,8 @@
 """benchmarks/roofline.py's FLOPs, written out from the shapes, against PyTorch's own count
 (``torch.utils.flop_counter.FlopCounterMode``, which counts every matrix product the step runs,
 forward and backward) on tiny models: the pretraining step with and without the fast path, and
-the fine-tuning step with and without activation checkpointing."""
+the fine-tuning steps (a class per sentence, a tag per piece, an answer span) with and without
+activation checkpointing."""
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import roofline  # noqa: E402
 from bertcourse.bert import BERTModel, get_config  # noqa: E402
 from bertcourse.finetune import BERTClassifier, ClassifierConfig  # noqa: E402
 from bertcourse.pretrain import init_bert_weights, pretraining_losses  # noqa: E402
+from bertcourse.task_heads import SpanPredictor, TokenTagger  # noqa: E402
 
 B, L, P = 3, 12, 2
 CFG = get_config("tiny", vocab_size=50, num_hiddens=16, ffn_num_hiddens=24, num_heads=2, num_blks=3,
@@ -73,6 +75,25 @@ def test_classification_flops_match_pytorchs_count(checkpointing, pooling):
     executed = counted(lambda: model(tokens, valid_lens=mask).sum().backward())
     written = roofline.classification_flops(B, L, CFG.num_hiddens, CFG.ffn_num_hiddens, CFG.num_blks, classes=3,
                                             pooler=pooling == "cls", checkpointing=checkpointing)
+    assert written["executed"] == executed
+    assert (written["executed"] > written["model"]) == checkpointing
+
+
+@pytest.mark.parametrize("checkpointing", [False, True])
+@pytest.mark.parametrize("head, outputs", [("tagger", 5), ("spans", 2)])
+def test_position_head_flops_match_pytorchs_count(head, outputs, checkpointing):
+    torch.manual_seed(0)
+    model = (TokenTagger(CFG, num_tags=outputs) if head == "tagger" else SpanPredictor(CFG)).train()
+    model.encoder.checkpointing = checkpointing
+    tokens = torch.randint(5, CFG.vocab_size, (B, L))
+    mask = torch.arange(L)[None, :] < torch.tensor([L, 7, 4])[:, None]
+
+    def step():
+        out = model(tokens, valid_lens=mask)
+        (out.sum() if head == "tagger" else out[0].sum() + out[1].sum()).backward()
+    executed = counted(step)
+    written = roofline.position_head_flops(B, L, CFG.num_hiddens, CFG.ffn_num_hiddens, CFG.num_blks, outputs,
+                                           checkpointing=checkpointing)
     assert written["executed"] == executed
     assert (written["executed"] > written["model"]) == checkpointing
 
