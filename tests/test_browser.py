@@ -240,7 +240,7 @@ SHORTER_TRAINING = {
     # chapter 11: the tagger fine-tuned on 160 sentences (10 steps), instead of 3,058
     "11_named_entities.ipynb": [("seconds = finetune(tagger, tokenizer, train, lr=4e-4,",
                                  "seconds = finetune(tagger, tokenizer, train[:160], lr=4e-4,")],
-    # chapter 12: the span head fine-tuned on the windows of 160 questions, instead of 1,500
+    # chapter 12: the span head fine-tuned on the windows of 160 questions, instead of 1,000
     "12_question_answering.ipynb": [("windows = WindowDataset(splits.train, tokenizer,",
                                      "windows = WindowDataset(splits.train[:160], tokenizer,")],
 }
