@@ -2,6 +2,8 @@
 
 The wrong answers are written the way a learner would write them, so the tests check that
 real mistakes get a message naming them."""
+import copy
+
 import pytest
 import torch
 
@@ -77,6 +79,30 @@ def accuracy_loop(model, loader):
         correct += int((model(b["tokens"], valid_lens=b["mask"]).argmax(-1) == b["labels"]).sum())
         total += len(b["labels"])
     return correct / total
+
+
+def q4_mean_of_batch_accuracies(model, loader):
+    """fails: you averaged the accuracies of the batches"""
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        accs = [(model(b["tokens"], valid_lens=b["mask"]).argmax(-1) == b["labels"]).float().mean() for b in loader]
+    model.train(was)
+    return float(torch.stack(accs).mean())
+
+
+def test_q4_cases_tell_a_mean_of_batch_accuracies_from_the_accuracy():
+    """Every case with more than one batch has a smaller last batch, and there the mean of the
+    batches' accuracies is not the accuracy (else that mistake could pass)."""
+    multi = [(model, loader) for _, (model, loader) in ch09.Q4_CASES if len(loader) > 1]
+    assert len(multi) == 2
+    for model, loader in multi:
+        sizes = [len(b["labels"]) for b in loader]
+        assert sizes[-1] < sizes[0], sizes
+        model = copy.deepcopy(model).eval()
+        with torch.no_grad():
+            accuracy = accuracy_loop(model, loader)
+        assert abs(q4_mean_of_batch_accuracies(model, loader) - accuracy) > 0.01
 
 
 def test_q4_names_each_missing_part():

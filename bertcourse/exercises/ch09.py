@@ -332,14 +332,17 @@ class _Spy(nn.Module):
         return self.out(self.dropout(h))
 
 
-def _q4_batches(seed: int, n_batches: int, batch: int = 8, seq: int = 6) -> list:
+def _q4_batches(seed: int, n_batches: int, batch: int = 8, seq: int = 6, last: int | None = None) -> list:
+    """``n_batches`` batches of ``batch`` sentences, the last of ``last`` (as a DataLoader's last batch
+    is: then the mean of the batches' accuracies is not the accuracy)."""
     g = torch.Generator().manual_seed(seed)
     out = []
-    for _batch in range(n_batches):
-        lengths = torch.randint(2, seq + 1, (batch,), generator=g)
-        out.append({"tokens": torch.randint(0, 30, (batch, seq), generator=g),
+    for i in range(n_batches):
+        size = last if last is not None and i == n_batches - 1 else batch
+        lengths = torch.randint(2, seq + 1, (size,), generator=g)
+        out.append({"tokens": torch.randint(0, 30, (size, seq), generator=g),
                     "mask": torch.arange(seq) < lengths[:, None],
-                    "labels": torch.randint(0, 2, (batch,), generator=g)})
+                    "labels": torch.randint(0, 2, (size,), generator=g)})
     return out
 
 
@@ -358,13 +361,15 @@ def _ref_eval_accuracy(model, loader) -> float:
         _RECORDING[0] = True
 
 
-def _q4_case(seed: int, n_batches: int, training: bool) -> tuple:
-    return (_Spy(seed).train(training), _q4_batches(seed, n_batches))
+def _q4_case(seed: int, n_batches: int, training: bool, last: int | None = None) -> tuple:
+    return (_Spy(seed).train(training), _q4_batches(seed, n_batches, last=last))
 
 
-Q4_CASES = [(N_("3 batches, the model in training mode"), _q4_case(1, 3, True)),
+# the last batch of cases 1 and 3 is smaller, so that a mean of the batches' accuracies fails
+# (tests/test_exercises_ch09.py checks that it differs from the accuracy in both)
+Q4_CASES = [(N_("3 batches, the model in training mode"), _q4_case(1, 3, True, last=3)),
             (N_("1 batch, the model already in eval mode"), _q4_case(2, 1, False)),
-            (N_("5 batches of other sentences, the model in training mode"), _q4_case(3, 5, True))]
+            (N_("5 batches of other sentences, the model in training mode"), _q4_case(3, 5, True, last=2))]
 
 
 def _q4_prepare(got, where, model, loader):
@@ -406,7 +411,20 @@ def _batch_unpacked(model, loader):
         model(tokens, valid_lens=mask)
 
 
-Q4_DIAGNOSES = [_mask_as_second_argument, _batch_unpacked]
+def _mean_of_batch_accuracies(model, loader):
+    """you averaged the accuracies of the batches: the last batch is usually smaller (in the first case,
+    3 sentences after two batches of 8), so each of its sentences counts for more than the others. Count
+    the correct sentences and the sentences over all batches, and divide once at the end."""
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        accs = [float((model(b["tokens"], valid_lens=b["mask"]).argmax(-1) == b["labels"]).float().mean())
+                for b in loader]
+    model.train(was)
+    return sum(accs) / len(accs)
+
+
+Q4_DIAGNOSES = [_mask_as_second_argument, _batch_unpacked, _mean_of_batch_accuracies]
 
 
 def _check_q4(answer) -> str:
