@@ -33,7 +33,8 @@ the data too. Training runs on the CPU even where a GPU is present (the notebook
 Robust for long runs on many cores: ``--jobs N`` runs N workers at once (longest chapter
 first), every value is written to ``--out`` as soon as a worker prints it (an interrupted run
 loses at most the part it was in), a (chapter, configuration, seed) already complete in the
-file for this CPU and torch is not run again, and ``--deadline-s S`` starts no new worker after
+file for this CPU and torch is not run again (the CPU as ``/proc/cpuinfo`` names it: a machine that
+shares another's name, as the course's Zen 3, Zen 4 and Zen 5 "AMD EPYC"s do, needs its own ``--out``), and ``--deadline-s S`` starts no new worker after
 S seconds. Each run records the CPU (``/proc/cpuinfo``), torch's version, its CPU capability and
 whether bf16 autocast was used.
 """
@@ -791,9 +792,15 @@ def value_of(check: Check, run: dict, slack: bool = False):
         return None
 
 
+# the widest vector unit a CPU's flags show: "AMD EPYC" names a Zen 3 (AVX2 only), a Zen 4 and a Zen 5 alike
+ISA_LABELS = (("amx_bf16", "AMX"), ("avx512_bf16", "AVX-512 BF16"), ("avx512f", "AVX-512"), ("avx2", "AVX2"))
+
+
 def machine_name(run: dict) -> str:
     m = run["machine"]
-    return f"{m.get('cpu', '?')}, torch {m.get('torch', '?').split('+')[0]}"
+    flags = set(m.get("cpu_flags", []))
+    isa = next((label for flag, label in ISA_LABELS if flag in flags), "no AVX2")
+    return f"{m.get('cpu', '?')} ({isa}), torch {m.get('torch', '?').split('+')[0]}"
 
 
 def table(files: list[dict]) -> str:
