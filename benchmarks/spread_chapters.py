@@ -34,7 +34,8 @@ Robust for long runs on many cores: ``--jobs N`` runs N workers at once (longest
 first), every value is written to ``--out`` as soon as a worker prints it (an interrupted run
 loses at most the part it was in), a (chapter, configuration, seed) already complete in the
 file for this CPU and torch is not run again (the CPU as ``/proc/cpuinfo`` names it: a machine that
-shares another's name, as the course's Zen 3, Zen 4 and Zen 5 "AMD EPYC"s do, needs its own ``--out``), and ``--deadline-s S`` starts no new worker after
+shares another's name, as the course's Zen 3, Zen 4 and Zen 5 "AMD EPYC"s do, needs its own
+``--out``), and ``--deadline-s S`` starts no new worker after
 S seconds. Each run records the CPU (``/proc/cpuinfo``), torch's version, its CPU capability and
 whether bf16 autocast was used.
 """
