@@ -23,7 +23,8 @@ The steps (each the course's own code, as the chapter or command line runs it):
   tag per piece, batches of 16, checkpointing), question windows of at most 96 pieces that hold
   their answer (a start and an end score per piece, batches of 4, no checkpointing).
 
-**FLOPs** (:func:`step_flops`) are written out from the shapes: every matrix product of the
+**FLOPs** (:func:`pretraining_flops`, :func:`classification_flops`, :func:`position_head_flops`) are
+written out from the shapes: every matrix product of the
 forward pass (2 FLOPs per multiply-add) and twice that for the backward (the gradients of both
 operands); element-wise work (softmax, layer norm, GELU, dropout, AdamW) is left out, as in the
 usual model-FLOPs accounting: it is a few percent of the operations but, on these small
