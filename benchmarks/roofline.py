@@ -34,10 +34,13 @@ recomputation is not useful work). ``tests/test_roofline.py`` checks the count a
 PyTorch's ``FlopCounterMode`` on tiny cases, with and without the fast path and checkpointing.
 
 **Peak**: the best of ``torch.mm`` (MKL on x86) and oneDNN's product
-(``bertcourse.fast_paths.onednn_mm_t``) on a ``(4096, 1024) x (1024, 4096)`` product in the
-step's dtype and thread count, median of 5 after a warm-up: what this CPU's libraries reach on
-a large, well-shaped product, the practical roof. A script, not a test: it prints a table and
-changes nothing.
+(``bertcourse.fast_paths.onednn_mm_t``) on two products of 17 GFLOP each, ``(2048, 2048) x
+(2048, 2048)`` and ``(4096, 2048) x (2048, 1024)``, in the step's dtype and thread count, median
+of 7 after two warm-ups: what this CPU's libraries reach on a large, well-shaped product, the
+practical roof. Their outputs (16 MiB) stay below the size from which glibc maps every new block
+afresh (:data:`PEAK_SHAPES`; until 2026-11-30 a ``(4096, 1024) x (1024, 4096)`` product with
+a new 64 MiB output each time, which measured the peak 6-16 % low). A script, not a test: it
+prints a table and changes nothing.
 """
 from __future__ import annotations
 
@@ -115,17 +118,23 @@ def position_head_flops(batch: int, seq: int, d: int, ffn: int, blocks: int, out
 # The peak
 # ----------------------------------------------------------------------------------------
 
-def gemm_peak(dtype: torch.dtype, rounds: int = 5, m: int = 4096, k: int = 1024, n: int = 4096) -> dict:
-    """GFLOP/s of ``torch.mm`` and of oneDNN's product on an ``(m, k) x (k, n)`` product, median
-    of ``rounds`` after one warm-up: ``{"mm": ..., "onednn": ... or None}``."""
+# Products whose output is a fresh block of more than 32 MiB are slower by what the block costs,
+# not the product: glibc gives every such block its own memory mapping, and each call touches
+# new pages (with a (4096, 4096) float32 output, 64 MiB, the peak read 6-16 % low, side by side
+# on the Zen 4: benchmarks/README.md). The peak's products write 16 MiB outputs (their operands
+# are made once).
+PEAK_SHAPES = ((2048, 2048, 2048), (4096, 2048, 1024))      # (m, k, n)
+
+
+def gemm_peak(dtype: torch.dtype, rounds: int = 7, shapes=PEAK_SHAPES) -> dict:
+    """GFLOP/s of ``torch.mm`` (into a kept output: ``out=``) and of oneDNN's product on
+    ``(m, k) x (k, n)`` products, the best over ``shapes`` of the median of ``rounds`` after
+    two warm-ups: ``{"mm": ..., "onednn": ... or None}``."""
     from bertcourse.fast_paths import onednn_enabled, onednn_mm_t
     g = torch.Generator().manual_seed(0)
-    a = torch.randn(m, k, generator=g).to(dtype)
-    bt = torch.randn(n, k, generator=g).to(dtype)            # (n, k): oneDNN's layout, as linear's weight
-    b = bt.t().contiguous()
-    flops = 2 * m * k * n
 
-    def rate(fn):
+    def rate(fn, flops):
+        fn()
         fn()
         times = []
         for _ in range(rounds):
@@ -134,9 +143,15 @@ def gemm_peak(dtype: torch.dtype, rounds: int = 5, m: int = 4096, k: int = 1024,
             times.append(time.perf_counter() - t)
         return flops / statistics.median(times) / 1e9
 
-    out = {"mm": rate(lambda: torch.mm(a, b)), "onednn": None}
-    if onednn_enabled():
-        out["onednn"] = rate(lambda: onednn_mm_t(a, bt))
+    out = {"mm": 0.0, "onednn": None}
+    for m, k, n in shapes:
+        a = torch.randn(m, k, generator=g).to(dtype)
+        bt = torch.randn(n, k, generator=g).to(dtype)        # (n, k): oneDNN's layout, as linear's weight
+        b, c = bt.t().contiguous(), torch.empty(m, n, dtype=dtype)
+        flops = 2 * m * k * n
+        out["mm"] = max(out["mm"], rate(lambda: torch.mm(a, b, out=c), flops))
+        if onednn_enabled():
+            out["onednn"] = max(out["onednn"] or 0.0, rate(lambda: onednn_mm_t(a, bt), flops))
     return out
 
 

@@ -105,3 +105,15 @@ def test_profile_categories():
     assert roofline.categorise("aten::native_layer_norm_backward") == "layer norm"
     assert roofline.categorise("aten::_foreach_addcdiv_") == "optimizer (AdamW), clipping"
     assert roofline.categorise("aten::something_new") == "other"
+
+
+def test_peak_products_stay_below_glibcs_mapping_size():
+    """glibc gives every block of more than 32 MiB a new mapping, so a product with such an output pays for
+    fresh pages on every call (that way the peak read 6-16 % low, benchmarks/README.md): the peak's
+    products write outputs of at most 16 MiB (their operands are made once), and measure a rate on both
+    libraries."""
+    for m, k, n in roofline.PEAK_SHAPES:
+        assert m * n * 4 <= 16 * 2**20
+    peak = roofline.gemm_peak(torch.float32, rounds=1, shapes=((64, 32, 48),))
+    assert set(peak) == {"mm", "onednn"} and peak["mm"] > 0
+    assert peak["onednn"] is None or peak["onednn"] > 0
