@@ -86,6 +86,21 @@ def test_compare_tensors_shape_and_type():
         compare_tensors([0.0, 0.0], torch.zeros(2), "x")
 
 
+def test_compare_tensors_refuses_floats_for_ids_where_asked():
+    ids = torch.tensor([4, 17, 9])
+    # ids or positions (integers=True): a float tensor of the right values fails, any integer dtype passes
+    with pytest.raises(CheckFailed, match=r"x: expected an integer tensor \(dtype torch.int64\), got the "
+                                          r"floating-point dtype torch.float32"):
+        compare_tensors(ids.float(), ids, "x", integers=True)
+    compare_tensors(ids.to(torch.int32), ids, "x", integers=True)
+    # counts, which a float holds exactly, pass as floats by default
+    compare_tensors(ids.float(), ids, "x")
+    with pytest.raises(TypeError, match="integers must be a bool"):
+        compare_tensors(ids, ids, "x", integers=1)
+    with pytest.raises(ValueError, match="integers must be False when compare is given"):
+        run_cases(lambda x: x, reference, CASES, integers=True, compare=lambda got, expected, where: None)
+
+
 def test_compare_tensors_nan_is_a_difference():
     with pytest.raises(CheckFailed, match="got nan"):
         compare_tensors(torch.tensor([float("nan")]), torch.tensor([0.0]), "x")

@@ -82,6 +82,19 @@ def test_q1_mistakes():
     assert_fails_with(q1, 3, "must be a function")
 
 
+def test_q2_token_ids_as_floats_fail():
+    # the right ids in a float tensor: nn.Embedding would refuse them at the next step
+    def into_float_zeros(labels, u, random_ids, mask_id):
+        out = torch.zeros(len(u))
+        for i in range(len(u)):
+            out[i] = mask_id if u[i] < 0.8 else (random_ids[i] if u[i] < 0.9 else labels[i])
+        return out
+
+    assert_fails_with(q2, into_float_zeros, "expected an integer tensor (dtype torch.int64), got the "
+                                            "floating-point dtype torch.float32")
+    assert_passes_with(q2, lambda *args: into_float_zeros(*args).long())
+
+
 def test_q2_mistakes():
     def pitfall(labels, u, random_ids, mask_id):
         out = labels.clone()

@@ -234,7 +234,7 @@ Q2_DIAGNOSES = [_apply_pitfall, _apply_swapped, _apply_inclusive, _apply_always_
 
 
 def _check_q2(answer) -> str:
-    return run_cases(answer, _ref_apply, Q2_CASES, Q2_DIAGNOSES, atol=0)
+    return run_cases(answer, _ref_apply, Q2_CASES, Q2_DIAGNOSES, atol=0, integers=True)   # token ids
 
 
 q2 = Exercise(

@@ -144,17 +144,20 @@ class CheckResult:
 # --- Comparing ---
 
 def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
-                    rtol: float = 1e-4) -> None:
+                    rtol: float = 1e-4, *, integers: bool = False) -> None:
     """Raise CheckFailed describing the first difference between ``got`` and ``expected``.
 
     ``got`` must be a real tensor of ``expected``'s shape; where ``expected`` holds floats,
     an integer or boolean tensor is refused (it cannot hold fractions, and would pass only
-    where the expected values happen to be whole), and a complex tensor is refused whatever
-    its real part."""
+    where the expected values happen to be whole); with ``integers`` (the result is ids or
+    positions), where it holds integers, a floating-point tensor is refused too (PyTorch
+    indexes and embeds only with integers, so the next layer would fail on it; counts, which
+    a float holds as well, leave it off); a complex tensor is refused whatever its real part."""
     _need(isinstance(expected, torch.Tensor), "compare_tensors", "expected", "a torch.Tensor", expected)
     _need(isinstance(what, str), "compare_tensors", "what", "a str", what)
     _need_tolerance("compare_tensors", "atol", atol)
     _need_tolerance("compare_tensors", "rtol", rtol)
+    _need(isinstance(integers, bool), "compare_tensors", "integers", "a bool", integers)
     if not isinstance(got, torch.Tensor):
         raise CheckFailed(_("{what}: expected a torch.Tensor, got {type}").format(what=what, type=type(got).__name__))
     if type(got) not in (torch.Tensor, torch.nn.Parameter):   # a subclass can override every comparison
@@ -171,6 +174,12 @@ def compare_tensors(got, expected: torch.Tensor, what: str, atol: float = 1e-5,
     if expected.is_floating_point() and not (got.is_floating_point() or got.is_complex()):
         raise CheckFailed(_("{what}: expected a floating-point tensor (dtype {expected}), got dtype {got}, which cannot "
                             "hold fractions; compute with floats (true division /, or .float()).").format(
+            what=what, expected=expected.dtype, got=got.dtype))
+    if (integers and not (expected.is_floating_point() or expected.is_complex() or expected.dtype == torch.bool)
+            and (got.is_floating_point() or got.is_complex())):
+        raise CheckFailed(_("{what}: expected an integer tensor (dtype {expected}), got the floating-point dtype "
+                            "{got}; the answer is ids or positions, and PyTorch indexes and embeds only with "
+                            "integers: keep an integer dtype (.long() converts).").format(
             what=what, expected=expected.dtype, got=got.dtype))
     got = got.detach().cpu()
     if got.dtype == torch.bool or expected.dtype == torch.bool:
@@ -496,14 +505,15 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
               diagnoses: Sequence[tuple[Any, Any]] = (), atol: float = 1e-5, *,
               rtol: float = 1e-4, compare: Callable[[Any, Any, str], None] | None = None,
               prepare: Callable[..., Any] | None = None, all_diagnoses: bool = False,
-              in_place: str | None = None, no_grad: bool = False) -> str:
+              in_place: str | None = None, no_grad: bool = False, integers: bool = False) -> str:
     """Call ``answer(*args)`` and ``reference(*args)`` on each case and compare.
 
     ``cases`` are ``(description, args)`` pairs. Each call gets its own deep copy of
     ``args``. The learner's result goes through ``prepare(got, description, *args)`` (if
     given; it may raise CheckFailed or return a normalised result), then ``compare(got,
     expected, description)`` raises CheckFailed on a difference (default: tensors with
-    :func:`compare_tensors` and ``atol`` / ``rtol``; :func:`equal_values` for plain values).
+    :func:`compare_tensors` and ``atol`` / ``rtol``, and ``integers``: ids or positions, which a
+    floating-point result fails; :func:`equal_values` for plain values).
 
     ``diagnoses`` are typical mistakes: functions whose docstring is the message, or
     ``(wrong, message)`` pairs. ``wrong(*args)`` is the mistake's result (it matches when
@@ -549,9 +559,14 @@ def run_cases(answer: Callable, reference: Callable, cases: Sequence[tuple[str, 
     _need(isinstance(all_diagnoses, bool), fn, "all_diagnoses", "a bool", all_diagnoses)
     _need(in_place is None or isinstance(in_place, str), fn, "in_place", "a str template or None", in_place)
     _need(isinstance(no_grad, bool), fn, "no_grad", "a bool", no_grad)
+    _need(isinstance(integers, bool), fn, "integers", "a bool", integers)
+    if integers and compare is not None:
+        raise ValueError(f"{fn}: integers must be False when compare is given (pass integers=True to "
+                         f"compare_tensors inside it), got True")
     if compare is None:
         def compare(got, expected, where):
-            compare_tensors(got, expected, _("on {where}").format(where=where), atol=atol, rtol=rtol)
+            compare_tensors(got, expected, _("on {where}").format(where=where), atol=atol, rtol=rtol,
+                            integers=integers)
     _require_function(answer)
     cases = [(_(description), args) for description, args in cases]    # marked with N_ by the chapters
     for description, args in cases:
