@@ -9,12 +9,15 @@
 * :func:`release_memory` collects garbage and returns freed memory to the operating system,
   which glibc otherwise keeps (on Binder's 1 GB that decides whether the next cell fits);
 * :func:`unmap_large_blocks` makes every large block (a tensor, typically) go back to the
-  operating system the moment it is freed (chapter 8).
+  operating system the moment it is freed (chapter 8);
+* :func:`cap_onednn_kernels` keeps few of the kernels oneDNN compiles for bf16 products, one
+  per product shape (chapter 9).
 """
 from __future__ import annotations
 
 import ctypes
 import gc
+import os
 from typing import Callable
 
 import torch
@@ -23,7 +26,8 @@ from torch import nn
 from ._checks import check_instance, check_int, check_keys
 from .attention import inspect_attention
 
-__all__ = ["saved_for_backward", "activation_formula", "activation_bytes", "release_memory", "unmap_large_blocks"]
+__all__ = ["saved_for_backward", "activation_formula", "activation_bytes", "release_memory", "unmap_large_blocks",
+           "cap_onednn_kernels"]
 
 
 def saved_for_backward(model: nn.Module, step_fn: Callable, batch) -> int:
@@ -145,3 +149,24 @@ def unmap_large_blocks(min_bytes: int = 2**20) -> bool:
     check_int("min_bytes", min_bytes, low=1, high=_MMAP_THRESHOLD_MAX)
     mallopt = _glibc_function("mallopt")
     return mallopt is not None and bool(mallopt(_M_MMAP_THRESHOLD, min_bytes))
+
+
+_ONEDNN_CACHE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"     # oneDNN's setting: how many compiled kernels it keeps
+
+
+def cap_onednn_kernels(capacity: int = 16) -> bool:
+    """Let oneDNN keep at most ``capacity`` compiled kernels (default 16) instead of its 1,024.
+
+    On x86 CPUs PyTorch computes bfloat16 products with oneDNN, which compiles a kernel for
+    every new product shape and keeps it (a fraction of a MB each). Fine-tuning on batches
+    padded to their longest sentence meets hundreds of shapes: chapter 9 on a CPU with fast
+    bf16 peaked at 1,068 MB with oneDNN's default and at 942 MB with 16 kernels kept, in the
+    same time (benchmarks/README.md); a kernel dropped is compiled again when its shape comes
+    back, with the same numbers. oneDNN reads the setting at its first product in the process,
+    so call this before any bf16 product (the chapters' setup cells). A setting already in the
+    environment stays. Returns whether this call set it."""
+    check_int("capacity", capacity, low=0, high=1024)
+    if _ONEDNN_CACHE in os.environ:
+        return False
+    os.environ[_ONEDNN_CACHE] = str(capacity)
+    return True
