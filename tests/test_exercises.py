@@ -23,7 +23,8 @@ import bertcourse.exercises
 from bertcourse.exercises import (CheckFailed, CheckResult, Exercise, NotAttempted, Symptom, as_number,
                                   call_answer, compare_tensors, equal_values, expect_raises, randn,
                                   run_cases, seeded)
-from bertcourse.exercises.core import message_of, predicted_choice, predicted_dict, predicted_number
+from bertcourse.exercises.core import message_of
+from bertcourse.exercises.guesses import predicted_choice, predicted_dict, predicted_number
 
 
 def assert_checks_as(status, ex, answer, *fragments):

@@ -374,12 +374,12 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "exercises.authoring.need_tolerance": Exempt("an argument check for the course's authors: raising the error it names is its job"),
     "exercises.forbidden.check_forbidden": Exempt("a predicate on any value: it answers False, it does not raise"),
     "exercises.forbidden.forbidding": OBJECTS,
-    "exercises.core.predicted_choice": Fuzz(given={"answer": lambda e: "A", "choices": lambda e: {"a": "one"}}),
+    "exercises.guesses.predicted_choice": Fuzz(given={"answer": lambda e: "A", "choices": lambda e: {"a": "one"}}),
     "exercises.guesses.predicted_shares": Exempt("reads the learner's prediction: tested in test_exercises.py"),
     "exercises.guesses.judge_guesses": Exempt("a checker's own helper, given what predicted_shares read and the "
                                               "measurement: tested in test_exercises.py"),
-    "exercises.core.predicted_dict": Exempt("reads the learner's prediction: tested in test_exercises.py"),
-    "exercises.core.predicted_number": Exempt("reads the learner's prediction; its message parts come translated "
+    "exercises.guesses.predicted_dict": Exempt("reads the learner's prediction: tested in test_exercises.py"),
+    "exercises.guesses.predicted_number": Exempt("reads the learner's prediction; its message parts come translated "
                                               "from the checker: tested in test_exercises.py"),
     "exercises.mutation.changed_arguments": OBJECTS,
     "exercises.mutation.in_place_detail": OBJECTS,
@@ -418,6 +418,8 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "finetune.finetune": Fuzz(given={"model": lambda e: e.clf, "train": lambda e: e.reviews}),
     "memory.release_memory": NO_ARGS,
     "memory.unmap_large_blocks": Fuzz(),
+    "memory.cap_onednn_kernels": Exempt("sets an environment variable of the test process; its argument checks "
+                                        "are tested in test_memory.py (a fresh process each)"),
     "finetune.init_head_from_probe": OBJECTS,
     "finetune.predict_proba": Fuzz(given={"model": lambda e: e.clf}),
     "finetune.token_contributions": Fuzz(given={"model": lambda e: e.clf}, skip=TEXT_FREE),

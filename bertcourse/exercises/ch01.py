@@ -8,8 +8,7 @@ In the notebook::
 * ``q2`` — ``my_masked_softmax(scores, valid_lens)``: softmax over keys where key ``j`` is
   visible only when ``j < valid_len``; a row with ``valid_len == 0`` is all zeros.
 * ``q3`` — ``attention_output(Q, K, V, valid_lens)``: the full masked attention output.
-* ``q4`` — ``mha_param_count(d, heads, bias)``: the number of parameters of a
-  multi-head attention layer.
+* ``q4`` — ``mha_param_count(d, heads, bias)``: the number of parameters of a multi-head attention layer.
 * ``q5`` — ``prediction``: *before* running the experiment, predict the mean entropy of
   attention weights over 16 keys at ``d = 256`` when the ``1/sqrt(d)`` scale is left out.
   The check runs the experiment itself (:func:`mean_attention_entropy`).
@@ -32,7 +31,8 @@ from .. import attention
 from ..attention import MultiHeadAttention, dot_product_attention, entropy, masked_softmax
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, Symptom, as_number, check_bool, check_positive_int, equal_values,
-                   message_of, predicted_number, randn, run_cases, seeded)
+                   message_of, randn, run_cases, seeded)
+from .guesses import predicted_number
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "mean_attention_entropy", "Q5_D", "Q5_KEYS", "Q5_TOLERANCE"]

@@ -35,8 +35,8 @@ from .. import positional
 from ..positional import frequencies, relative_rotation, sinusoidal_encoding
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, Symptom, check_bool, check_choice, check_finite_number,
-                   check_positive_int, describe_error, error_note, expect_raises, is_shape_error, predicted_dict,
-                   randn, run_cases)
+                   check_positive_int, describe_error, error_note, expect_raises, is_shape_error, randn, run_cases)
+from .guesses import predicted_dict
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "distinct_outputs", "Q5_WORDS", "Q5_READOUTS"]

@@ -30,7 +30,8 @@ from ..attention import causal_mask
 from ..transformer import AddNorm, EncoderBlock, PositionWiseFFN, TransformerDecoder, TransformerEncoder
 from ..i18n import gettext as _, gettext_noop as N_
 from .core import (CheckFailed, Exercise, as_number, check_bool, check_choice, check_int, check_positive_int,
-                   equal_values, predicted_number, randn, run_cases, seeded)
+                   equal_values, randn, run_cases, seeded)
+from .guesses import predicted_number
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "changed_positions", "Q5_TGT_LEN", "Q5_POSITION"]

@@ -7,8 +7,7 @@ In the notebook::
 * ``q1`` — ``my_tokens_and_segments(tokens_a, tokens_b=None)``: ``[CLS] A [SEP]`` or
   ``[CLS] A [SEP] B [SEP]`` and the segment ids, like
   :func:`bertcourse.bert.get_tokens_and_segments`.
-* ``q2`` — ``pair_segment_ids(len_a, len_b)``: the segment ids of a text pair whose
-  sentences have ``len_a`` and ``len_b`` tokens.
+* ``q2`` — ``pair_segment_ids(len_a, len_b)``: the segment ids of a pair of ``len_a`` and ``len_b`` tokens.
 * ``q3`` — ``input_embedding(encoder, tokens, segments)``: token + segment + position
   embeddings, then the layer norm — what :meth:`BERTEncoder.embed` returns (eval mode).
 * ``q4`` — ``embedding_param_count(config)``: the number of parameters of BERT's
@@ -35,7 +34,8 @@ from ..bert import BERTConfig, BERTEncoder, get_config, get_tokens_and_segments
 from ..data import DEFAULT_VOCAB_SIZE
 from ..i18n import gettext as _, gettext_noop as N_
 from ..wordpiece import wordpiece_encode_word
-from .core import CheckFailed, Exercise, Symptom, as_number, equal_values, predicted_dict, run_cases, seeded
+from .core import CheckFailed, Exercise, Symptom, as_number, equal_values, run_cases, seeded
+from .guesses import predicted_dict
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "quiz", "encoder_parameter_split", "Q5_CONFIGS", "Q5_TOLERANCE"]

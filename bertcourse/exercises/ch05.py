@@ -38,7 +38,8 @@ from ..pretrain import mlm_loss
 from ..i18n import gettext as _, gettext_noop as N_
 from ..utils import cached
 from .core import (CheckFailed, Exercise, Symptom, as_number, check_finite_number, check_positive_int,
-                   equal_values, message_of, predicted_number, randn, run_cases, seeded)
+                   equal_values, message_of, randn, run_cases, seeded)
+from .guesses import predicted_number
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "both_neighbours_visible", "Q5_MASK_PROB", "Q5_TOLERANCE"]

@@ -35,7 +35,8 @@ from ..bert import BERTModel, NextSentencePred, Pooler, get_config
 from ..data import IS_NEXT, NOT_NEXT, PretrainDataset, generate_corpus, get_tokenizer, sample_pair, truncate_pair
 from ..pretrain import nsp_loss
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import CheckFailed, Exercise, check_positive_int, equal_values, predicted_dict, randn, run_cases, seeded
+from .core import CheckFailed, Exercise, check_positive_int, equal_values, randn, run_cases, seeded
+from .guesses import predicted_dict
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "q1_pairs", "nsp_gradient_positions", "Q5_KEYS"]

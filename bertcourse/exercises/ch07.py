@@ -38,8 +38,9 @@ from ..bert import BERTModel, get_config
 from ..data import load_pretrain_data, num_mlm_preds
 from ..pretrain import init_bert_weights, mlm_accuracy, mlm_loss
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import (CheckFailed, Exercise, as_number, check_bool, check_positive_int, equal_values,
-                   predicted_choice, randn, run_cases, seeded)
+from .core import (CheckFailed, Exercise, as_number, check_bool, check_positive_int, equal_values, randn,
+                   run_cases, seeded)
+from .guesses import predicted_choice
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "first_mlm_loss", "Q5_CHOICES"]

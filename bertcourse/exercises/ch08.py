@@ -37,8 +37,8 @@ from ..inspection import head_statistics
 from ..bert import mean_pool
 from ..pretrained_bert import course_name, load_pretrained
 from ..i18n import gettext as _, gettext_noop as N_
-from .core import (CheckFailed, Exercise, Symptom, call_answer, equal_values,
-                   predicted_choice, randn, run_cases)
+from .core import CheckFailed, Exercise, Symptom, call_answer, equal_values, randn, run_cases
+from .guesses import predicted_choice
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "q2", "q3", "q4", "q5", "quiz", "sentence_cosine", "Q5_PAIR", "Q5_CHOICES"]

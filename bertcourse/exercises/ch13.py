@@ -17,7 +17,8 @@ from ..finetune import build_classifier, classification_step
 from ..i18n import gettext as _, gettext_noop as N_
 from ..memory import saved_for_backward
 from ..reviews import load_sentiment, review_loader
-from .core import CheckFailed, Exercise, predicted_number
+from .core import CheckFailed, Exercise
+from .guesses import predicted_number
 from .quiz import Option, Question, Quiz
 
 __all__ = ["q1", "quiz", "Q1_FACTOR", "activation_mb"]

@@ -20,7 +20,7 @@ The public API used by the chapter modules:
 * :class:`Exercise` ``(name, var, checker, hints, solution)``: one question; ``check()``, ``hint()``,
   ``solution()``. ``checker(answer) -> str`` returns a success message or raises :class:`CheckFailed`.
 * :func:`run_cases` ``(answer, reference, cases, diagnoses=(), atol=1e-5, *, rtol, compare,
-  prepare, all_diagnoses, in_place, no_grad)``: call the answer and the reference on every
+  prepare, all_diagnoses, in_place, no_grad, integers)``: call the answer and the reference on every
   ``(description, args)`` case and compare; when they differ, name the first matching
   diagnosis. Tensors are compared with :func:`compare_tensors` (the default); plain values
   (numbers, lists, tuples, strings) with ``compare=equal_values(message)``. ``prepare(got,
@@ -35,7 +35,6 @@ The public API used by the chapter modules:
 * :func:`expect_raises` ``(answer, args, where, error, *, returned, other)``: the answer must
   raise ``error`` (e.g. a ``ValueError`` for bad input).
 * :func:`compare_tensors`, :func:`equal_values`, :func:`as_number`, :class:`Symptom`, :func:`message_of`.
-* :func:`predicted_number`, :func:`predicted_dict`, :func:`predicted_choice`: "predict, then run" answers.
 * :func:`seeded` ``(seed)`` (a seeded ``torch.Generator``) and :func:`randn` ``(*shape, seed,
   scale=1.0)`` (a seeded normal tensor): the cases' reproducible inputs.
 * :class:`CheckFailed` (a failed check, its message for the learner), :class:`NotAttempted` (the starter).
@@ -92,7 +91,7 @@ from .values import plain_equal
 
 __all__ = ["CheckFailed", "CheckResult", "Exercise", "NotAttempted", "Symptom", "as_number",
            "call_answer", "compare_tensors", "equal_values", "expect_raises", "message_of",
-           "predicted_choice", "predicted_dict", "predicted_number", "randn", "run_cases", "seeded"]
+           "randn", "run_cases", "seeded"]
 
 _MISSING = object()
 
@@ -255,41 +254,6 @@ def as_number(got, where: str, whole: bool = False):
     if whole and got != int(got):
         raise CheckFailed(_("on {where}: expected a whole number, got {got!r}").format(where=where, got=got))
     return got
-
-
-def predicted_number(value, where: str, low, high, must: str, in_range: str = "", *, whole=False, blank=""):
-    """A predicted number in ``[low, high]`` (``blank``: a dict entry's placeholder text), or CheckFailed."""
-    # must, in_range and blank come translated from the checker (it runs when check() does)
-    if blank and (value is Ellipsis or value is None):
-        raise CheckFailed(_("{where} is still {value}: write {blank}").format(
-            where=where, value="..." if value is Ellipsis else "None", blank=blank))
-    if isinstance(value, (str, bool)) or not (blank or isinstance(value, (int, float, torch.Tensor))):
-        got = repr(value) if blank else f"{type(value).__name__} {value!r:.40}"
-        raise CheckFailed(_("{where} must be {must}, got {got}").format(where=where, must=must, got=got))
-    number = as_number(value, where, whole=whole)
-    if not low <= number <= high:
-        raise CheckFailed(_("{where} must be {must}, got {got:g}").format(where=where, must=in_range, got=number))
-    return int(number) if whole else float(number)
-
-
-def predicted_dict(answer, keys: Sequence[str], where: str, each: str, **number) -> dict:
-    """A dict of :func:`predicted_number` s, one per key (``each``: what every value is)."""
-    if not isinstance(answer, dict) or set(answer) != set(keys):
-        raise CheckFailed(_("{where} must be a dict with the keys {keys}, {each}, got {got:.80}").format(where=where, keys=list(keys), each=each, got=repr(answer)))
-    return {key: predicted_number(answer[key], f"{where}[{key!r}]", **number) for key in keys}
-
-
-def predicted_choice(answer, choices: dict, where: str, described: bool = False) -> str:
-    """A "predict, then run" answer naming one of ``choices`` (case and outer spaces ignored)."""
-    _need_where("predicted_choice", where)
-    _need(isinstance(described, bool), "predicted_choice", "described", "True or False", described)
-    if not isinstance(answer, str):
-        raise CheckFailed(_("{where} must be one of {listed} (a string), got {type} {got:.40}").format(
-            where=where, listed=", ".join(map(repr, choices)), type=type(answer).__name__, got=repr(answer)))
-    if (choice := str.lower(str.strip(answer))) not in choices:      # a plain str, whatever subclass
-        listed = ", ".join(f"{c!r} ({_(d)})" if described else repr(c) for c, d in choices.items())
-        raise CheckFailed(_("{where} must be one of {listed}, got {got!r}").format(where=where, listed=listed, got=answer))
-    return choice
 
 
 class Symptom:

@@ -1,6 +1,8 @@
-"""Prediction exercises that guess several measured shares ("predict, then run"): the guesses
-read, and judged against the measurement, in one place for every chapter that asks for them.
+"""The learner's predictions ("predict, then run"): read, and judged against the measurement,
+in one place for every chapter that asks for them.
 
+* :func:`predicted_number`, :func:`predicted_dict`, :func:`predicted_choice`: a predicted number
+  in a range, a dict of them, one of a few named choices (anything else is a failed check);
 * :func:`predicted_shares`: the learner's ``prediction`` dict, one share in [0, 1] per key (a
   percentage such as 94 is refused with the share it means);
 * :func:`judge_guesses`: the report ``key: you said g, measured m, …``, returned when every guess
@@ -13,10 +15,48 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..i18n import gettext as _
-from .core import CheckFailed, predicted_dict
+import torch
 
-__all__ = ["predicted_shares", "judge_guesses"]
+from ..i18n import gettext as _
+from .authoring import need, need_where
+from .core import CheckFailed, as_number
+
+__all__ = ["predicted_number", "predicted_dict", "predicted_choice", "predicted_shares", "judge_guesses"]
+
+
+def predicted_number(value, where: str, low, high, must: str, in_range: str = "", *, whole=False, blank=""):
+    """A predicted number in ``[low, high]`` (``blank``: a dict entry's placeholder text), or CheckFailed."""
+    # must, in_range and blank come translated from the checker (it runs when check() does)
+    if blank and (value is Ellipsis or value is None):
+        raise CheckFailed(_("{where} is still {value}: write {blank}").format(
+            where=where, value="..." if value is Ellipsis else "None", blank=blank))
+    if isinstance(value, (str, bool)) or not (blank or isinstance(value, (int, float, torch.Tensor))):
+        got = repr(value) if blank else f"{type(value).__name__} {value!r:.40}"
+        raise CheckFailed(_("{where} must be {must}, got {got}").format(where=where, must=must, got=got))
+    number = as_number(value, where, whole=whole)
+    if not low <= number <= high:
+        raise CheckFailed(_("{where} must be {must}, got {got:g}").format(where=where, must=in_range, got=number))
+    return int(number) if whole else float(number)
+
+
+def predicted_dict(answer, keys: Sequence[str], where: str, each: str, **number) -> dict:
+    """A dict of :func:`predicted_number` s, one per key (``each``: what every value is)."""
+    if not isinstance(answer, dict) or set(answer) != set(keys):
+        raise CheckFailed(_("{where} must be a dict with the keys {keys}, {each}, got {got:.80}").format(where=where, keys=list(keys), each=each, got=repr(answer)))
+    return {key: predicted_number(answer[key], f"{where}[{key!r}]", **number) for key in keys}
+
+
+def predicted_choice(answer, choices: dict, where: str, described: bool = False) -> str:
+    """A "predict, then run" answer naming one of ``choices`` (case and outer spaces ignored)."""
+    need_where("predicted_choice", where)
+    need(isinstance(described, bool), "predicted_choice", "described", "True or False", described)
+    if not isinstance(answer, str):
+        raise CheckFailed(_("{where} must be one of {listed} (a string), got {type} {got:.40}").format(
+            where=where, listed=", ".join(map(repr, choices)), type=type(answer).__name__, got=repr(answer)))
+    if (choice := str.lower(str.strip(answer))) not in choices:      # a plain str, whatever subclass
+        listed = ", ".join(f"{c!r} ({_(d)})" if described else repr(c) for c, d in choices.items())
+        raise CheckFailed(_("{where} must be one of {listed}, got {got!r}").format(where=where, listed=listed, got=answer))
+    return choice
 
 
 def predicted_shares(answer, keys: Sequence[str], each: str, must: str) -> dict:
