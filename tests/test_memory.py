@@ -121,7 +121,7 @@ w = torch.randn(256, 128)
 with torch.autocast("cpu", dtype=torch.bfloat16):
     torch.nn.functional.linear(torch.randn(8, 128), w)
     before = rss()
-    for n in range(2, 202):             # 200 new product shapes, as batches padded to ever other lengths
+    for n in range(2, 152):             # 150 new product shapes, as batches padded to ever other lengths
         torch.nn.functional.linear(torch.randn(8 * n, 128), w)
 print(rss() - before)
 """
@@ -134,14 +134,14 @@ onednn_bf16 = pytest.mark.skipif(
 
 @onednn_bf16
 def test_cap_onednn_kernels_keeps_fewer_kernels_of_bf16_products():
-    """Measured on the 2-core Zen 4 (three runs each): the memory grew 133-136 MB over 200 shapes with
-    oneDNN's default and 88-93 MB with 16 kernels kept; the test asks for half that difference."""
+    """Measured on the 2-core Zen 4 (three runs each): the memory grew 103-105 MB over 150 shapes with
+    oneDNN's default and 72-73 MB with 16 kernels kept; the test asks for half that difference."""
     grown = {}
     for mode in ("default", "cap"):
         out = subprocess.run([sys.executable, "-c", KERNELS, mode], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         grown[mode] = int(out.stdout)
-    assert grown["default"] - grown["cap"] > 20 * MIB, grown
+    assert grown["default"] - grown["cap"] > 15 * MIB, grown
 
 
 def test_cap_onednn_kernels_keeps_a_setting_already_made():
