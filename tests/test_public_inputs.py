@@ -379,8 +379,8 @@ TABLE: dict[str, Fuzz | Exempt] = {
     "exercises.guesses.judge_guesses": Exempt("a checker's own helper, given what predicted_shares read and the "
                                               "measurement: tested in test_exercises.py"),
     "exercises.guesses.predicted_dict": Exempt("reads the learner's prediction: tested in test_exercises.py"),
-    "exercises.guesses.predicted_number": Exempt("reads the learner's prediction; its message parts come translated "
-                                              "from the checker: tested in test_exercises.py"),
+    "exercises.guesses.predicted_number": Exempt("reads the learner's prediction; its message parts come "
+                                                 "translated from the checker: tested in test_exercises.py"),
     "exercises.mutation.changed_arguments": OBJECTS,
     "exercises.mutation.in_place_detail": OBJECTS,
     "exercises.values.is_plain": OBJECTS,
