@@ -163,8 +163,8 @@ def cap_onednn_kernels(capacity: int = 16) -> bool:
     bf16 peaked at 1,068 MB with oneDNN's default and at 942 MB with 16 kernels kept, in the
     same time (benchmarks/README.md); a kernel dropped is compiled again when its shape comes
     back, with the same numbers. oneDNN reads the setting at its first product in the process,
-    so call this before any bf16 product (the chapters' setup cells). A setting already in the
-    environment stays. Returns whether this call set it."""
+    so call this before any bf16 product (chapter 9's setup cell, ``python -m bertcourse.finetune``).
+    A setting already in the environment stays. Returns whether this call set it."""
     check_int("capacity", capacity, low=0, high=1024)
     if _ONEDNN_CACHE in os.environ:
         return False

@@ -689,6 +689,28 @@ def test_cli_freeze_word_embeddings_leaves_the_table_alone(tmp_path, capsys, mon
         assert not torch.equal(encoder.blks[0].ffn.dense1.weight, initial.encoder.blks[0].ffn.dense1.weight)
 
 
+@pytest.mark.parametrize("amp, capped", [("on", True), ("off", False)])
+def test_cli_keeps_few_onednn_kernels_when_it_trains_in_bf16(tmp_path, monkeypatch, amp, capped):
+    """Under bf16 the command keeps 16 compiled oneDNN kernels, as chapter 9's setup cell does
+    (``--task sentiment`` on a bf16 CPU peaked at 1,103-1,153 MB with it, 1,238-1,247 MB without,
+    the same weights to the bit: benchmarks/README.md), and before its first product."""
+    calls = []
+    monkeypatch.setattr(finetune_command, "cap_onednn_kernels", lambda: calls.append("capped"))
+
+    class Stop(Exception):
+        pass
+
+    def data_read():                     # the command's first step after choosing the precision
+        calls.append("data")
+        raise Stop
+
+    monkeypatch.setitem(finetune_command.TASKS, "sentiment",
+                        dataclasses.replace(finetune_command.TASKS["sentiment"], data=data_read))
+    with pytest.raises(Stop):
+        finetune_command.run(finetune_command.parse_args(["--amp", amp, "--out", str(tmp_path / "run")]))
+    assert calls == (["capped", "data"] if capped else ["data"])
+
+
 def _small_task(monkeypatch, task: str, n: int = 16):
     """``--task`` with ``n`` test examples (and validation ones): the command's own run, on the
     real data's first examples, in seconds."""
